@@ -1,0 +1,151 @@
+// Package cli implements the bqstore command line: the server (serve), the
+// bq-like catalog verbs (mk, ls, show, update, rm) and the tools built on the
+// public APIs. cmd/bqstore only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Env is what a command runs with: its standard streams and the
+// environment lookup (os.LookupEnv outside tests).
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	LookupEnv      func(string) (string, bool)
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *Env, args []string) error
+}
+
+// commands lists every subcommand. Keep it sorted by name.
+var commands = []command{
+	{"serve", "run the Storage API and REST v2 server", runServe},
+	{"version", "print the version", runVersion},
+}
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// usageError marks errors caused by how the command was called (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// Main runs the command line and returns the process exit code: 0 on
+// success, 1 when the command failed, 2 when it was called wrongly.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return MainEnv(ctx, args, &Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, LookupEnv: os.LookupEnv})
+}
+
+// MainEnv is Main with an explicit environment (tests use it).
+func MainEnv(ctx context.Context, args []string, env *Env) int {
+	if env.LookupEnv == nil {
+		env.LookupEnv = func(string) (string, bool) { return "", false }
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(env.Stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			err := c.run(ctx, env, args[1:])
+			if err == nil || errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			fmt.Fprintf(env.Stderr, "bqstore %s: %s\n", c.name, oneLine(err.Error()))
+			var ue *usageError
+			if errors.As(err, &ue) {
+				return 2
+			}
+			return 1
+		}
+	}
+	fmt.Fprintf(env.Stderr, "bqstore: unknown command %q (see bqstore help)\n", args[0])
+	return 2
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: bqstore COMMAND [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	cs := append([]command(nil), commands...)
+	sort.Slice(cs, func(i, j int) bool { return cs[i].name < cs[j].name })
+	for _, c := range cs {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'bqstore COMMAND -h' for the flags of a command.")
+}
+
+// oneLine folds a message onto one line, for stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting and
+// prints its usage to the command's stderr.
+func newFlagSet(env *Env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: bqstore %s %s\n", name, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// envDefault returns the value of the environment variable key, or def.
+func envDefault(env *Env, key, def string) string {
+	if v, ok := env.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// parseFlags parses args allowing flags after positional arguments, as bq
+// does ("bqstore rm -r p:d" and "bqstore rm p:d -r" both work). It returns
+// the positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func runVersion(_ context.Context, env *Env, _ []string) error {
+	fmt.Fprintln(env.Stdout, "bqstore", Version)
+	return nil
+}

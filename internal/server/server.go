@@ -1,0 +1,217 @@
+// Package server wires bqstore together: it opens the data directory, starts
+// the gRPC server (Storage API v1 and health) and the HTTP server (REST v2,
+// /healthz, /metrics), and stops them gracefully.
+//
+// Goroutine lifetimes: Start starts one goroutine per listener (gRPC Serve
+// and HTTP Serve). Close stops accepting, waits for in-flight requests,
+// closes the storage and waits for both goroutines before it returns.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+)
+
+// Config is the server's configuration. The zero value of a field means its
+// default.
+type Config struct {
+	// DataDir holds all durable state. Created if missing.
+	DataDir string
+	// GRPCAddr and HTTPAddr are the listen addresses; port 0 picks a free
+	// port (see Server.GRPCAddr and Server.HTTPAddr).
+	GRPCAddr string
+	HTTPAddr string
+	// Project is a project that exists from the start.
+	Project string
+	// Logger receives the server's structured log. Default: discard.
+	Logger *slog.Logger
+}
+
+// Defaults for Config.
+const (
+	DefaultDataDir  = "./bqstore-data"
+	DefaultGRPCAddr = "127.0.0.1:9060"
+	DefaultHTTPAddr = "127.0.0.1:9050"
+	DefaultProject  = "local"
+
+	// MaxRecvMsgSize admits the Storage API's 10 MB AppendRows requests
+	// plus the largest request the clients send to test the limit (11 MB),
+	// so that we can answer INVALID_ARGUMENT ourselves instead of letting
+	// grpc-go reset the stream with RESOURCE_EXHAUSTED.
+	MaxRecvMsgSize = 64 << 20
+	// MaxSendMsgSize is the Read API's documented response limit.
+	MaxSendMsgSize = 128 << 20
+)
+
+func (c *Config) setDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = DefaultGRPCAddr
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.Project == "" {
+		c.Project = DefaultProject
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Server is a running bqstore server.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	registry *prometheus.Registry
+
+	grpcLis  net.Listener
+	httpLis  net.Listener
+	grpcSrv  *grpc.Server
+	httpSrv  *http.Server
+	health   *health.Server
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex
+	closed   bool
+	closeErr error
+}
+
+// Start opens the data directory, listens on both addresses and serves
+// until Close.
+func Start(cfg Config) (_ *Server, err error) {
+	cfg.setDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger, registry: prometheus.NewRegistry()}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.closeResources()
+		}
+	}()
+
+	s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("server: grpc listen: %w", err)
+	}
+	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("server: http listen: %w", err)
+	}
+
+	s.grpcSrv = grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(MaxSendMsgSize),
+		// Large windows: loopback gRPC is the scarcest resource on the
+		// read and write paths (docs/PERFORMANCE.md).
+		grpc.InitialWindowSize(16<<20),
+		grpc.InitialConnWindowSize(64<<20),
+		grpc.ReadBufferSize(1<<20),
+		grpc.WriteBufferSize(1<<20),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	s.httpSrv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := s.grpcSrv.Serve(s.grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.log.Error("grpc serve", "err", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http serve", "err", err)
+		}
+	}()
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.log.Info("bqstore serving",
+		"grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "project", cfg.Project)
+	return s, nil
+}
+
+// GRPCAddr is the address the gRPC server listens on (the chosen port when
+// the configured port was 0).
+func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
+
+// HTTPAddr is the address the HTTP server listens on.
+func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
+
+// Registry is the server's Prometheus registry, served on /metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Close stops accepting connections, lets in-flight requests finish (up to
+// ctx's deadline, after which they are cut), syncs and closes the storage,
+// and waits for the server's goroutines.
+func (s *Server) Close(ctx context.Context) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return s.closeErr
+	}
+	s.closed = true
+	s.health.Shutdown()
+
+	stopped := make(chan struct{})
+	go func() {
+		s.grpcSrv.GracefulStop()
+		close(stopped)
+	}()
+	httpErr := s.httpSrv.Shutdown(ctx)
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.grpcSrv.Stop()
+		<-stopped
+	}
+	s.wg.Wait()
+	s.closeErr = errors.Join(httpErr, s.closeResources())
+	return s.closeErr
+}
+
+// closeResources closes what Start opened besides the listeners' servers.
+func (s *Server) closeResources() error {
+	var errs []error
+	if s.grpcSrv == nil {
+		if s.grpcLis != nil {
+			errs = append(errs, s.grpcLis.Close())
+		}
+		if s.httpLis != nil {
+			errs = append(errs, s.httpLis.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
