@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/bench"
+)
+
+func runBench(ctx context.Context, env *Env, args []string) error {
+	if len(args) == 0 {
+		return usagef("usage: bqstore bench write|read [flags]")
+	}
+	switch args[0] {
+	case "write":
+		return runBenchWrite(ctx, env, args[1:])
+	case "read":
+		return runBenchRead(ctx, env, args[1:])
+	}
+	return usagef("unknown workload %q (write, read)", args[0])
+}
+
+// targetFlags registers the flags that say where the server is.
+func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) {
+	fs.StringVar(&t.Endpoint, "endpoint", envDefault(env, "BQSTORE_ENDPOINT", "127.0.0.1:9060"), "Storage API gRPC address (env BQSTORE_ENDPOINT)")
+	fs.StringVar(&t.API, "api", envDefault(env, "BQSTORE_API", "http://127.0.0.1:9050"), "REST v2 base URL for table creation (env BQSTORE_API)")
+	fs.BoolVar(&t.Insecure, "insecure", true, "plaintext gRPC without credentials (false: TLS with Application Default Credentials)")
+	fs.StringVar(&t.Project, "project", envDefault(env, "BQSTORE_PROJECT", "local"), "project")
+	fs.StringVar(&t.Dataset, "dataset", "bench", "dataset (created if missing)")
+	fs.StringVar(&t.Table, "table", "", "table (write: created if missing, default a new bench_<time> table; read: required)")
+	fs.IntVar(&t.ServerPID, "server-pid", 0, "pid of a local server to sample for CPU and peak RSS")
+}
+
+func runBenchWrite(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "bench write", "[flags]")
+	var cfg bench.WriteConfig
+	targetFlags(fs, env, &cfg.Target)
+	fs.Int64Var(&cfg.Rows, "rows", 100000, "rows to write")
+	fs.IntVar(&cfg.RowBytes, "row-bytes", 1200, "serialized bytes per row")
+	fs.IntVar(&cfg.RequestBytes, "request-bytes", 1<<20, "bytes per AppendRows request")
+	fs.IntVar(&cfg.Streams, "streams", 1, "concurrent write streams")
+	fs.StringVar(&cfg.Mode, "mode", "default", "stream type: default, committed, pending, buffered")
+	fs.BoolVar(&cfg.Verify, "verify", true, "read the table back through the Read API and check every row is there once")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	res, err := bench.Write(ctx, cfg)
+	if res != nil {
+		_ = res.Print(env.Stdout, *asJSON)
+	}
+	return err
+}
+
+func runBenchRead(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "bench read", "[flags]")
+	var cfg bench.ReadConfig
+	targetFlags(fs, env, &cfg.Target)
+	fs.IntVar(&cfg.Streams, "streams", 1, "max_stream_count (0: the server chooses)")
+	fs.StringVar(&cfg.Format, "format", "arrow", "arrow or avro")
+	columns := fs.String("columns", "", "comma-separated selected fields (default all)")
+	fs.StringVar(&cfg.Where, "where", "", "row_restriction")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *columns != "" {
+		cfg.Columns = strings.Split(*columns, ",")
+	}
+	res, err := bench.Read(ctx, cfg)
+	if res != nil {
+		_ = res.Print(env.Stdout, *asJSON)
+	}
+	return err
+}
