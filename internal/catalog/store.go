@@ -1,0 +1,229 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// File names in the catalog directory.
+const (
+	fileName    = "CATALOG"
+	tmpFileName = "CATALOG.tmp"
+	// formatVersion is the "format" number of the CATALOG file.
+	formatVersion = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// FS is the part of a file system the catalog uses. Tests inject failures
+// through it.
+type FS interface {
+	MkdirAll(dir string) error
+	// ReadFile returns fs.ErrNotExist (wrapped) for a missing file.
+	ReadFile(name string) ([]byte, error)
+	// WriteFileSync writes data to name, truncating it, and fsyncs it.
+	WriteFileSync(name string, data []byte) error
+	Rename(oldname, newname string) error
+	Remove(name string) error
+	// SyncDir fsyncs a directory, making renames in it durable.
+	SyncDir(dir string) error
+}
+
+type osFS struct{}
+
+func (osFS) MkdirAll(dir string) error            { return os.MkdirAll(dir, 0o755) }
+func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+func (osFS) Rename(o, n string) error             { return os.Rename(o, n) }
+func (osFS) Remove(name string) error             { return os.Remove(name) }
+
+func (osFS) WriteFileSync(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (osFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// document is the catalog as stored.
+type document struct {
+	Projects []*Project `json:"projects"`
+	Datasets []*Dataset `json:"datasets"`
+	Tables   []*Table   `json:"tables"`
+}
+
+// envelope is the CATALOG file: the document and its checksum.
+type envelope struct {
+	Format  int             `json:"format"`
+	CRC32C  *uint32         `json:"crc32c"`
+	Catalog json.RawMessage `json:"catalog"`
+}
+
+func encodeDocument(st *state) ([]byte, error) {
+	doc := document{Projects: []*Project{}, Datasets: []*Dataset{}, Tables: []*Table{}}
+	for _, p := range st.projects {
+		doc.Projects = append(doc.Projects, p)
+	}
+	for _, d := range st.datasets {
+		doc.Datasets = append(doc.Datasets, d)
+	}
+	for _, t := range st.tables {
+		doc.Tables = append(doc.Tables, t)
+	}
+	sortDocument(&doc)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, fmt.Errorf("catalog: encode: %w", err)
+	}
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	out := fmt.Appendf(nil, `{"format":%d,"crc32c":%d,"catalog":`, formatVersion, crc32.Checksum(body, castagnoli))
+	out = append(out, body...)
+	out = append(out, "}\n"...)
+	return out, nil
+}
+
+// decodeFile parses a CATALOG file into a state.
+func decodeFile(b []byte) (*state, error) {
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if env.Format != formatVersion {
+		return nil, fmt.Errorf("%w: unknown format %d (this bqstore reads format %d)", ErrCorrupt, env.Format, formatVersion)
+	}
+	if env.CRC32C == nil || len(env.Catalog) == 0 {
+		return nil, fmt.Errorf("%w: missing checksum or document", ErrCorrupt)
+	}
+	if got := crc32.Checksum(env.Catalog, castagnoli); got != *env.CRC32C {
+		return nil, fmt.Errorf("%w: checksum mismatch (file says %08x, content is %08x)", ErrCorrupt, *env.CRC32C, got)
+	}
+	var doc document
+	if err := json.Unmarshal(env.Catalog, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	st := emptyState()
+	for _, p := range doc.Projects {
+		if p == nil || ValidateProjectID(p.ID) != nil {
+			return nil, fmt.Errorf("%w: invalid project entry", ErrCorrupt)
+		}
+		st.projects[p.ID] = p
+	}
+	for _, d := range doc.Datasets {
+		if d == nil || validateDatasetRef(d.ProjectID, d.DatasetID) != nil {
+			return nil, fmt.Errorf("%w: invalid dataset entry", ErrCorrupt)
+		}
+		st.datasets[dsKey{d.ProjectID, d.DatasetID}] = d
+	}
+	for _, t := range doc.Tables {
+		if t == nil || validateTableRef(t.ProjectID, t.DatasetID, t.TableID) != nil || len(t.Schemas) == 0 || !validInternalID(t.ID) {
+			return nil, fmt.Errorf("%w: invalid table entry", ErrCorrupt)
+		}
+		for i, v := range t.Schemas {
+			if v.Version != i+1 || v.Schema == nil {
+				return nil, fmt.Errorf("%w: table %s: bad schema version %d", ErrCorrupt, t.FullID(), v.Version)
+			}
+		}
+		if _, ok := st.datasets[dsKey{t.ProjectID, t.DatasetID}]; !ok {
+			return nil, fmt.Errorf("%w: table %s has no dataset", ErrCorrupt, t.FullID())
+		}
+		if _, dup := st.byID[t.ID]; dup {
+			return nil, fmt.Errorf("%w: duplicate table id %s", ErrCorrupt, t.ID)
+		}
+		st.tables[tKey{t.ProjectID, t.DatasetID, t.TableID}] = t
+		st.byID[t.ID] = t
+	}
+	return st, nil
+}
+
+func validInternalID(id string) bool {
+	if len(id) != 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(('0' <= c && c <= '9') || ('a' <= c && c <= 'f')) {
+			return false
+		}
+	}
+	return true
+}
+
+func emptyState() *state {
+	return &state{
+		projects: map[string]*Project{},
+		datasets: map[dsKey]*Dataset{},
+		tables:   map[tKey]*Table{},
+		byID:     map[string]*Table{},
+	}
+}
+
+func (c *Catalog) load() (*state, error) {
+	fsys := c.opts.FS
+	if err := fsys.MkdirAll(c.dir); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	// A temp file is a write that never got renamed: not part of the
+	// catalog.
+	if err := fsys.Remove(filepath.Join(c.dir, tmpFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	b, err := fsys.ReadFile(filepath.Join(c.dir, fileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return emptyState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	st, err := decodeFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %s: %w", fileName, err)
+	}
+	return st, nil
+}
+
+// save makes st the durable catalog (see the package documentation).
+func (c *Catalog) save(st *state) error {
+	b, err := encodeDocument(st)
+	if err != nil {
+		return err
+	}
+	fsys := c.opts.FS
+	tmp := filepath.Join(c.dir, tmpFileName)
+	if err := fsys.WriteFileSync(tmp, b); err != nil {
+		return fmt.Errorf("catalog: write: %w", err)
+	}
+	if err := fsys.Rename(tmp, filepath.Join(c.dir, fileName)); err != nil {
+		return fmt.Errorf("catalog: rename: %w", err)
+	}
+	if err := fsys.SyncDir(c.dir); err != nil {
+		return fmt.Errorf("catalog: sync dir: %w", err)
+	}
+	return nil
+}
