@@ -1,0 +1,408 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/storage/segment"
+)
+
+// encodeSchema serializes a schema as an Arrow IPC stream holding only the
+// schema message.
+func encodeSchema(s *arrow.Schema) ([]byte, error) {
+	var buf bytes.Buffer
+	w := ipc.NewWriter(&buf, ipc.WithSchema(s))
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("storage: encode schema: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeSchema parses what encodeSchema wrote.
+func decodeSchema(b []byte) (*arrow.Schema, error) {
+	r, err := ipc.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("storage: decode schema: %w", err)
+	}
+	defer r.Release()
+	return r.Schema(), nil
+}
+
+// splitMessage parses one encapsulated IPC message (continuation marker,
+// metadata length, flatbuffer metadata) and returns the metadata and
+// everything after it (the body, possibly followed by more bytes).
+func splitMessage(b []byte) (meta, rest []byte, err error) {
+	if len(b) < 8 || binary.LittleEndian.Uint32(b) != 0xFFFFFFFF {
+		return nil, nil, fmt.Errorf("storage: arrow message: missing continuation marker")
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(b[4:])))
+	if n <= 0 || n > int64(len(b)-8) {
+		return nil, nil, fmt.Errorf("storage: arrow message: metadata length %d of %d bytes", n, len(b)-8)
+	}
+	return b[8 : 8+n], b[8+n:], nil
+}
+
+// payloadCapture is an ipc.PayloadWriter that keeps the encapsulated
+// record batch message and drops the schema message.
+type payloadCapture struct {
+	dst  []byte
+	seen int
+	err  error
+}
+
+func (c *payloadCapture) Start() error { return nil }
+func (c *payloadCapture) Close() error { return nil }
+func (c *payloadCapture) Write(p []byte) (int, error) {
+	c.dst = append(c.dst, p...)
+	return len(p), nil
+}
+
+func (c *payloadCapture) WritePayload(p ipc.Payload) error {
+	c.seen++
+	switch c.seen {
+	case 1: // the schema message
+		return nil
+	case 2:
+		_, err := p.WritePayload(c)
+		return err
+	}
+	return fmt.Errorf("storage: batch needs more than one IPC message (dictionary-encoded columns are not supported)")
+}
+
+// appendBatchIPC appends rec as one encapsulated Arrow IPC record batch
+// message (8-byte aligned buffers, uncompressed) to dst.
+func appendBatchIPC(dst []byte, rec arrow.Record) ([]byte, error) {
+	c := &payloadCapture{dst: dst}
+	w := ipc.NewWriterWithPayloadWriter(c, ipc.WithSchema(rec.Schema()))
+	if err := w.Write(rec); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	}
+	if c.seen != 2 {
+		return nil, fmt.Errorf("storage: encode batch: got %d IPC messages", c.seen)
+	}
+	return c.dst, nil
+}
+
+// staticMessages feeds prepared messages to an ipc.Reader.
+type staticMessages struct {
+	msgs []*ipc.Message
+	i    int
+}
+
+func (m *staticMessages) Message() (*ipc.Message, error) {
+	if m.i >= len(m.msgs) {
+		return nil, io.EOF
+	}
+	m.i++
+	return m.msgs[m.i-1], nil
+}
+func (m *staticMessages) Retain()  {}
+func (m *staticMessages) Release() {}
+
+// decodeBatchIPC decodes an encapsulated record batch message against a
+// schema (given as its encoded IPC stream). The record's buffers alias b
+// (zero-copy).
+func decodeBatchIPC(schemaIPC, b []byte) (rec arrow.Record, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rec, err = nil, fmt.Errorf("storage: decode batch: %v", p)
+		}
+	}()
+	smeta, srest, err := splitMessage(schemaIPC)
+	if err != nil {
+		return nil, err
+	}
+	_ = srest
+	bmeta, body, err := splitMessage(b)
+	if err != nil {
+		return nil, err
+	}
+	sm := ipc.NewMessage(memory.NewBufferBytes(smeta), memory.NewBufferBytes(nil))
+	bm := ipc.NewMessage(memory.NewBufferBytes(bmeta), memory.NewBufferBytes(body))
+	if sm.Type() != ipc.MessageSchema || bm.Type() != ipc.MessageRecordBatch {
+		return nil, fmt.Errorf("storage: decode batch: unexpected IPC message types %v, %v", sm.Type(), bm.Type())
+	}
+	if bl := bm.BodyLen(); bl < 0 || bl > int64(len(body)) {
+		return nil, fmt.Errorf("storage: decode batch: body length %d of %d bytes", bl, len(body))
+	}
+	r, err := ipc.NewReaderFromMessageReader(&staticMessages{msgs: []*ipc.Message{sm, bm}})
+	if err != nil {
+		return nil, fmt.Errorf("storage: decode batch: %w", err)
+	}
+	defer r.Release()
+	if !r.Next() {
+		if r.Err() != nil {
+			return nil, fmt.Errorf("storage: decode batch: %w", r.Err())
+		}
+		return nil, fmt.Errorf("storage: decode batch: no record")
+	}
+	rec = r.RecordBatch()
+	rec.Retain()
+	return rec, nil
+}
+
+// sameShape reports whether two types have the same physical layout and
+// field names, ignoring nullability and metadata.
+func sameShape(a, b arrow.DataType) bool {
+	switch at := a.(type) {
+	case *arrow.StructType:
+		bt, ok := b.(*arrow.StructType)
+		if !ok || at.NumFields() != bt.NumFields() {
+			return false
+		}
+		for i := range at.NumFields() {
+			if at.Field(i).Name != bt.Field(i).Name || !sameShape(at.Field(i).Type, bt.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	case *arrow.ListType:
+		bt, ok := b.(*arrow.ListType)
+		return ok && sameShape(at.Elem(), bt.Elem())
+	case *arrow.LargeListType:
+		bt, ok := b.(*arrow.LargeListType)
+		return ok && sameShape(at.Elem(), bt.Elem())
+	}
+	return arrow.TypeEqual(a, b)
+}
+
+// checkBatchSchema explains why a batch's schema does not match the
+// table schema of the version it names.
+func checkBatchSchema(got, want *arrow.Schema) error {
+	if got.NumFields() != want.NumFields() {
+		return fmt.Errorf("batch has %d columns, schema has %d", got.NumFields(), want.NumFields())
+	}
+	for i := range got.NumFields() {
+		g, w := got.Field(i), want.Field(i)
+		if g.Name != w.Name {
+			return fmt.Errorf("column %d is %q, schema has %q", i, g.Name, w.Name)
+		}
+		if !sameShape(g.Type, w.Type) {
+			return fmt.Errorf("column %q has type %v, schema has %v", g.Name, g.Type, w.Type)
+		}
+	}
+	return nil
+}
+
+// checkAdditive explains why next is not an additive evolution of prev:
+// every existing field keeps its position, name and type; new fields (at
+// the end of the table or of a struct) are nullable; a field may become
+// nullable but not required.
+func checkAdditive(prev, next []arrow.Field, path string) error {
+	if len(next) < len(prev) {
+		return fmt.Errorf("%sfields dropped (%d -> %d)", path, len(prev), len(next))
+	}
+	for i, p := range prev {
+		n := next[i]
+		if p.Name != n.Name {
+			return fmt.Errorf("%sfield %d renamed or reordered (%q -> %q)", path, i, p.Name, n.Name)
+		}
+		if p.Nullable && !n.Nullable {
+			return fmt.Errorf("%sfield %q: NULLABLE -> REQUIRED", path, p.Name)
+		}
+		if err := checkAdditiveType(p.Type, n.Type, path+p.Name+"."); err != nil {
+			return err
+		}
+	}
+	for _, n := range next[len(prev):] {
+		if !n.Nullable {
+			return fmt.Errorf("%snew field %q is REQUIRED", path, n.Name)
+		}
+	}
+	return nil
+}
+
+func checkAdditiveType(p, n arrow.DataType, path string) error {
+	switch pt := p.(type) {
+	case *arrow.StructType:
+		nt, ok := n.(*arrow.StructType)
+		if !ok {
+			return fmt.Errorf("%s type %v -> %v", path, p, n)
+		}
+		return checkAdditive(pt.Fields(), nt.Fields(), path)
+	case *arrow.ListType:
+		nt, ok := n.(*arrow.ListType)
+		if !ok {
+			return fmt.Errorf("%s type %v -> %v", path, p, n)
+		}
+		return checkAdditiveType(pt.Elem(), nt.Elem(), path)
+	}
+	if !arrow.TypeEqual(p, n) {
+		return fmt.Errorf("%s type %v -> %v", path, p, n)
+	}
+	return nil
+}
+
+// conformData returns d as an array of type to, an additive evolution of
+// d's type: struct children missing in d become all-null children.
+func conformData(d arrow.ArrayData, to arrow.DataType) arrow.ArrayData {
+	switch tt := to.(type) {
+	case *arrow.StructType:
+		children := make([]arrow.ArrayData, tt.NumFields())
+		old := d.Children()
+		for i := range children {
+			if i < len(old) {
+				children[i] = conformData(old[i], tt.Field(i).Type)
+			} else {
+				null := array.MakeArrayOfNull(memory.DefaultAllocator, tt.Field(i).Type, d.Offset()+d.Len())
+				children[i] = null.Data()
+				children[i].Retain()
+				null.Release()
+			}
+		}
+		nd := array.NewData(to, d.Len(), d.Buffers(), children, d.NullN(), d.Offset())
+		for _, c := range children {
+			c.Release()
+		}
+		return nd
+	case *arrow.ListType:
+		child := conformData(d.Children()[0], tt.Elem())
+		nd := array.NewData(to, d.Len(), d.Buffers(), []arrow.ArrayData{child}, d.NullN(), d.Offset())
+		child.Release()
+		return nd
+	}
+	d.Retain()
+	return d
+}
+
+// conform returns rec as a record of schema to (an additive evolution of
+// rec's schema), padding missing columns and struct children with nulls.
+// It consumes the caller's reference to rec.
+func conform(rec arrow.Record, to *arrow.Schema) arrow.Record {
+	if rec.Schema().Equal(to) {
+		return rec
+	}
+	n := rec.NumRows()
+	cols := make([]arrow.Array, to.NumFields())
+	for i, f := range to.Fields() {
+		if i < int(rec.NumCols()) {
+			d := conformData(rec.Column(i).Data(), f.Type)
+			cols[i] = array.MakeFromData(d)
+			d.Release()
+		} else {
+			cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, int(n))
+		}
+	}
+	out := array.NewRecordBatch(to, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	rec.Release()
+	return out
+}
+
+// maxStatBytes bounds the string/binary values kept as zone-map bounds;
+// a column with a longer value gets no bounds (its null count is kept).
+const maxStatBytes = 64
+
+// columnStats computes the zone map of one column.
+func columnStats(a arrow.Array) segment.ColumnStats {
+	s := segment.ColumnStats{NullCount: int64(a.NullN())}
+	if a.NullN() == a.Len() {
+		return s
+	}
+	first := true
+	switch c := a.(type) {
+	case *array.Int64:
+		statsInt(&s, c, c.Value)
+	case *array.Int32:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Int16:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Int8:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Date32:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Timestamp:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Time64:
+		statsInt(&s, c, func(i int) int64 { return int64(c.Value(i)) })
+	case *array.Float64:
+		for i := range c.Len() {
+			v := c.Value(i)
+			if c.IsNull(i) || v != v {
+				continue
+			}
+			if first || v < s.MinF {
+				s.MinF = v
+			}
+			if first || v > s.MaxF {
+				s.MaxF = v
+			}
+			first = false
+		}
+		if !first {
+			s.Kind = segment.KindFloat
+		}
+	case *array.Boolean:
+		s.MinI, s.MaxI = 1, 0
+		for i := range c.Len() {
+			if c.IsNull(i) {
+				continue
+			}
+			if c.Value(i) {
+				s.MaxI = 1
+			} else {
+				s.MinI = 0
+			}
+		}
+		s.Kind = segment.KindBool
+	case *array.String:
+		statsBytes(&s, c, func(i int) []byte { return []byte(c.Value(i)) })
+	case *array.Binary:
+		statsBytes(&s, c, c.Value)
+	}
+	return s
+}
+
+func statsInt(s *segment.ColumnStats, a arrow.Array, v func(int) int64) {
+	first := true
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			continue
+		}
+		x := v(i)
+		if first || x < s.MinI {
+			s.MinI = x
+		}
+		if first || x > s.MaxI {
+			s.MaxI = x
+		}
+		first = false
+	}
+	s.Kind = segment.KindInt
+}
+
+func statsBytes(s *segment.ColumnStats, a arrow.Array, v func(int) []byte) {
+	var lo, hi []byte
+	first := true
+	for i := range a.Len() {
+		if a.IsNull(i) {
+			continue
+		}
+		x := v(i)
+		if len(x) > maxStatBytes {
+			return
+		}
+		if first || bytes.Compare(x, lo) < 0 {
+			lo = x
+		}
+		if first || bytes.Compare(x, hi) > 0 {
+			hi = x
+		}
+		first = false
+	}
+	s.Kind = segment.KindBytes
+	s.MinB, s.MaxB = bytes.Clone(lo), bytes.Clone(hi)
+}

@@ -1,0 +1,3 @@
+package storage
+
+func runChild() bool { return false }

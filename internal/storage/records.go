@@ -1,0 +1,323 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/bqstore/bqstore/internal/storage/base"
+	"github.com/bqstore/bqstore/internal/storage/codec"
+	"github.com/bqstore/bqstore/internal/storage/segment"
+	"github.com/bqstore/bqstore/internal/storage/stream"
+	"github.com/bqstore/bqstore/internal/storage/wal"
+)
+
+// Record types of the table log (see doc.go and docs/format/wal.md).
+const (
+	recHeader       wal.Type = 1
+	recCheckpoint   wal.Type = 2
+	recSchema       wal.Type = 3
+	recStreamCreate wal.Type = 4
+	recRows         wal.Type = 5
+	recFlush        wal.Type = 6
+	recFinalize     wal.Type = 7
+	recBatchCommit  wal.Type = 8
+	recFooter       wal.Type = 9
+	recTrailer      wal.Type = 10
+)
+
+func recName(t wal.Type) string {
+	switch t {
+	case recHeader:
+		return "HEADER"
+	case recCheckpoint:
+		return "CHECKPOINT"
+	case recSchema:
+		return "SCHEMA"
+	case recStreamCreate:
+		return "STREAM_CREATE"
+	case recRows:
+		return "ROWS"
+	case recFlush:
+		return "FLUSH"
+	case recFinalize:
+		return "FINALIZE"
+	case recBatchCommit:
+		return "BATCH_COMMIT"
+	case recFooter:
+		return "FOOTER"
+	case recTrailer:
+		return "TRAILER"
+	}
+	return fmt.Sprintf("TYPE_%d", t)
+}
+
+const logMagic = "BQSLOG01"
+
+// rowsTrailerLen is the fixed tail of a ROWS payload.
+const rowsTrailerLen = 24
+
+// rec is a decoded log record: what the log writer applies to the durable
+// state once the record is synced, and what recovery replays.
+type rec struct {
+	typ           wal.Type
+	stream        string
+	streamType    stream.Type
+	schemaVersion int
+	first, rows   int64 // ROWS: first offset, row count; FLUSH: offset; FINALIZE: rows
+	ids           []string
+	schema        *arrow.Schema
+	schemaIPC     []byte
+	stats         []segment.ColumnStats
+}
+
+// encodeMeta encodes a metadata record's payload (everything but ROWS).
+func (r *rec) encodeMeta() []byte {
+	var e codec.Encoder
+	switch r.typ {
+	case recSchema:
+		e.Uvarint(uint64(r.schemaVersion))
+		e.Bytes(r.schemaIPC)
+	case recStreamCreate:
+		e.String(r.stream)
+		e.Uvarint(uint64(r.streamType))
+		e.Uvarint(uint64(r.schemaVersion))
+	case recFlush, recFinalize:
+		e.String(r.stream)
+		e.Varint(r.first)
+	case recBatchCommit:
+		e.Uvarint(uint64(len(r.ids)))
+		for _, id := range r.ids {
+			e.String(id)
+		}
+	default:
+		panic(fmt.Sprintf("storage: encodeMeta of %s", recName(r.typ)))
+	}
+	return e.Buf
+}
+
+// decodeRec decodes a record payload (ROWS: without the Arrow data,
+// which is decoded on read).
+func decodeRec(typ wal.Type, p []byte) (*rec, error) {
+	r := &rec{typ: typ}
+	if typ == recRows {
+		return decodeRowsHeader(p)
+	}
+	d := codec.NewDecoder(p)
+	switch typ {
+	case recSchema:
+		r.schemaVersion = d.Count(1 << 30)
+		r.schemaIPC = d.Bytes()
+		if d.Err() == nil {
+			s, err := decodeSchema(r.schemaIPC)
+			if err != nil {
+				return nil, err
+			}
+			r.schema = s
+		}
+	case recStreamCreate:
+		r.stream = d.String()
+		r.streamType = stream.Type(d.Count(int(stream.Buffered)))
+		r.schemaVersion = d.Count(1 << 30)
+	case recFlush, recFinalize:
+		r.stream = d.String()
+		r.first = d.Varint()
+	case recBatchCommit:
+		n := d.Count(d.Len())
+		for range n {
+			r.ids = append(r.ids, d.String())
+		}
+	default:
+		return nil, fmt.Errorf("unknown record type %d", typ)
+	}
+	if err := d.Done(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// A ROWS payload is
+//
+//	[Arrow IPC record batch message][meta: codec(stream id, stats), zero
+//	padded to 8][trailer: first i64, rows i64, schema version u32, meta
+//	length u32]
+//
+// The trailer comes last so that the appender can checksum the large
+// Arrow message and metadata before the offset check assigns the first
+// offset (see Table.Append).
+
+func putRowsTrailer(b []byte, first, rows int64, sv int, metaLen int) {
+	binary.LittleEndian.PutUint64(b[0:], uint64(first))
+	binary.LittleEndian.PutUint64(b[8:], uint64(rows))
+	binary.LittleEndian.PutUint32(b[16:], uint32(sv))
+	binary.LittleEndian.PutUint32(b[20:], uint32(metaLen))
+}
+
+func encodeRowsMeta(dst []byte, streamID string, stats []segment.ColumnStats) []byte {
+	e := codec.Encoder{Buf: dst}
+	start := len(dst)
+	e.String(streamID)
+	e.Uvarint(uint64(len(stats)))
+	for i := range stats {
+		segment.AppendStats(&e, &stats[i])
+	}
+	for (len(e.Buf)-start)%8 != 0 {
+		e.Buf = append(e.Buf, 0)
+	}
+	return e.Buf
+}
+
+// splitRows returns the Arrow message and the decoded header of a ROWS
+// payload.
+func splitRows(p []byte) (ipcMsg []byte, r *rec, err error) {
+	if len(p) < rowsTrailerLen {
+		return nil, nil, fmt.Errorf("ROWS payload of %d bytes", len(p))
+	}
+	t := p[len(p)-rowsTrailerLen:]
+	r = &rec{typ: recRows}
+	r.first = int64(binary.LittleEndian.Uint64(t[0:]))
+	r.rows = int64(binary.LittleEndian.Uint64(t[8:]))
+	r.schemaVersion = int(binary.LittleEndian.Uint32(t[16:]))
+	metaLen := int(binary.LittleEndian.Uint32(t[20:]))
+	if metaLen > len(p)-rowsTrailerLen || r.rows <= 0 || r.first < 0 {
+		return nil, nil, fmt.Errorf("bad ROWS trailer (meta %d bytes, rows %d, first %d)", metaLen, r.rows, r.first)
+	}
+	metaStart := len(p) - rowsTrailerLen - metaLen
+	d := codec.NewDecoder(p[metaStart : len(p)-rowsTrailerLen])
+	r.stream = d.String()
+	nc := d.Count(d.Len())
+	for i := 0; i < nc && d.Err() == nil; i++ {
+		r.stats = append(r.stats, segment.DecodeStats(d))
+	}
+	if d.Err() != nil {
+		return nil, nil, d.Err()
+	}
+	return p[:metaStart], r, nil
+}
+
+func decodeRowsHeader(p []byte) (*rec, error) {
+	_, r, err := splitRows(p)
+	return r, err
+}
+
+// schemaVer is one version of a table's schema.
+type schemaVer struct {
+	version int
+	ts      int64 // µs; in force from ts on
+	schema  *arrow.Schema
+	ipc     []byte // encodeSchema(schema)
+}
+
+// checkpoint is the durable state of a table as of a log position.
+type checkpoint struct {
+	tableID  string
+	createTS int64
+	lastTS   int64
+	schemas  []schemaVer
+	streams  *stream.Set
+}
+
+const checkpointVersion = 1
+
+func (c *checkpoint) encode() []byte {
+	var e codec.Encoder
+	e.Uvarint(checkpointVersion)
+	e.String(c.tableID)
+	e.Varint(c.createTS)
+	e.Varint(c.lastTS)
+	e.Uvarint(uint64(len(c.schemas)))
+	for _, s := range c.schemas {
+		e.Uvarint(uint64(s.version))
+		e.Varint(s.ts)
+		e.Bytes(s.ipc)
+	}
+	e.Varint(c.streams.DefaultNext)
+	ids := c.streams.IDs()
+	e.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		st, _ := c.streams.Lookup(id)
+		e.String(st.ID)
+		e.Uvarint(uint64(st.Type))
+		e.Uvarint(uint64(st.State))
+		e.Varint(st.CreateTS)
+		e.Varint(st.FinalizeTS)
+		e.Varint(st.CommitTS)
+		e.Uvarint(uint64(st.SchemaVersion))
+		e.Varint(st.Next)
+		e.Uvarint(uint64(len(st.Flushes)))
+		for _, f := range st.Flushes {
+			e.Varint(f.TS)
+			e.Varint(f.Offset)
+		}
+	}
+	return e.Buf
+}
+
+func decodeCheckpoint(file string, p []byte) (*checkpoint, error) {
+	d := codec.NewDecoder(p)
+	if v := d.Uvarint(); d.Err() == nil && v != checkpointVersion {
+		return nil, fmt.Errorf("storage: %s: checkpoint version %d: %w", file, v, base.ErrCorruption)
+	}
+	c := &checkpoint{tableID: d.String(), createTS: d.Varint(), lastTS: d.Varint(), streams: stream.NewSet()}
+	n := d.Count(d.Len())
+	for i := 0; i < n && d.Err() == nil; i++ {
+		s := schemaVer{version: d.Count(1 << 30), ts: d.Varint(), ipc: d.Bytes()}
+		if d.Err() != nil {
+			break
+		}
+		sc, err := decodeSchema(s.ipc)
+		if err != nil {
+			return nil, fmt.Errorf("storage: %s: checkpoint schema %d: %v: %w", file, s.version, err, base.ErrCorruption)
+		}
+		s.schema = sc
+		c.schemas = append(c.schemas, s)
+	}
+	c.streams.DefaultNext = d.Varint()
+	n = d.Count(d.Len())
+	for i := 0; i < n && d.Err() == nil; i++ {
+		st := &stream.Stream{
+			ID:            d.String(),
+			Type:          stream.Type(d.Count(int(stream.Buffered))),
+			State:         stream.State(d.Count(int(stream.CommittedState))),
+			CreateTS:      d.Varint(),
+			FinalizeTS:    d.Varint(),
+			CommitTS:      d.Varint(),
+			SchemaVersion: d.Count(1 << 30),
+			Next:          d.Varint(),
+		}
+		nf := d.Count(d.Len())
+		for j := 0; j < nf && d.Err() == nil; j++ {
+			st.Flushes = append(st.Flushes, stream.FlushPoint{TS: d.Varint(), Offset: d.Varint()})
+		}
+		c.streams.Put(st)
+	}
+	if err := d.Done(); err != nil {
+		return nil, fmt.Errorf("storage: %s: checkpoint: %v: %w", file, err, base.ErrCorruption)
+	}
+	if len(c.schemas) == 0 {
+		return nil, fmt.Errorf("storage: %s: checkpoint without schema: %w", file, base.ErrCorruption)
+	}
+	return c, nil
+}
+
+func encodeHeader(tableID string, fileNum int) []byte {
+	var e codec.Encoder
+	e.Buf = append(e.Buf, logMagic...)
+	e.String(tableID)
+	e.Uvarint(uint64(fileNum))
+	return e.Buf
+}
+
+func decodeHeader(file string, p []byte) (tableID string, fileNum int, err error) {
+	if len(p) < len(logMagic) || string(p[:len(logMagic)]) != logMagic {
+		return "", 0, fmt.Errorf("storage: %s: bad log magic: %w", file, base.ErrCorruption)
+	}
+	d := codec.NewDecoder(p[len(logMagic):])
+	tableID = d.String()
+	fileNum = d.Count(1 << 40)
+	if err := d.Done(); err != nil {
+		return "", 0, fmt.Errorf("storage: %s: header: %v: %w", file, err, base.ErrCorruption)
+	}
+	return tableID, fileNum, nil
+}

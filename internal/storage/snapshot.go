@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/bqstore/bqstore/internal/storage/segment"
+	"github.com/bqstore/bqstore/internal/storage/stream"
+	"github.com/bqstore/bqstore/internal/storage/wal"
+)
+
+// ColumnStats is a per-batch, per-column zone map: null count and, for
+// integer-like, float, string/binary (values up to 64 bytes) and boolean
+// columns, min and max. See segment.ColumnStats.
+type ColumnStats = segment.ColumnStats
+
+// Chunk is one entry of a snapshot's read plan: a visible row range of
+// one stored batch.
+type Chunk struct {
+	// RowStart, RowEnd: the chunk's rows in the snapshot's row space
+	// (prefix sums over the plan): [RowStart, RowEnd).
+	RowStart, RowEnd int64
+	// NumRows = RowEnd - RowStart.
+	NumRows int64
+	// Stats has one zone map per column of the snapshot's schema. They
+	// describe the whole stored batch, which may hold more rows than the
+	// chunk, so they are conservative bounds: fit for pruning. Columns
+	// the batch predates are all null.
+	Stats []ColumnStats
+	// Bytes is the chunk's share of the stored batch size.
+	Bytes int64
+
+	f        *logFile
+	off, len int64
+	lo, hi   int64 // rows [lo, hi) of the stored batch
+	sv       int
+}
+
+// Snapshot is a consistent view of a table at a time. It pins the files
+// it reads until Release.
+type Snapshot struct {
+	at       time.Time
+	sv       schemaVer
+	schemas  map[int]schemaVer
+	chunks   []Chunk
+	files    []*logFile
+	numRows  int64
+	numBytes int64
+	released atomic.Bool
+}
+
+// Snapshot returns the table as of at (zero: now): exactly the rows
+// visible at that time. It fails with ErrSnapshotTooOld before the
+// time-travel window or the table's creation and ErrSnapshotInFuture
+// after now.
+func (t *Table) Snapshot(at time.Time) (*Snapshot, error) {
+	now := t.db.clock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.dropped {
+		return nil, fmt.Errorf("storage: table %q: %w", t.id, ErrTableNotFound)
+	}
+	if last := usTime(t.mu.lastTS); last.After(now) {
+		now = last // timestamps run ahead of the clock under load
+	}
+	if at.IsZero() {
+		at = now
+	}
+	if at.After(now) {
+		return nil, fmt.Errorf("storage: snapshot at %v, now %v: %w", at, now, ErrSnapshotInFuture)
+	}
+	if at.Before(now.Add(-t.db.opts.TimeTravel)) {
+		return nil, fmt.Errorf("storage: snapshot at %v, window starts %v: %w", at, now.Add(-t.db.opts.TimeTravel), ErrSnapshotTooOld)
+	}
+	ts := at.UnixMicro()
+	if ts < t.mu.createTS {
+		return nil, fmt.Errorf("storage: snapshot at %v before the table's creation at %v: %w", at, usTime(t.mu.createTS), ErrSnapshotTooOld)
+	}
+	// Records stamped at or before ts may still be in flight: wait, so
+	// that every snapshot at ts sees the same rows.
+	for t.mu.inflight != 0 && t.mu.inflight <= ts && t.mu.failErr == nil && !t.mu.closed {
+		t.applied.Wait()
+	}
+	s := &Snapshot{at: at, schemas: map[int]schemaVer{}}
+	for _, sv := range t.mu.schemas {
+		if sv.ts <= ts {
+			s.sv = sv
+		}
+		s.schemas[sv.version] = sv
+	}
+	pinned := map[*logFile]bool{}
+	var rows int64
+	for _, br := range t.mu.batches {
+		b := &br.b
+		st, err := t.mu.durable.Get(b.Stream)
+		if err != nil {
+			continue // an expired (abandoned) stream
+		}
+		lo, hi := stream.VisibleRange(st, b.TS, b.First, b.Rows, ts)
+		if lo >= hi {
+			continue
+		}
+		c := Chunk{
+			RowStart: rows, RowEnd: rows + hi - lo, NumRows: hi - lo,
+			Bytes: b.Len * (hi - lo) / b.Rows,
+			f:     br.f, off: b.Offset, len: b.Len, lo: lo, hi: hi, sv: b.SchemaVersion,
+		}
+		c.Stats = make([]ColumnStats, s.sv.schema.NumFields())
+		for i := range c.Stats {
+			if i < len(b.Stats) {
+				c.Stats[i] = b.Stats[i]
+			} else {
+				c.Stats[i] = ColumnStats{NullCount: b.Rows}
+			}
+		}
+		rows += hi - lo
+		s.numBytes += c.Bytes
+		s.chunks = append(s.chunks, c)
+		if !pinned[br.f] {
+			pinned[br.f] = true
+			br.f.ref()
+			s.files = append(s.files, br.f)
+		}
+	}
+	s.numRows = rows
+	return s, nil
+}
+
+// Time is the snapshot time.
+func (s *Snapshot) Time() time.Time { return s.at }
+
+// SchemaVersion is the schema version in force at the snapshot time.
+func (s *Snapshot) SchemaVersion() int { return s.sv.version }
+
+// Schema is the schema in force at the snapshot time; every record the
+// snapshot returns conforms to it.
+func (s *Snapshot) Schema() *arrow.Schema { return s.sv.schema }
+
+// NumRows is the number of visible rows.
+func (s *Snapshot) NumRows() int64 { return s.numRows }
+
+// NumBytes estimates the stored size of the visible rows.
+func (s *Snapshot) NumBytes() int64 { return s.numBytes }
+
+// Chunks is the read plan, in log order. The slice is shared: do not
+// modify it.
+func (s *Snapshot) Chunks() []Chunk { return s.chunks }
+
+// ReadChunk reads rows [rowStart, rowEnd) of chunk c (relative to the
+// chunk) with the top-level columns listed in columns (nil: all), as a
+// record of the snapshot's schema (projected). Batches written under an
+// older schema version are padded with null columns and struct children.
+// The caller releases the record.
+func (s *Snapshot) ReadChunk(ctx context.Context, c Chunk, rowStart, rowEnd int64, columns []int) (arrow.Record, error) {
+	if s.released.Load() {
+		return nil, fmt.Errorf("storage: read of a released snapshot: %w", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.f == nil {
+		return nil, fmt.Errorf("storage: read chunk: not a chunk of this snapshot: %w", ErrInvalidArgument)
+	}
+	if rowStart < 0 || rowEnd > c.NumRows || rowStart > rowEnd {
+		return nil, fmt.Errorf("storage: read chunk: rows [%d, %d) of a chunk of %d rows: %w", rowStart, rowEnd, c.NumRows, ErrInvalidArgument)
+	}
+	nf := s.sv.schema.NumFields()
+	for _, col := range columns {
+		if col < 0 || col >= nf {
+			return nil, fmt.Errorf("storage: read chunk: column %d of %d: %w", col, nf, ErrInvalidArgument)
+		}
+	}
+	bsv, ok := s.schemas[c.sv]
+	if !ok {
+		return nil, fmt.Errorf("storage: %s at offset %d: batch of unknown schema version %d: %w", c.f.name, c.off, c.sv, ErrCorruption)
+	}
+	fr, err := wal.ReadAt(c.f.f, c.off+c.len, c.f.name, c.off, make([]byte, c.len-wal.HeaderSize))
+	if err != nil {
+		return nil, err
+	}
+	msg, _, err := splitRows(fr.Payload)
+	if err != nil {
+		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
+	}
+	rec, err := decodeBatchIPC(bsv.ipc, msg)
+	if err != nil {
+		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
+	}
+	if rec.NumRows() < c.hi {
+		rec.Release()
+		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: fmt.Sprintf("batch has %d rows, index says %d", rec.NumRows(), c.hi)}
+	}
+	rec = conform(rec, s.sv.schema)
+	out := rec.NewSlice(c.lo+rowStart, c.lo+rowEnd)
+	rec.Release()
+	if columns == nil {
+		return out, nil
+	}
+	fields := make([]arrow.Field, len(columns))
+	cols := make([]arrow.Array, len(columns))
+	for i, col := range columns {
+		fields[i] = s.sv.schema.Field(col)
+		cols[i] = out.Column(col)
+	}
+	md := s.sv.schema.Metadata()
+	proj := array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, out.NumRows())
+	out.Release()
+	return proj, nil
+}
+
+// Release unpins the snapshot's files. Reads after Release fail.
+func (s *Snapshot) Release() {
+	if s.released.Swap(true) {
+		return
+	}
+	for _, f := range s.files {
+		f.unref()
+	}
+	s.files = nil
+}

@@ -1,0 +1,263 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/bqstore/bqstore/internal/storage/base"
+)
+
+// HeaderSize is the size of a frame header in bytes.
+const HeaderSize = 24
+
+// Align is the alignment of every frame and payload.
+const Align = 8
+
+// MaxPayload bounds a single frame's payload (1 GiB), so that a corrupt
+// length can never make a reader allocate without bound.
+const MaxPayload = 1 << 30
+
+// Type is a record type. 0 is invalid.
+type Type uint8
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// PayloadCRC is the CRC-32C of a payload, the first half of a frame's
+// checksum; Seal finishes it.
+func PayloadCRC(payload []byte) uint32 { return crc32.Update(0, castagnoli, payload) }
+
+// UpdateCRC extends a payload CRC over more payload bytes.
+func UpdateCRC(crc uint32, more []byte) uint32 { return crc32.Update(crc, castagnoli, more) }
+
+// FrameLen is the number of bytes a frame with an n-byte payload occupies,
+// padding included.
+func FrameLen(n int) int { return HeaderSize + pad8(n) }
+
+func pad8(n int) int { return (n + Align - 1) &^ (Align - 1) }
+
+// Seal writes the header of the frame in buf, whose payload is
+// buf[HeaderSize:HeaderSize+n] and whose length is FrameLen(n); the
+// padding bytes are zeroed. payloadCRC must be PayloadCRC(payload).
+func Seal(buf []byte, typ Type, ts int64, n int, payloadCRC uint32) {
+	h := buf[:HeaderSize]
+	binary.LittleEndian.PutUint32(h[4:], uint32(n))
+	h[8] = byte(typ)
+	clear(h[9:16])
+	binary.LittleEndian.PutUint64(h[16:], uint64(ts))
+	clear(buf[HeaderSize+n : FrameLen(n)])
+	binary.LittleEndian.PutUint32(h[0:], crc32.Update(payloadCRC, castagnoli, h[4:HeaderSize]))
+}
+
+// AppendFrame appends a complete frame to dst.
+func AppendFrame(dst []byte, typ Type, ts int64, payload []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, FrameLen(len(payload)))...)
+	copy(dst[start+HeaderSize:], payload)
+	Seal(dst[start:], typ, ts, len(payload), PayloadCRC(payload))
+	return dst
+}
+
+// Frame is one decoded frame.
+type Frame struct {
+	Type Type
+	// TS is the frame's timestamp, microseconds since the Unix epoch.
+	TS int64
+	// Offset is the file offset of the frame's header.
+	Offset int64
+	// Len is FrameLen(len(Payload)).
+	Len int64
+	// Payload aliases the reader's buffer: valid until the next call to
+	// Next unless the reader was told to allocate per frame.
+	Payload []byte
+}
+
+// CorruptionError reports bad bytes in the middle of a file.
+type CorruptionError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *CorruptionError) Error() string {
+	return fmt.Sprintf("wal: corruption in %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, storage.ErrCorruption) hold.
+func (e *CorruptionError) Unwrap() error { return base.ErrCorruption }
+
+// TornError reports an incomplete or bad frame with no valid frame after
+// it: the tail of an unacknowledged write cut short by a crash.
+type TornError struct {
+	File   string
+	Offset int64
+	Reason string
+}
+
+func (e *TornError) Error() string {
+	return fmt.Sprintf("wal: torn tail in %s at offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// AsCorruption turns a torn tail into corruption, for files that must be
+// complete (sealed segments).
+func (e *TornError) AsCorruption() *CorruptionError {
+	return &CorruptionError{File: e.File, Offset: e.Offset, Reason: e.Reason}
+}
+
+// Reader reads frames from an io.ReaderAt holding size bytes.
+type Reader struct {
+	r    io.ReaderAt
+	size int64
+	file string
+	off  int64
+	buf  []byte
+	// Copy, if set, gives every frame its own payload slice.
+	Copy bool
+}
+
+// NewReader reads frames of file (a name for errors) from offset start.
+func NewReader(r io.ReaderAt, size int64, file string, start int64) *Reader {
+	return &Reader{r: r, size: size, file: file, off: start}
+}
+
+// Offset is where the next frame starts (after a TornError: where the
+// valid data ends).
+func (r *Reader) Offset() int64 { return r.off }
+
+// Next reads the next frame. It returns io.EOF at the clean end of data,
+// *TornError for a torn tail, and *CorruptionError for mid-file
+// corruption; after an error the reader stays at the bad frame.
+func (r *Reader) Next() (Frame, error) {
+	f, reason, err := r.readAt(r.off)
+	if err != nil {
+		return Frame{}, err
+	}
+	if reason == "" {
+		r.off += f.Len
+		return f, nil
+	}
+	if reason == "eof" {
+		return Frame{}, io.EOF
+	}
+	if next, ok := r.findValidAfter(r.off); ok {
+		return Frame{}, &CorruptionError{File: r.file, Offset: r.off,
+			Reason: fmt.Sprintf("%s (a valid frame follows at offset %d)", reason, next)}
+	}
+	return Frame{}, &TornError{File: r.file, Offset: r.off, Reason: reason}
+}
+
+// ReadAt decodes the frame at off, which must be valid (a frame the index
+// points to); any defect is corruption.
+func ReadAt(r io.ReaderAt, size int64, file string, off int64, buf []byte) (Frame, error) {
+	rd := &Reader{r: r, size: size, file: file, buf: buf}
+	f, reason, err := rd.readAt(off)
+	if err != nil {
+		return Frame{}, err
+	}
+	if reason != "" {
+		return Frame{}, &CorruptionError{File: file, Offset: off, Reason: reason}
+	}
+	return f, nil
+}
+
+// readAt decodes the frame at off. A non-empty reason says why it is not
+// a valid frame ("eof" for a clean end); err is an I/O error.
+func (r *Reader) readAt(off int64) (Frame, string, error) {
+	if off >= r.size {
+		return Frame{}, "eof", nil
+	}
+	if off%Align != 0 {
+		return Frame{}, "misaligned frame offset", nil
+	}
+	if r.size-off < HeaderSize {
+		var h [HeaderSize]byte
+		n := r.size - off
+		if _, err := r.r.ReadAt(h[:n], off); err != nil && !errors.Is(err, io.EOF) {
+			return Frame{}, "", fmt.Errorf("wal: read %s at %d: %w", r.file, off, err)
+		}
+		if allZero(h[:n]) {
+			return Frame{}, "eof", nil
+		}
+		return Frame{}, "short header", nil
+	}
+	var h [HeaderSize]byte
+	if _, err := r.r.ReadAt(h[:], off); err != nil && !errors.Is(err, io.EOF) {
+		return Frame{}, "", fmt.Errorf("wal: read %s at %d: %w", r.file, off, err)
+	}
+	if allZero(h[:]) {
+		// Zeroed space is the end of written data only if everything
+		// after it is zero too; otherwise it is a hole.
+		return Frame{}, "zero header", nil
+	}
+	n := int64(binary.LittleEndian.Uint32(h[4:]))
+	typ := Type(h[8])
+	if typ == 0 {
+		return Frame{}, "record type 0", nil
+	}
+	if !allZero(h[9:16]) {
+		return Frame{}, "reserved header bytes not zero", nil
+	}
+	if n > MaxPayload {
+		return Frame{}, fmt.Sprintf("payload length %d exceeds the limit", n), nil
+	}
+	flen := int64(FrameLen(int(n)))
+	if off+flen > r.size {
+		return Frame{}, fmt.Sprintf("frame of %d bytes extends past the end of the file (%d bytes)", flen, r.size), nil
+	}
+	var payload []byte
+	if r.Copy || int64(cap(r.buf)) < flen-HeaderSize {
+		payload = make([]byte, flen-HeaderSize)
+		if !r.Copy {
+			r.buf = payload
+		}
+	} else {
+		payload = r.buf[:flen-HeaderSize]
+	}
+	if _, err := r.r.ReadAt(payload, off+HeaderSize); err != nil && !errors.Is(err, io.EOF) {
+		return Frame{}, "", fmt.Errorf("wal: read %s at %d: %w", r.file, off, err)
+	}
+	crc := crc32.Update(PayloadCRC(payload[:n]), castagnoli, h[4:HeaderSize])
+	if crc != binary.LittleEndian.Uint32(h[0:]) {
+		return Frame{}, "checksum mismatch", nil
+	}
+	if !allZero(payload[n:]) {
+		return Frame{}, "padding not zero", nil
+	}
+	return Frame{
+		Type:    typ,
+		TS:      int64(binary.LittleEndian.Uint64(h[16:])),
+		Offset:  off,
+		Len:     flen,
+		Payload: payload[:n:n],
+	}, "", nil
+}
+
+// findValidAfter reports the offset of the first valid frame after off.
+func (r *Reader) findValidAfter(off int64) (int64, bool) {
+	probe := &Reader{r: r.r, size: r.size, file: r.file}
+	for p := off + Align; p+HeaderSize <= r.size; p += Align {
+		var h [HeaderSize]byte
+		if _, err := r.r.ReadAt(h[:], p); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		// Cheap filter before reading a payload.
+		if h[8] == 0 || !allZero(h[9:16]) {
+			continue
+		}
+		if _, reason, err := probe.readAt(p); err == nil && reason == "" {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
