@@ -1,0 +1,202 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	bq "google.golang.org/api/bigquery/v2"
+)
+
+// MaxBodyBytes caps a request body. BigQuery's documented maximum HTTP
+// request size is 10 MB; a table resource is far smaller.
+const MaxBodyBytes = 10 << 20
+
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// readBody reads a JSON object body of at most MaxBodyBytes, checks that
+// every member name is a field of the BigQuery resource typ (as Google's
+// JSON frontends do: unknown names are a 400 "Invalid JSON payload"), and
+// returns the raw bytes and the top-level members.
+func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.Type) ([]byte, map[string]json.RawMessage, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, nil, &Error{Code: http.StatusRequestEntityTooLarge, Reason: "invalid",
+				Msg: fmt.Sprintf("Request payload size exceeds the limit: %d bytes.", MaxBodyBytes)}
+		}
+		return nil, nil, invalid("Could not read the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, invalid("Invalid JSON payload received. The request body is empty; expected a %s resource.", what)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, nil, invalid("Invalid JSON payload received. %s", jsonErrText(err))
+	}
+	if dec.More() {
+		return nil, nil, invalid("Invalid JSON payload received. Unexpected data after the %s object.", what)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, nil, invalid("Invalid JSON payload received. Expected a %s object, got %s.", what, jsonKind(v))
+	}
+	if err := checkNames(v, typ, what); err != nil {
+		return nil, nil, err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return nil, nil, invalid("Invalid JSON payload received. %s", jsonErrText(err))
+	}
+	return body, members, nil
+}
+
+// decodeInto decodes JSON into v, turning decoder errors into 400s that
+// name the field.
+func decodeInto(what string, b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := what
+			if te.Field != "" {
+				field = what + "." + te.Field
+			}
+			return invalid("Invalid JSON payload received. Invalid value at '%s' (expected %s), got a JSON %s.", field, te.Type, te.Value)
+		}
+		return invalid("Invalid JSON payload received. Invalid value in '%s': %s", what, jsonErrText(err))
+	}
+	return nil
+}
+
+func jsonErrText(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("Syntax error at byte %d: %s.", se.Offset, se.Error())
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "Unexpected end of JSON input."
+	}
+	return err.Error()
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// Resource types whose field names requests are checked against: the
+// generated BigQuery v2 types, i.e. BigQuery's discovery document.
+var (
+	tableType   = reflect.TypeFor[bq.Table]()
+	datasetType = reflect.TypeFor[bq.Dataset]()
+)
+
+var jsonNames sync.Map // reflect.Type -> map[string]reflect.Type
+
+// fieldsOf returns the JSON member names of struct type t and their types.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if m, ok := jsonNames.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := make(map[string]reflect.Type, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	jsonNames.Store(t, m)
+	return m
+}
+
+// checkNames reports the first member of v (decoded JSON) that is not a
+// field of t, recursively, in Google's wording.
+func checkNames(v any, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil // a type error; the typed decoder reports it
+		}
+		fields := fieldsOf(t)
+		for name, val := range obj {
+			ft, ok := fields[name]
+			if !ok {
+				return invalid("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", name, path)
+			}
+			if err := checkNames(val, ft, path+"."+name); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		for i, el := range arr {
+			if err := checkNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, el := range obj {
+			if err := checkNames(el, t.Elem(), path+"["+k+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// member decodes one optional top-level member. present reports whether
+// it was in the body; null reports an explicit JSON null (which clears the
+// value in patch semantics).
+func member(members map[string]json.RawMessage, name, what string, v any) (present, null bool, err error) {
+	raw, ok := members[name]
+	if !ok {
+		return false, false, nil
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return true, true, nil
+	}
+	if err := decodeInto(what+"."+name, raw, v); err != nil {
+		return true, false, err
+	}
+	return true, false, nil
+}

@@ -1,0 +1,467 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// ---- datasets ----
+
+// datasets serves /projects/{p}/datasets: insert (POST) and list (GET).
+func (h *Handler) datasets(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("p")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		h.listDatasets(w, r, p)
+	case http.MethodPost:
+		h.insertDataset(w, r, p)
+	default:
+		h.methodNotAllowed(w, r, "GET, POST")
+	}
+}
+
+func (h *Handler) listDatasets(w http.ResponseWriter, r *http.Request, p string) {
+	filter, err := parseLabelFilter(r.URL.Query().Get("filter"))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var all []*catalog.Dataset
+	for _, d := range h.cat.ListDatasets(p) {
+		if filter.match(d.Labels) {
+			all = append(all, d)
+		}
+	}
+	start, end, next, err := page(r, len(all), func(i int) string { return all[i].DatasetID })
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out := datasetList{Kind: "bigquery#datasetList", NextPageToken: next}
+	for _, d := range all[start:end] {
+		out.Datasets = append(out.Datasets, datasetListItem{
+			Kind: "bigquery#dataset", ID: d.FullID(),
+			DatasetReference: datasetRef{ProjectID: d.ProjectID, DatasetID: d.DatasetID},
+			FriendlyName:     d.FriendlyName, Labels: d.Labels, Location: d.Location,
+		})
+	}
+	writeJSON(w, http.StatusOK, &out)
+}
+
+// datasetBody is the part of a Dataset resource bqstore reads.
+type datasetBody struct {
+	DatasetReference *datasetRef `json:"datasetReference"`
+}
+
+func (h *Handler) insertDataset(w http.ResponseWriter, r *http.Request, p string) {
+	body, members, err := readBody(w, r, "dataset", datasetType)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in datasetBody
+	if err := decodeInto("dataset", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if in.DatasetReference == nil || in.DatasetReference.DatasetID == "" {
+		h.writeError(w, r, invalid("Required parameter is missing: dataset.datasetReference.datasetId"))
+		return
+	}
+	if pid := in.DatasetReference.ProjectID; pid != "" && pid != p {
+		h.writeError(w, r, invalid("Invalid value for dataset.datasetReference.projectId: %q does not match the project %q in the URL", pid, p))
+		return
+	}
+	patch, err := datasetPatch(members, false)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	ds := catalog.Dataset{ProjectID: p, DatasetID: in.DatasetReference.DatasetID}
+	if patch.Location != nil {
+		ds.Location = *patch.Location
+	}
+	if patch.Description != nil {
+		ds.Description = *patch.Description
+	}
+	if patch.FriendlyName != nil {
+		ds.FriendlyName = *patch.FriendlyName
+	}
+	if patch.DefaultTableExpirationMs != nil {
+		if *patch.DefaultTableExpirationMs < 0 {
+			h.writeError(w, r, invalid("Invalid value for dataset.defaultTableExpirationMs: %d", *patch.DefaultTableExpirationMs))
+			return
+		}
+		ds.DefaultTableExpirationMs = *patch.DefaultTableExpirationMs
+	}
+	for k, v := range patch.Labels {
+		if v != nil {
+			if ds.Labels == nil {
+				ds.Labels = map[string]string{}
+			}
+			ds.Labels[k] = *v
+		}
+	}
+	created, err := h.cat.CreateDataset(r.Context(), ds)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, datasetOut(r, created))
+}
+
+// datasetPatch reads the mutable dataset members. With full (PUT) an
+// absent member is cleared, as a full update replaces the resource.
+func datasetPatch(members map[string]json.RawMessage, full bool) (catalog.DatasetPatch, error) {
+	var p catalog.DatasetPatch
+	var err error
+	if p.Description, err = stringMember(members, "description", "dataset", full); err != nil {
+		return p, err
+	}
+	if p.FriendlyName, err = stringMember(members, "friendlyName", "dataset", full); err != nil {
+		return p, err
+	}
+	var loc string
+	if present, null, err := member(members, "location", "dataset", &loc); err != nil {
+		return p, err
+	} else if present && !null {
+		p.Location = &loc
+	}
+	var exp schema.Int64
+	if present, null, err := member(members, "defaultTableExpirationMs", "dataset", &exp); err != nil {
+		return p, err
+	} else if present || full {
+		v := int64(exp)
+		if null {
+			v = 0
+		}
+		p.DefaultTableExpirationMs = &v
+	}
+	if p.Labels, p.ReplaceLabels, err = labelsMember(members, "dataset", full); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func stringMember(members map[string]json.RawMessage, name, what string, full bool) (*string, error) {
+	var s string
+	present, _, err := member(members, name, what, &s)
+	if err != nil {
+		return nil, err
+	}
+	if !present && !full {
+		return nil, nil
+	}
+	return &s, nil // null and absent-in-full clear it
+}
+
+func labelsMember(members map[string]json.RawMessage, what string, full bool) (map[string]*string, bool, error) {
+	var labels map[string]*string
+	present, null, err := member(members, "labels", what, &labels)
+	if err != nil {
+		return nil, false, err
+	}
+	return labels, full || (present && null), nil
+}
+
+// dataset serves /projects/{p}/datasets/{d}: get, patch, update, delete.
+func (h *Handler) dataset(w http.ResponseWriter, r *http.Request) {
+	p, d := r.PathValue("p"), r.PathValue("d")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		ds, err := h.cat.Dataset(p, d)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, datasetOut(r, ds))
+	case http.MethodPatch, http.MethodPut:
+		body, members, err := readBody(w, r, "dataset", datasetType)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		var in datasetBody
+		if err := decodeInto("dataset", body, &in); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if ref := in.DatasetReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d)) {
+			h.writeError(w, r, invalid("Invalid value for dataset.datasetReference: %s:%s does not match the dataset %s:%s in the URL", ref.ProjectID, ref.DatasetID, p, d))
+			return
+		}
+		patch, err := datasetPatch(members, r.Method == http.MethodPut)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		ds, err := h.cat.PatchDataset(r.Context(), p, d, patch, ifMatch(r))
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, datasetOut(r, ds))
+	case http.MethodDelete:
+		contents, err := boolParam(r, "deleteContents")
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if err := h.cat.DeleteDataset(r.Context(), p, d, contents); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		h.methodNotAllowed(w, r, "GET, PATCH, PUT, DELETE")
+	}
+}
+
+// ---- tables ----
+
+// tables serves /projects/{p}/datasets/{d}/tables: insert and list.
+func (h *Handler) tables(w http.ResponseWriter, r *http.Request) {
+	p, d := r.PathValue("p"), r.PathValue("d")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		h.listTables(w, r, p, d)
+	case http.MethodPost:
+		h.insertTable(w, r, p, d)
+	default:
+		h.methodNotAllowed(w, r, "GET, POST")
+	}
+}
+
+func (h *Handler) listTables(w http.ResponseWriter, r *http.Request, p, d string) {
+	all, err := h.cat.ListTables(p, d)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	start, end, next, err := page(r, len(all), func(i int) string { return all[i].TableID })
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	out := tableList{Kind: "bigquery#tableList", NextPageToken: next, TotalItems: len(all)}
+	for _, t := range all[start:end] {
+		out.Tables = append(out.Tables, tableListItem{
+			Kind: "bigquery#table", ID: t.FullID(),
+			TableReference: tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID},
+			FriendlyName:   t.FriendlyName, Labels: t.Labels, Type: "TABLE",
+			CreationTime: ms(t.Created), ExpirationTime: ms(t.Expiration),
+		})
+	}
+	writeJSON(w, http.StatusOK, &out)
+}
+
+// tableBody is the part of a Table resource bqstore reads.
+type tableBody struct {
+	TableReference *tableRef `json:"tableReference"`
+	Type           string    `json:"type"`
+}
+
+// unsupportedTableMembers are Table members that would make the table
+// something bqstore does not implement; they are refused rather than
+// silently ignored.
+var unsupportedTableMembers = []string{"view", "materializedView", "externalDataConfiguration", "biglakeConfiguration", "tableReplicationInfo", "cloneDefinition", "snapshotDefinition"}
+
+func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d string) {
+	body, members, err := readBody(w, r, "table", tableType)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in tableBody
+	if err := decodeInto("table", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	for _, m := range unsupportedTableMembers {
+		if raw, ok := members[m]; ok && !rawNull(raw) {
+			h.writeError(w, r, invalid("bqstore does not support table.%s: only standard tables (type TABLE) can be created", m))
+			return
+		}
+	}
+	if in.Type != "" && !strings.EqualFold(in.Type, "TABLE") {
+		h.writeError(w, r, invalid("bqstore does not support tables of type %s: only TABLE", in.Type))
+		return
+	}
+	ref := in.TableReference
+	if ref == nil || ref.TableID == "" {
+		h.writeError(w, r, invalid("Required parameter is missing: table.tableReference.tableId"))
+		return
+	}
+	if (ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d) {
+		h.writeError(w, r, invalid("Invalid value for table.tableReference: %s:%s does not match the dataset %s:%s in the URL", ref.ProjectID, ref.DatasetID, p, d))
+		return
+	}
+	patch, err := tablePatch(members, false)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	spec := catalog.TableSpec{ProjectID: p, DatasetID: d, TableID: ref.TableID, Schema: patch.Schema}
+	if patch.Description != nil {
+		spec.Description = *patch.Description
+	}
+	if patch.FriendlyName != nil {
+		spec.FriendlyName = *patch.FriendlyName
+	}
+	if patch.Expiration != nil {
+		spec.Expiration = *patch.Expiration
+	}
+	for k, v := range patch.Labels {
+		if v != nil {
+			if spec.Labels == nil {
+				spec.Labels = map[string]string{}
+			}
+			spec.Labels[k] = *v
+		}
+	}
+	t, err := h.cat.CreateTable(r.Context(), spec)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.tableOut(r, t))
+}
+
+// tablePatch reads the mutable table members. With full (PUT) an absent
+// member is cleared, except the schema, which stays (columns cannot be
+// dropped, so an absent schema cannot mean "no columns").
+func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePatch, error) {
+	var p catalog.TablePatch
+	var err error
+	if p.Description, err = stringMember(members, "description", "table", full); err != nil {
+		return p, err
+	}
+	if p.FriendlyName, err = stringMember(members, "friendlyName", "table", full); err != nil {
+		return p, err
+	}
+	var exp schema.Int64
+	if present, null, err := member(members, "expirationTime", "table", &exp); err != nil {
+		return p, err
+	} else if present || full {
+		var t time.Time
+		if !null && exp != 0 {
+			if exp < 0 {
+				return p, invalid("Invalid value for table.expirationTime: %d", exp)
+			}
+			t = time.UnixMilli(int64(exp)).UTC()
+		}
+		p.Expiration = &t
+	}
+	if p.Labels, p.ReplaceLabels, err = labelsMember(members, "table", full); err != nil {
+		return p, err
+	}
+	var s schema.Schema
+	if present, null, err := member(members, "schema", "table", &s); err != nil {
+		return p, err
+	} else if present && null && !full {
+		return p, invalid("Invalid value for table.schema: a schema cannot be removed")
+	} else if present && !null {
+		p.Schema = &s
+	}
+	return p, nil
+}
+
+// table serves /projects/{p}/datasets/{d}/tables/{t}: get, patch, update,
+// delete.
+func (h *Handler) table(w http.ResponseWriter, r *http.Request) {
+	p, d, tn := r.PathValue("p"), r.PathValue("d"), r.PathValue("t")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		t, err := h.cat.Table(p, d, tn)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h.tableOut(r, t))
+	case http.MethodPatch, http.MethodPut:
+		body, members, err := readBody(w, r, "table", tableType)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		var in tableBody
+		if err := decodeInto("table", body, &in); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if ref := in.TableReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d) || (ref.TableID != "" && ref.TableID != tn)) {
+			h.writeError(w, r, invalid("Invalid value for table.tableReference: it does not match the table %s:%s.%s in the URL", p, d, tn))
+			return
+		}
+		patch, err := tablePatch(members, r.Method == http.MethodPut)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		t, err := h.cat.UpdateTable(r.Context(), p, d, tn, patch, ifMatch(r))
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h.tableOut(r, t))
+	case http.MethodDelete:
+		if err := h.cat.DeleteTable(r.Context(), p, d, tn); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		h.methodNotAllowed(w, r, "GET, PATCH, PUT, DELETE")
+	}
+}
+
+// labelFilter is datasets.list's filter: "labels.<name>[:<value>]" terms
+// separated by spaces, all of which must match.
+type labelFilter []struct{ key, value string }
+
+func parseLabelFilter(s string) (labelFilter, error) {
+	var f labelFilter
+	for _, term := range strings.Fields(s) {
+		rest, ok := strings.CutPrefix(term, "labels.")
+		if !ok || rest == "" {
+			return nil, invalid("Invalid filter %q: expected labels.<name>[:<value>] terms", s)
+		}
+		k, v, hasValue := strings.Cut(rest, ":")
+		if !hasValue {
+			v = "\x00any"
+		}
+		f = append(f, struct{ key, value string }{k, v})
+	}
+	return f, nil
+}
+
+func (f labelFilter) match(labels map[string]string) bool {
+	for _, t := range f {
+		v, ok := labels[t.key]
+		if !ok || (t.value != "\x00any" && v != t.value) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,307 @@
+// Package rest serves the subset of BigQuery's REST v2 API that the official
+// clients use to manage datasets and tables (datasets and tables insert,
+// get, list, patch, update, delete), over the catalog. It only translates:
+// names, rules and durability are the catalog's.
+//
+// Every route is served under /bigquery/v2/projects/... and /projects/...
+// (the Go client with a custom endpoint calls the second, the Node client
+// the first). Errors use the JSON shape of Google's APIs, with BigQuery's
+// reasons: notFound 404, duplicate 409, invalid 400, resourceInUse 400,
+// conditionNotMet 412 (stale If-Match), and 413 for a body over
+// MaxBodyBytes.
+//
+// Request bodies are checked against BigQuery's resource definitions (the
+// generated google.golang.org/api/bigquery/v2 types): a member name
+// BigQuery does not know is a 400, as Google's JSON frontends answer. Known
+// members that bqstore does not implement (partitioning, clustering,
+// encryption, ...) are accepted and ignored.
+package rest
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// Options configures New.
+type Options struct {
+	// Stats returns a table's row count and size in bytes, by the
+	// table's internal id (catalog.Table.ID). Nil means 0 and 0.
+	Stats func(tableID string) (numRows, numBytes int64)
+	// Logger receives internal errors. Default: discard.
+	Logger *slog.Logger
+}
+
+// Handler is the REST v2 handler. Use Handle to add routes (for example
+// tabledata.list) to the same mux.
+type Handler struct {
+	cat  *catalog.Catalog
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// Prefixes under which every route is served.
+var prefixes = []string{"", "/bigquery/v2"}
+
+// Default and maximum page sizes of the list methods.
+const (
+	defaultPageSize = 1000
+	maxPageSize     = 10000
+)
+
+// New returns the REST v2 handler over cat.
+func New(cat *catalog.Catalog, opts Options) *Handler {
+	h := &Handler{cat: cat, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.Handle("/projects/{p}/datasets", h.datasets)
+	h.Handle("/projects/{p}/datasets/{d}", h.dataset)
+	h.Handle("/projects/{p}/datasets/{d}/tables", h.tables)
+	h.Handle("/projects/{p}/datasets/{d}/tables/{t}", h.table)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: "Not found: URL " + r.URL.Path})
+	})
+	return h
+}
+
+// Handle registers fn for pattern (a http.ServeMux pattern starting with
+// "/projects/", optionally with a method) under both path prefixes.
+func (h *Handler) Handle(pattern string, fn http.HandlerFunc) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		method, path = "", pattern
+	}
+	for _, p := range prefixes {
+		pat := p + path
+		if method != "" {
+			pat = method + " " + pat
+		}
+		h.mux.HandleFunc(pat, fn)
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// WriteError writes err in Google's JSON error shape; for routes added
+// with Handle. Errors that are not *Error or catalog errors are logged and
+// sent as internal errors.
+func (h *Handler) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	h.writeError(w, r, err)
+}
+
+func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	h.writeError(w, r, &Error{Code: http.StatusMethodNotAllowed, Reason: "methodNotAllowed",
+		Msg: fmt.Sprintf("Method %s is not allowed for %s", r.Method, r.URL.Path)})
+}
+
+// ---- wire types ----
+
+type datasetRef struct {
+	ProjectID string `json:"projectId"`
+	DatasetID string `json:"datasetId"`
+}
+
+type tableRef struct {
+	ProjectID string `json:"projectId"`
+	DatasetID string `json:"datasetId"`
+	TableID   string `json:"tableId"`
+}
+
+type datasetJSON struct {
+	Kind                     string            `json:"kind"`
+	ETag                     string            `json:"etag"`
+	ID                       string            `json:"id"`
+	SelfLink                 string            `json:"selfLink"`
+	DatasetReference         datasetRef        `json:"datasetReference"`
+	FriendlyName             string            `json:"friendlyName,omitempty"`
+	Description              string            `json:"description,omitempty"`
+	Labels                   map[string]string `json:"labels,omitempty"`
+	DefaultTableExpirationMs string            `json:"defaultTableExpirationMs,omitempty"`
+	CreationTime             string            `json:"creationTime"`
+	LastModifiedTime         string            `json:"lastModifiedTime"`
+	Location                 string            `json:"location"`
+	Type                     string            `json:"type"`
+}
+
+type datasetListItem struct {
+	Kind             string            `json:"kind"`
+	ID               string            `json:"id"`
+	DatasetReference datasetRef        `json:"datasetReference"`
+	FriendlyName     string            `json:"friendlyName,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	Location         string            `json:"location"`
+}
+
+type datasetList struct {
+	Kind          string            `json:"kind"`
+	Datasets      []datasetListItem `json:"datasets,omitempty"`
+	NextPageToken string            `json:"nextPageToken,omitempty"`
+}
+
+type tableJSON struct {
+	Kind             string            `json:"kind"`
+	ETag             string            `json:"etag"`
+	ID               string            `json:"id"`
+	SelfLink         string            `json:"selfLink"`
+	TableReference   tableRef          `json:"tableReference"`
+	FriendlyName     string            `json:"friendlyName,omitempty"`
+	Description      string            `json:"description,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	Schema           *schema.Schema    `json:"schema,omitempty"`
+	NumBytes         string            `json:"numBytes"`
+	NumLongTermBytes string            `json:"numLongTermBytes"`
+	NumRows          string            `json:"numRows"`
+	CreationTime     string            `json:"creationTime"`
+	ExpirationTime   string            `json:"expirationTime,omitempty"`
+	LastModifiedTime string            `json:"lastModifiedTime"`
+	Type             string            `json:"type"`
+	Location         string            `json:"location"`
+}
+
+type tableListItem struct {
+	Kind           string            `json:"kind"`
+	ID             string            `json:"id"`
+	TableReference tableRef          `json:"tableReference"`
+	FriendlyName   string            `json:"friendlyName,omitempty"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	Type           string            `json:"type"`
+	CreationTime   string            `json:"creationTime"`
+	ExpirationTime string            `json:"expirationTime,omitempty"`
+}
+
+type tableList struct {
+	Kind          string          `json:"kind"`
+	Tables        []tableListItem `json:"tables,omitempty"`
+	NextPageToken string          `json:"nextPageToken,omitempty"`
+	TotalItems    int             `json:"totalItems"`
+}
+
+func ms(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.UnixMilli(), 10)
+}
+
+func selfLink(r *http.Request, segs ...string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	var b strings.Builder
+	b.WriteString(scheme + "://" + r.Host + "/bigquery/v2")
+	for i, s := range segs {
+		if i%2 == 0 {
+			b.WriteString("/" + s)
+		} else {
+			b.WriteString("/" + url.PathEscape(s))
+		}
+	}
+	return b.String()
+}
+
+func datasetOut(r *http.Request, d *catalog.Dataset) *datasetJSON {
+	out := &datasetJSON{
+		Kind: "bigquery#dataset", ETag: d.ETag, ID: d.FullID(),
+		SelfLink:         selfLink(r, "projects", d.ProjectID, "datasets", d.DatasetID),
+		DatasetReference: datasetRef{ProjectID: d.ProjectID, DatasetID: d.DatasetID},
+		FriendlyName:     d.FriendlyName, Description: d.Description, Labels: d.Labels,
+		CreationTime: ms(d.Created), LastModifiedTime: ms(d.Modified), Location: d.Location, Type: "DEFAULT",
+	}
+	if d.DefaultTableExpirationMs != 0 {
+		out.DefaultTableExpirationMs = strconv.FormatInt(d.DefaultTableExpirationMs, 10)
+	}
+	return out
+}
+
+func (h *Handler) tableOut(r *http.Request, t *catalog.Table) *tableJSON {
+	var rows, size int64
+	if h.opts.Stats != nil {
+		rows, size = h.opts.Stats(t.ID)
+	}
+	out := &tableJSON{
+		Kind: "bigquery#table", ETag: t.ETag, ID: t.FullID(),
+		SelfLink:       selfLink(r, "projects", t.ProjectID, "datasets", t.DatasetID, "tables", t.TableID),
+		TableReference: tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID},
+		FriendlyName:   t.FriendlyName, Description: t.Description, Labels: t.Labels,
+		NumBytes: strconv.FormatInt(size, 10), NumLongTermBytes: "0", NumRows: strconv.FormatInt(rows, 10),
+		CreationTime: ms(t.Created), ExpirationTime: ms(t.Expiration), LastModifiedTime: ms(t.Modified),
+		Type: "TABLE", Location: t.Location,
+	}
+	if s := t.Schema(); len(s.Fields) > 0 {
+		out.Schema = s
+	}
+	return out
+}
+
+// ---- paging ----
+
+// page returns the slice of ids (sorted) to return for the request's
+// maxResults and pageToken, and the next token. Tokens are the last id of
+// the previous page, base64url-encoded, so a page stays correct while the
+// list changes.
+func page(r *http.Request, n int, id func(i int) string) (start, end int, next string, err error) {
+	q := r.URL.Query()
+	size := defaultPageSize
+	if s := q.Get("maxResults"); s != "" {
+		v, perr := strconv.ParseUint(s, 10, 32)
+		if perr != nil {
+			return 0, 0, "", invalid("Invalid value for maxResults: %q is not a non-negative integer", s)
+		}
+		if v > 0 {
+			size = int(min(v, maxPageSize))
+		}
+	}
+	if tok := q.Get("pageToken"); tok != "" {
+		b, derr := base64.RawURLEncoding.DecodeString(tok)
+		if derr != nil {
+			return 0, 0, "", invalid("Invalid page token %q", tok)
+		}
+		after := string(b)
+		for start < n && id(start) <= after {
+			start++
+		}
+	}
+	end = min(start+size, n)
+	if end < n {
+		next = base64.RawURLEncoding.EncodeToString([]byte(id(end - 1)))
+	}
+	return start, end, next, nil
+}
+
+func ifMatch(r *http.Request) string {
+	return strings.TrimSpace(r.Header.Get("If-Match"))
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false, nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return false, invalid("Invalid value for %s: %q is not a boolean", name, s)
+	}
+	return v, nil
+}
+
+// checkProject validates the project in the path; a bad one is a 400
+// naming it.
+func checkProject(p string) error {
+	return catalog.ValidateProjectID(p)
+}
+
+func rawNull(b json.RawMessage) bool { return strings.TrimSpace(string(b)) == "null" }
