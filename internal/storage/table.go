@@ -379,26 +379,73 @@ func recordBytes(rec arrow.Record) int {
 // The offset check (equal: append; below: ErrOffsetExists; above:
 // ErrOffsetOutOfRange) is atomic with the append.
 func (t *Table) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+	p, err := t.AppendAsync(ctx, req)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return p.Wait(ctx)
+}
+
+// PendingAppend is an append that passed its checks, has its offsets
+// reserved and is queued for the log; Wait returns once it is durable.
+type PendingAppend struct {
+	t      *Table
+	o      *op
+	first  int64
+	rows   int64
+	bytes  int64
+	stream string
+}
+
+// Wait blocks until the append is durable (or failed) and returns its
+// result. If ctx ends first, Wait returns ctx's error; the append may
+// still become durable (a lost acknowledgement: a retry at the same offset
+// gets ErrOffsetExists).
+func (p *PendingAppend) Wait(ctx context.Context) (AppendResult, error) {
+	select {
+	case <-p.o.done:
+	case <-ctx.Done():
+		return AppendResult{}, ctx.Err()
+	}
+	if p.o.err != nil {
+		return AppendResult{}, p.o.err
+	}
+	m := &p.t.db.m
+	m.appends.Add(1)
+	m.appendedRows.Add(p.rows)
+	m.appendedBytes.Add(p.bytes)
+	first := p.first
+	if p.stream == DefaultStreamID {
+		first = -1
+	}
+	return AppendResult{Offset: first, Time: time.UnixMicro(p.o.ts)}, nil
+}
+
+// AppendAsync does the synchronous part of Append: validation, the offset
+// check and reservation, and queueing for the log, in the caller's order.
+// Callers that must keep several appends in order (one AppendRows
+// connection) call AppendAsync in that order and Wait for each later.
+func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingAppend, error) {
 	if req.Batch == nil || req.Batch.NumRows() == 0 {
-		return AppendResult{}, fmt.Errorf("storage: append to %q: no rows: %w", req.Stream, ErrInvalidArgument)
+		return nil, fmt.Errorf("storage: append to %q: no rows: %w", req.Stream, ErrInvalidArgument)
 	}
 	if req.Offset < -1 {
-		return AppendResult{}, fmt.Errorf("storage: append to %q: offset %d: %w", req.Stream, req.Offset, ErrInvalidArgument)
+		return nil, fmt.Errorf("storage: append to %q: offset %d: %w", req.Stream, req.Offset, ErrInvalidArgument)
 	}
 	if req.Stream == DefaultStreamID && req.Offset != -1 {
-		return AppendResult{}, fmt.Errorf("storage: append with offset %d to the default stream: %w", req.Offset, ErrInvalidStreamType)
+		return nil, fmt.Errorf("storage: append with offset %d to the default stream: %w", req.Offset, ErrInvalidStreamType)
 	}
 	if req.Stream == "" {
-		return AppendResult{}, fmt.Errorf("storage: append: empty stream id: %w", ErrInvalidArgument)
+		return nil, fmt.Errorf("storage: append: empty stream id: %w", ErrInvalidArgument)
 	}
 	t.mu.Lock()
 	sv, ok := t.schemaLocked(t.mu.admitSchemas, req.SchemaVersion)
 	t.mu.Unlock()
 	if !ok {
-		return AppendResult{}, fmt.Errorf("storage: append to %q: unknown schema version %d: %w", req.Stream, req.SchemaVersion, ErrSchemaMismatch)
+		return nil, fmt.Errorf("storage: append to %q: unknown schema version %d: %w", req.Stream, req.SchemaVersion, ErrSchemaMismatch)
 	}
 	if err := checkBatchSchema(req.Batch.Schema(), sv.schema); err != nil {
-		return AppendResult{}, fmt.Errorf("storage: append to %q: schema version %d: %v: %w", req.Stream, sv.version, err, ErrSchemaMismatch)
+		return nil, fmt.Errorf("storage: append to %q: schema version %d: %v: %w", req.Stream, sv.version, err, ErrSchemaMismatch)
 	}
 	rows := req.Batch.NumRows()
 
@@ -406,7 +453,7 @@ func (t *Table) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	buf := make([]byte, wal.HeaderSize, wal.HeaderSize+recordBytes(req.Batch)+4096)
 	buf, err := appendBatchIPC(buf, req.Batch)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
+		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
 	}
 	stats := make([]segment.ColumnStats, req.Batch.NumCols())
 	for i, c := range req.Batch.Columns() {
@@ -422,14 +469,14 @@ func (t *Table) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 
 	got, err := t.db.budget.acquire(ctx, int64(len(buf)), &t.db.m.budgetWaits)
 	if err != nil {
-		return AppendResult{}, err
+		return nil, err
 	}
 	cutoff := t.cutoff()
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
 		t.mu.Unlock()
 		t.db.budget.release(got)
-		return AppendResult{}, err
+		return nil, err
 	}
 	err = t.checkLiveLocked(t.mu.durable, req.Stream, cutoff)
 	var first int64
@@ -439,7 +486,7 @@ func (t *Table) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	if err != nil {
 		t.mu.Unlock()
 		t.db.budget.release(got)
-		return AppendResult{}, fmt.Errorf("storage: append: %w", err)
+		return nil, fmt.Errorf("storage: append: %w", err)
 	}
 	putRowsTrailer(trailer, first, rows, sv.version, metaLen)
 	o := &op{
@@ -449,17 +496,7 @@ func (t *Table) Append(ctx context.Context, req AppendRequest) (AppendResult, er
 	}
 	t.enqueueLocked(o)
 	t.mu.Unlock()
-	<-o.done
-	if o.err != nil {
-		return AppendResult{}, o.err
-	}
-	t.db.m.appends.Add(1)
-	t.db.m.appendedRows.Add(rows)
-	t.db.m.appendedBytes.Add(int64(len(buf)))
-	if req.Stream == DefaultStreamID {
-		first = -1
-	}
-	return AppendResult{Offset: first, Time: time.UnixMicro(o.ts)}, nil
+	return &PendingAppend{t: t, o: o, first: first, rows: rows, bytes: int64(len(buf)), stream: req.Stream}, nil
 }
 
 // schemaLocked finds schema version v in list (0: the latest).
