@@ -1,0 +1,321 @@
+package filter
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Expr is a node of the untyped syntax tree that Parse returns. String
+// prints it in a form that parses back to the same tree: compound
+// expressions are fully parenthesised, identifiers are quoted when needed,
+// literals keep their value.
+type Expr interface {
+	// Pos is the byte offset of the node in the parsed text.
+	Pos() int
+	String() string
+	exprNode()
+}
+
+// Ident is a column reference, possibly a path through RECORD fields
+// (a.b.c). Parts are the names as written, without backticks.
+type Ident struct {
+	Parts []string
+	P     int
+}
+
+// LitKind is the kind of a Literal.
+type LitKind int
+
+// The literal kinds.
+const (
+	LitNull LitKind = iota
+	LitBool
+	LitInt   // decimal or 0x hex integer; Text as written
+	LitFloat // Text as written
+	LitString
+	LitBytes
+)
+
+// Literal is NULL, TRUE/FALSE, a number, or a string or bytes literal. Text
+// holds the number as written or the decoded string/bytes value; for
+// LitBool it is "TRUE" or "FALSE".
+type Literal struct {
+	Kind LitKind
+	Text string
+	P    int
+}
+
+// TypedLiteral is a literal with a type prefix: DATE '2020-01-01',
+// TIMESTAMP '...', NUMERIC '1.5', JSON '{"a":1}'. Type is upper case.
+type TypedLiteral struct {
+	Type  string
+	Value string
+	P     int
+}
+
+// Unary is NOT x, -x or +x.
+type Unary struct {
+	Op string // "NOT", "-", "+"
+	X  Expr
+	P  int
+}
+
+// Binary is an infix operator: AND, OR, comparisons (=, !=, <>, <, <=, >,
+// >=), arithmetic (+, -, *, /) and concatenation (||).
+type Binary struct {
+	Op   string
+	L, R Expr
+	P    int // position of the operator
+}
+
+// Is is x IS [NOT] NULL / TRUE / FALSE.
+type Is struct {
+	X    Expr
+	Not  bool
+	What string // "NULL", "TRUE", "FALSE"
+	P    int
+}
+
+// Between is x [NOT] BETWEEN lo AND hi.
+type Between struct {
+	X, Lo, Hi Expr
+	Not       bool
+	P         int
+}
+
+// In is x [NOT] IN (list...).
+type In struct {
+	X    Expr
+	List []Expr
+	Not  bool
+	P    int
+}
+
+// Like is x [NOT] LIKE pattern.
+type Like struct {
+	X, Pattern Expr
+	Not        bool
+	P          int
+}
+
+// Call is a function call; Name is upper case.
+type Call struct {
+	Name string
+	Args []Expr
+	P    int
+}
+
+// Cast is CAST(x AS type) or SAFE_CAST(x AS type); Type is upper case.
+type Cast struct {
+	X    Expr
+	Type string
+	Safe bool
+	P    int
+}
+
+// Extract is EXTRACT(part FROM x); Part is upper case.
+type Extract struct {
+	Part string
+	X    Expr
+	P    int
+}
+
+// Interval is INTERVAL x part, an argument of DATE_ADD and its relatives;
+// Part is upper case.
+type Interval struct {
+	X    Expr
+	Part string
+	P    int
+}
+
+func (e *Ident) Pos() int        { return e.P }
+func (e *Literal) Pos() int      { return e.P }
+func (e *TypedLiteral) Pos() int { return e.P }
+func (e *Unary) Pos() int        { return e.P }
+func (e *Binary) Pos() int       { return e.P }
+func (e *Is) Pos() int           { return e.P }
+func (e *Between) Pos() int      { return e.P }
+func (e *In) Pos() int           { return e.P }
+func (e *Like) Pos() int         { return e.P }
+func (e *Call) Pos() int         { return e.P }
+func (e *Cast) Pos() int         { return e.P }
+func (e *Extract) Pos() int      { return e.P }
+func (e *Interval) Pos() int     { return e.P }
+
+func (*Ident) exprNode()        {}
+func (*Literal) exprNode()      {}
+func (*TypedLiteral) exprNode() {}
+func (*Unary) exprNode()        {}
+func (*Binary) exprNode()       {}
+func (*Is) exprNode()           {}
+func (*Between) exprNode()      {}
+func (*In) exprNode()           {}
+func (*Like) exprNode()         {}
+func (*Call) exprNode()         {}
+func (*Cast) exprNode()         {}
+func (*Extract) exprNode()      {}
+func (*Interval) exprNode()     {}
+
+func (e *Ident) String() string {
+	parts := make([]string, len(e.Parts))
+	for i, p := range e.Parts {
+		parts[i] = quoteIdent(p)
+	}
+	return strings.Join(parts, ".")
+}
+
+func (e *Literal) String() string {
+	switch e.Kind {
+	case LitNull:
+		return "NULL"
+	case LitString:
+		return quoteString(e.Text)
+	case LitBytes:
+		return quoteBytes(e.Text)
+	}
+	return e.Text
+}
+
+func (e *TypedLiteral) String() string { return e.Type + " " + quoteString(e.Value) }
+
+func (e *Unary) String() string {
+	if e.Op == "NOT" {
+		return "(NOT " + e.X.String() + ")"
+	}
+	return "(" + e.Op + e.X.String() + ")"
+}
+
+func (e *Binary) String() string {
+	return "(" + e.L.String() + " " + e.Op + " " + e.R.String() + ")"
+}
+
+func (e *Is) String() string {
+	not := ""
+	if e.Not {
+		not = "NOT "
+	}
+	return "(" + e.X.String() + " IS " + not + e.What + ")"
+}
+
+func (e *Between) String() string {
+	return "(" + e.X.String() + notStr(e.Not) + " BETWEEN " + e.Lo.String() + " AND " + e.Hi.String() + ")"
+}
+
+func (e *In) String() string {
+	items := make([]string, len(e.List))
+	for i, x := range e.List {
+		items[i] = x.String()
+	}
+	return "(" + e.X.String() + notStr(e.Not) + " IN (" + strings.Join(items, ", ") + "))"
+}
+
+func (e *Like) String() string {
+	return "(" + e.X.String() + notStr(e.Not) + " LIKE " + e.Pattern.String() + ")"
+}
+
+func (e *Call) String() string {
+	args := make([]string, len(e.Args))
+	for i, x := range e.Args {
+		args[i] = x.String()
+	}
+	name := e.Name
+	if isReserved(name) && name != "IF" {
+		name = quoteIdent(name)
+	}
+	return name + "(" + strings.Join(args, ", ") + ")"
+}
+
+func (e *Cast) String() string {
+	fn := "CAST"
+	if e.Safe {
+		fn = "SAFE_CAST"
+	}
+	return fn + "(" + e.X.String() + " AS " + e.Type + ")"
+}
+
+func (e *Extract) String() string { return "EXTRACT(" + e.Part + " FROM " + e.X.String() + ")" }
+
+func (e *Interval) String() string { return "INTERVAL " + e.X.String() + " " + e.Part }
+
+func notStr(not bool) string {
+	if not {
+		return " NOT"
+	}
+	return ""
+}
+
+// quoteIdent returns s as written in an expression: bare when it is a plain
+// unreserved identifier, in backticks otherwise.
+func quoteIdent(s string) string {
+	plain := s != "" && isIdentStart(s[0]) && !isReserved(s)
+	for i := 0; plain && i < len(s); i++ {
+		plain = isIdentChar(s[i])
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	b.WriteByte('`')
+	writeEscaped(&b, s, '`', false)
+	b.WriteByte('`')
+	return b.String()
+}
+
+// quoteString returns a single-quoted GoogleSQL string literal for s.
+func quoteString(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	writeEscaped(&b, s, '\'', false)
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// quoteBytes returns a b'...' bytes literal for s.
+func quoteBytes(s string) string {
+	var b strings.Builder
+	b.WriteString("b'")
+	writeEscaped(&b, s, '\'', true)
+	b.WriteByte('\'')
+	return b.String()
+}
+
+func writeEscaped(b *strings.Builder, s string, quote byte, bytes bool) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\' || c == quote:
+			b.WriteByte('\\')
+			b.WriteByte(c)
+			i++
+		case c == '\n':
+			b.WriteString(`\n`)
+			i++
+		case c == '\r':
+			b.WriteString(`\r`)
+			i++
+		case c == '\t':
+			b.WriteString(`\t`)
+			i++
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(b, `\x%02x`, c)
+			i++
+		case c >= utf8.RuneSelf && bytes:
+			fmt.Fprintf(b, `\x%02x`, c)
+			i++
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				// Not valid UTF-8 (only reachable from a quoted identifier);
+				// keep the byte as a hex escape so the text re-lexes.
+				fmt.Fprintf(b, `\x%02x`, c)
+			} else {
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+}

@@ -1,0 +1,635 @@
+package filter
+
+import (
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// Filter is a compiled row_restriction: the typed expression tree checked
+// against a table schema. It is immutable and safe for concurrent use.
+type Filter struct {
+	src     string
+	root    node
+	columns []string
+}
+
+// Option configures Compile.
+type Option func(*checker)
+
+// WithClock sets the clock that CURRENT_DATE, CURRENT_TIMESTAMP and their
+// relatives read, once, at Compile time. The default is time.Now.
+func WithClock(now func() time.Time) Option {
+	return func(c *checker) { c.now = now() }
+}
+
+// Compile parses expr and type-checks it against s. Errors are *Error
+// naming the position. The filter's result must be BOOL (or NULL).
+func Compile(expr string, s *schema.Schema, opts ...Option) (*Filter, error) {
+	ast, err := Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{src: expr, schema: s, seen: map[string]bool{}}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.now.IsZero() {
+		c.now = time.Now()
+	}
+	root, err := c.check(ast)
+	if err != nil {
+		return nil, err
+	}
+	if t := root.typ(); t != tBool && t != tNull {
+		return nil, c.errf(ast.Pos(), "row_restriction must be of type BOOL, not %s", t)
+	}
+	if root.typ() == tNull {
+		root = &constNode{v: constVec(tBool, nullValue)}
+	}
+	return &Filter{src: expr, root: root, columns: c.cols}, nil
+}
+
+// String returns the expression the filter was compiled from.
+func (f *Filter) String() string { return f.src }
+
+// Columns returns the top-level columns the filter references, in the
+// schema's spelling and in order of first reference: the reader must
+// project at least these.
+func (f *Filter) Columns() []string { return append([]string(nil), f.columns...) }
+
+type checker struct {
+	src    string
+	schema *schema.Schema
+	now    time.Time
+	cols   []string
+	seen   map[string]bool
+}
+
+func (c *checker) errf(pos int, format string, args ...any) *Error {
+	return newError(c.src, pos, format, args...)
+}
+
+// node is a typed expression.
+type node interface {
+	typ() typ
+	pos() int
+	eval(ctx *evalCtx) (*vec, error)
+}
+
+type constNode struct {
+	v   *vec
+	lit bool // an unmodified literal: string literals coerce to date/time types
+	p   int
+}
+
+func (n *constNode) typ() typ                    { return n.v.t }
+func (n *constNode) pos() int                    { return n.p }
+func (n *constNode) eval(*evalCtx) (*vec, error) { return n.v, nil }
+
+func isConst(n node) bool { _, ok := n.(*constNode); return ok }
+
+func constValue(n node) (value, bool) {
+	if k, ok := n.(*constNode); ok {
+		return k.v.get(0), true
+	}
+	return value{}, false
+}
+
+// fold evaluates n once when all of its inputs are constant.
+func (c *checker) fold(n node, kids ...node) (node, error) {
+	for _, k := range kids {
+		if !isConst(k) {
+			return n, nil
+		}
+	}
+	v, err := n.eval(&evalCtx{n: 1, src: c.src})
+	if err != nil {
+		return nil, err
+	}
+	if v.n != 1 {
+		return nil, c.errf(n.pos(), "internal error: constant folding produced %d rows", v.n)
+	}
+	v.konst = true
+	return &constNode{v: v, p: n.pos()}, nil
+}
+
+func fieldType(f *schema.Field) typ {
+	t, _ := schema.CanonicalType(string(f.Type))
+	switch t {
+	case schema.Integer:
+		return tInt
+	case schema.Float:
+		return tFloat
+	case schema.Numeric:
+		return tNumeric
+	case schema.BigNumeric:
+		return tBigNumeric
+	case schema.Boolean:
+		return tBool
+	case schema.String:
+		return tString
+	case schema.Bytes:
+		return tBytes
+	case schema.Date:
+		return tDate
+	case schema.DateTime:
+		return tDatetime
+	case schema.Time:
+		return tTime
+	case schema.Timestamp:
+		return tTimestamp
+	case schema.Geography:
+		return tGeo
+	case schema.JSON:
+		return tJSON
+	case schema.Record:
+		return tStruct
+	case schema.Range:
+		return tRange
+	case schema.Interval:
+		return tInterval
+	}
+	return tNull
+}
+
+func (c *checker) column(e *Ident) (node, error) {
+	if c.schema == nil {
+		return nil, c.errf(e.P, "Unrecognized name: %s", e.Parts[0])
+	}
+	i := c.schema.Lookup(e.Parts[0])
+	if i < 0 {
+		return nil, c.errf(e.P, "Unrecognized name: %s", e.Parts[0])
+	}
+	f := c.schema.Fields[i]
+	path := []string{f.Name}
+	for k := 0; ; k++ {
+		if f.EffectiveMode() == schema.Repeated {
+			return nil, c.errf(e.P, "row_restriction cannot reference REPEATED field %s: predicates on repeated fields are not supported", strings.Join(path, "."))
+		}
+		if k+1 == len(e.Parts) {
+			break
+		}
+		name := e.Parts[k+1]
+		if fieldType(f) != tStruct {
+			return nil, c.errf(e.P, "Cannot access field %s on a value with type %s", name, fieldType(f))
+		}
+		var sub *schema.Field
+		for _, g := range f.Fields {
+			if strings.EqualFold(g.Name, name) {
+				sub = g
+				break
+			}
+		}
+		if sub == nil {
+			return nil, c.errf(e.P, "Field name %s does not exist in STRUCT %s", name, strings.Join(path, "."))
+		}
+		f = sub
+		path = append(path, f.Name)
+	}
+	if !c.seen[path[0]] {
+		c.seen[path[0]] = true
+		c.cols = append(c.cols, path[0])
+	}
+	return &colNode{path: path, t: fieldType(f), p: e.P, key: strings.Join(path, "\x00")}, nil
+}
+
+func (c *checker) check(e Expr) (node, error) {
+	switch e := e.(type) {
+	case *Ident:
+		return c.column(e)
+	case *Literal:
+		return c.literal(e, false)
+	case *TypedLiteral:
+		return c.typedLiteral(e)
+	case *Unary:
+		if e.Op == "-" {
+			if l, ok := e.X.(*Literal); ok && l.Kind == LitInt {
+				return c.literal(l, true)
+			}
+		}
+		x, err := c.check(e.X)
+		if err != nil {
+			return nil, err
+		}
+		switch e.Op {
+		case "NOT":
+			if x, err = c.coerce(x, tBool, "NOT"); err != nil {
+				return nil, err
+			}
+			return c.fold(&notNode{x: x, p: e.P}, x)
+		case "+":
+			if !isNumeric(x.typ()) && x.typ() != tNull {
+				return nil, c.errf(e.P, "No matching signature for operator unary plus for argument types: %s", x.typ())
+			}
+			return x, nil
+		default:
+			if x.typ() == tNull {
+				x = &constNode{v: constVec(tInt, nullValue), p: x.pos()}
+			}
+			if !isNumeric(x.typ()) {
+				return nil, c.errf(e.P, "No matching signature for operator unary minus for argument types: %s", x.typ())
+			}
+			return c.fold(&negNode{x: x, p: e.P}, x)
+		}
+	case *Binary:
+		return c.binary(e)
+	case *Is:
+		x, err := c.check(e.X)
+		if err != nil {
+			return nil, err
+		}
+		if e.What != "NULL" {
+			if x, err = c.coerce(x, tBool, "IS "+e.What); err != nil {
+				return nil, err
+			}
+		}
+		return c.fold(&isNode{x: x, not: e.Not, what: e.What, p: e.P}, x)
+	case *Between:
+		x, err := c.check(e.X)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := c.check(e.Lo)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := c.check(e.Hi)
+		if err != nil {
+			return nil, err
+		}
+		ge, err := c.compare(">=", x, lo, e.P)
+		if err != nil {
+			return nil, err
+		}
+		le, err := c.compare("<=", x, hi, e.P)
+		if err != nil {
+			return nil, err
+		}
+		var n node = &logicNode{and: true, l: ge, r: le, p: e.P}
+		if n, err = c.fold(n, ge, le); err != nil {
+			return nil, err
+		}
+		if e.Not {
+			return c.fold(&notNode{x: n, p: e.P}, n)
+		}
+		return n, nil
+	case *In:
+		return c.in(e)
+	case *Like:
+		return c.like(e)
+	case *Cast:
+		return c.cast(e)
+	case *Call:
+		return c.call(e)
+	case *Extract:
+		return c.extract(e)
+	case *Interval:
+		return nil, c.errf(e.P, "INTERVAL is only supported as an argument of DATE_ADD, DATE_SUB, DATETIME_ADD, DATETIME_SUB, TIMESTAMP_ADD and TIMESTAMP_SUB")
+	}
+	return nil, c.errf(e.Pos(), "unsupported expression")
+}
+
+func (c *checker) literal(e *Literal, neg bool) (node, error) {
+	k := func(t typ, v value) (node, error) {
+		return &constNode{v: constVec(t, v), lit: true, p: e.P}, nil
+	}
+	switch e.Kind {
+	case LitNull:
+		return k(tNull, nullValue)
+	case LitBool:
+		return k(tBool, value{b: e.Text == "TRUE"})
+	case LitInt:
+		text := e.Text
+		if neg {
+			text = "-" + text
+		}
+		v, err := parseIntLiteral(text)
+		if err != nil {
+			return nil, c.errf(e.P, "Invalid integer literal: %s", text)
+		}
+		return k(tInt, value{i: v})
+	case LitFloat:
+		f, err := strconv.ParseFloat(e.Text, 64)
+		if err != nil {
+			return nil, c.errf(e.P, "Invalid floating point literal: %s", e.Text)
+		}
+		return k(tFloat, value{f: f})
+	case LitString:
+		return k(tString, value{s: e.Text})
+	case LitBytes:
+		return k(tBytes, value{s: e.Text})
+	}
+	return nil, c.errf(e.P, "unsupported literal")
+}
+
+func (c *checker) typedLiteral(e *TypedLiteral) (node, error) {
+	t := castTypes[e.Type]
+	v, err := castFromString(t, e.Value, nil)
+	if err != nil {
+		return nil, c.errf(e.P, "Invalid %s literal: %s", e.Type, quoteString(e.Value))
+	}
+	return &constNode{v: constVec(t, v), p: e.P}, nil
+}
+
+// coerce converts n to type t where GoogleSQL coerces implicitly: NULL to
+// anything, INT64 -> NUMERIC -> BIGNUMERIC -> FLOAT64, DATE -> DATETIME,
+// and string literals to DATE, DATETIME, TIME and TIMESTAMP. what names the
+// operator or function for the error message.
+func (c *checker) coerce(n node, t typ, what string) (node, error) {
+	from := n.typ()
+	if from == t {
+		return n, nil
+	}
+	if from == tNull {
+		return &constNode{v: constVec(t, nullValue), p: n.pos()}, nil
+	}
+	if numRank(from) > 0 && numRank(t) > numRank(from) || (from == tDate && t == tDatetime) {
+		return c.fold(&castNode{x: n, to: t, p: n.pos()}, n)
+	}
+	if k, ok := n.(*constNode); ok && k.lit && from == tString {
+		switch t {
+		case tDate, tDatetime, tTime, tTimestamp:
+			v, err := castFromString(t, k.v.s[0], nil)
+			if k.v.isNull(0) {
+				v, err = nullValue, nil
+			}
+			if err != nil {
+				return nil, c.errf(n.pos(), "Could not cast literal %s to type %s", quoteString(k.v.s[0]), t)
+			}
+			return &constNode{v: constVec(t, v), p: n.pos()}, nil
+		}
+	}
+	return nil, c.errf(n.pos(), "No matching signature for %s: expected %s but got %s", what, t, from)
+}
+
+// supertype picks the common type of a and b for comparison and IN.
+func (c *checker) supertype(a, b node) (typ, bool) {
+	ta, tb := a.typ(), b.typ()
+	switch {
+	case ta == tb:
+		return ta, true
+	case ta == tNull:
+		return tb, true
+	case tb == tNull:
+		return ta, true
+	case isNumeric(ta) && isNumeric(tb):
+		if numRank(ta) > numRank(tb) {
+			return ta, true
+		}
+		return tb, true
+	case (ta == tDate && tb == tDatetime) || (ta == tDatetime && tb == tDate):
+		return tDatetime, true
+	}
+	isLitStr := func(n node) bool {
+		k, ok := n.(*constNode)
+		return ok && k.lit && k.typ() == tString
+	}
+	switch {
+	case isLitStr(b) && (ta == tDate || ta == tDatetime || ta == tTime || ta == tTimestamp):
+		return ta, true
+	case isLitStr(a) && (tb == tDate || tb == tDatetime || tb == tTime || tb == tTimestamp):
+		return tb, true
+	}
+	return 0, false
+}
+
+var opNames = map[string]string{
+	"=": "Equality", "!=": "Inequality", "<>": "Inequality", "<": "Less than", "<=": "Less than or equal",
+	">": "Greater than", ">=": "Greater than or equal",
+}
+
+func (c *checker) compare(op string, l, r node, p int) (node, error) {
+	t, ok := c.supertype(l, r)
+	if !ok {
+		return nil, c.errf(p, "No matching signature for operator %s for argument types: %s, %s. Supported signature: ANY %s ANY", op, l.typ(), r.typ(), op)
+	}
+	switch t {
+	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
+		return nil, c.errf(p, "%s is not defined for arguments of type %s", opNames[op], t)
+	}
+	if t == tNull {
+		t = tInt
+	}
+	var err error
+	if l, err = c.coerce(l, t, "operator "+op); err != nil {
+		return nil, err
+	}
+	if r, err = c.coerce(r, t, "operator "+op); err != nil {
+		return nil, err
+	}
+	return c.fold(&cmpNode{op: cmpOps[op], l: l, r: r, p: p}, l, r)
+}
+
+func (c *checker) binary(e *Binary) (node, error) {
+	l, err := c.check(e.L)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.check(e.R)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Op {
+	case "AND", "OR":
+		if l, err = c.coerce(l, tBool, "operator "+e.Op); err != nil {
+			return nil, err
+		}
+		if r, err = c.coerce(r, tBool, "operator "+e.Op); err != nil {
+			return nil, err
+		}
+		return c.fold(&logicNode{and: e.Op == "AND", l: l, r: r, p: e.P}, l, r)
+	case "=", "!=", "<>", "<", "<=", ">", ">=":
+		return c.compare(e.Op, l, r, e.P)
+	case "||":
+		return c.callNodes(&Call{Name: "CONCAT", P: e.P}, []node{l, r})
+	}
+	return c.arith(e.Op, l, r, e.P)
+}
+
+func (c *checker) arith(op string, l, r node, p int) (node, error) {
+	tl, tr := l.typ(), r.typ()
+	if tl == tNull && tr == tNull {
+		tl = tInt
+	}
+	if tl == tNull {
+		tl = tr
+	}
+	if tr == tNull {
+		tr = tl
+	}
+	// DATE +/- INT64.
+	if (op == "+" || op == "-") && tl == tDate && tr == tInt {
+		l2, _ := c.coerce(l, tDate, op)
+		r2, _ := c.coerce(r, tInt, op)
+		return c.fold(&dateAddNode{x: l2, n: r2, sign: map[string]int64{"+": 1, "-": -1}[op], part: "DAY", p: p}, l2, r2)
+	}
+	if op == "+" && tl == tInt && tr == tDate {
+		l2, _ := c.coerce(l, tInt, op)
+		r2, _ := c.coerce(r, tDate, op)
+		return c.fold(&dateAddNode{x: r2, n: l2, sign: 1, part: "DAY", p: p}, l2, r2)
+	}
+	if !isNumeric(tl) || !isNumeric(tr) {
+		return nil, c.errf(p, "No matching signature for operator %s for argument types: %s, %s", op, l.typ(), r.typ())
+	}
+	t := tl
+	if numRank(tr) > numRank(t) {
+		t = tr
+	}
+	if op == "/" && t == tInt {
+		t = tFloat // INT64 / INT64 is FLOAT64
+	}
+	var err error
+	if l, err = c.coerce(l, t, "operator "+op); err != nil {
+		return nil, err
+	}
+	if r, err = c.coerce(r, t, "operator "+op); err != nil {
+		return nil, err
+	}
+	return c.fold(&arithNode{op: op[0], l: l, r: r, t: t, p: p}, l, r)
+}
+
+func (c *checker) in(e *In) (node, error) {
+	x, err := c.check(e.X)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]node, len(e.List))
+	t := x.typ()
+	for i, it := range e.List {
+		if items[i], err = c.check(it); err != nil {
+			return nil, err
+		}
+		nt, ok := c.supertype(&constNode{v: constVec(t, nullValue)}, items[i])
+		if t == tNull {
+			nt, ok = items[i].typ(), true
+		} else if !ok {
+			if st, ok2 := c.supertype(x, items[i]); ok2 {
+				nt, ok = st, true
+			}
+		}
+		if !ok {
+			return nil, c.errf(it.Pos(), "No matching signature for operator IN for argument types %s and {%s}", x.typ(), items[i].typ())
+		}
+		t = nt
+	}
+	if t == tNull {
+		t = tInt
+	}
+	switch t {
+	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
+		return nil, c.errf(e.P, "Equality is not defined for arguments of type %s", t)
+	}
+	if x, err = c.coerce(x, t, "operator IN"); err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if items[i], err = c.coerce(items[i], t, "operator IN"); err != nil {
+			return nil, err
+		}
+	}
+	n := newInNode(x, items, e.Not, e.P)
+	return c.fold(n, append([]node{x}, items...)...)
+}
+
+func (c *checker) like(e *Like) (node, error) {
+	x, err := c.check(e.X)
+	if err != nil {
+		return nil, err
+	}
+	pat, err := c.check(e.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	t := x.typ()
+	if t == tNull {
+		t = pat.typ()
+	}
+	if t == tNull {
+		t = tString
+	}
+	if t != tString && t != tBytes {
+		return nil, c.errf(e.P, "No matching signature for operator LIKE for argument types: %s, %s", x.typ(), pat.typ())
+	}
+	if x, err = c.coerce(x, t, "operator LIKE"); err != nil {
+		return nil, err
+	}
+	if pat, err = c.coerce(pat, t, "operator LIKE"); err != nil {
+		return nil, err
+	}
+	n := &likeNode{x: x, pat: pat, not: e.Not, bytes: t == tBytes, p: e.P}
+	if v, ok := constValue(pat); ok && !v.null {
+		m, err := compileLike(v.s, t == tBytes)
+		if err != nil {
+			return nil, c.errf(e.Pattern.Pos(), "%s", err.Error())
+		}
+		n.m = m
+	}
+	return c.fold(n, x, pat)
+}
+
+func (c *checker) cast(e *Cast) (node, error) {
+	x, err := c.check(e.X)
+	if err != nil {
+		return nil, err
+	}
+	to, ok := castTypes[e.Type]
+	if !ok {
+		return nil, c.errf(e.P, "Type not found: %s", e.Type)
+	}
+	if x.typ() == tNull {
+		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
+	}
+	if !castable(x.typ(), to) {
+		return nil, c.errf(e.P, "Invalid cast from %s to %s", x.typ(), to)
+	}
+	return c.fold(&castNode{x: x, to: to, safe: e.Safe, p: e.P}, x)
+}
+
+func (c *checker) extract(e *Extract) (node, error) {
+	x, err := c.check(e.X)
+	if err != nil {
+		return nil, err
+	}
+	t := x.typ()
+	if t == tNull {
+		t = tTimestamp
+		x = &constNode{v: constVec(t, nullValue), p: x.pos()}
+	}
+	ok := false
+	rt := tInt
+	switch t {
+	case tDate:
+		_, ok = extractDatePart(0, e.Part)
+	case tDatetime, tTimestamp:
+		_, ok = extractDatePart(0, e.Part)
+		switch e.Part {
+		case "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND":
+			ok = true
+		case "DATE":
+			ok, rt = true, tDate
+		case "TIME":
+			ok, rt = true, tTime
+		}
+	case tTime:
+		switch e.Part {
+		case "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND":
+			ok = true
+		}
+	default:
+		return nil, c.errf(e.P, "No matching signature for function EXTRACT for argument types: DATE_TIME_PART FROM %s", t)
+	}
+	if !ok {
+		return nil, c.errf(e.P, "EXTRACT from %s does not support the %s date part", t, e.Part)
+	}
+	return c.fold(&extractNode{x: x, part: e.Part, t: rt, p: e.P}, x)
+}
+
+// bigRat helpers shared by the checker and kernels.
+var (
+	tenPow9  = new(big.Int).Exp(big.NewInt(10), big.NewInt(9), nil)
+	tenPow38 = new(big.Int).Exp(big.NewInt(10), big.NewInt(38), nil)
+)

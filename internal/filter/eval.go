@@ -1,0 +1,999 @@
+package filter
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+type evalCtx struct {
+	rec  arrow.RecordBatch
+	n    int
+	src  string
+	cols map[string]*vec
+}
+
+func (ctx *evalCtx) errf(pos int, format string, args ...any) *Error {
+	return newError(ctx.src, pos, format, args...)
+}
+
+// Eval evaluates the filter over rec and returns the selection: a Boolean
+// array of rec.NumRows() values without NULLs, true for the rows that
+// match (a NULL result excludes the row, as WHERE does). The caller
+// releases it. rec must hold the referenced top-level columns (Columns),
+// found by name case-insensitively, in the Arrow mapping of the schema.
+//
+// A runtime error (division by zero, overflow, a failed CAST) fails the
+// evaluation with an *Error naming the position of the operation, as a
+// BigQuery query fails; the Read API fails the read.
+func (f *Filter) Eval(rec arrow.RecordBatch) (*array.Boolean, error) {
+	mask, err := f.Mask(rec)
+	if err != nil {
+		return nil, err
+	}
+	n := len(mask)
+	buf := memory.NewResizableBuffer(memory.DefaultAllocator)
+	buf.Resize(int(bitutil.BytesForBits(int64(n))))
+	bits := buf.Bytes()
+	for i := range bits {
+		bits[i] = 0
+	}
+	for i, m := range mask {
+		if m {
+			bitutil.SetBit(bits, i)
+		}
+	}
+	data := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
+	defer data.Release()
+	buf.Release()
+	return array.NewBooleanData(data), nil
+}
+
+// Mask is Eval returning the selection as a []bool of rec.NumRows() values.
+func (f *Filter) Mask(rec arrow.RecordBatch) ([]bool, error) {
+	n := int(rec.NumRows())
+	ctx := &evalCtx{rec: rec, n: n, src: f.src, cols: map[string]*vec{}}
+	v, err := f.root.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, n)
+	if v.konst {
+		if !v.isNull(0) && v.b[0] {
+			for i := range out {
+				out[i] = true
+			}
+		}
+		return out, nil
+	}
+	copy(out, v.b)
+	if v.nulls != nil {
+		for i, nl := range v.nulls {
+			if nl {
+				out[i] = false
+			}
+		}
+	}
+	return out, nil
+}
+
+// colNode reads a column (or a RECORD's field) from the batch.
+type colNode struct {
+	path []string
+	key  string
+	t    typ
+	p    int
+}
+
+func (n *colNode) typ() typ { return n.t }
+func (n *colNode) pos() int { return n.p }
+
+func (n *colNode) eval(ctx *evalCtx) (*vec, error) {
+	if v, ok := ctx.cols[n.key]; ok {
+		return v, nil
+	}
+	if ctx.rec == nil {
+		return nil, ctx.errf(n.p, "column %s referenced without a record", strings.Join(n.path, "."))
+	}
+	sch := ctx.rec.Schema()
+	idx := -1
+	for i, f := range sch.Fields() {
+		if strings.EqualFold(f.Name, n.path[0]) {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, fmt.Errorf("filter: record has no column %q", n.path[0])
+	}
+	arr := ctx.rec.Column(idx)
+	var parentNulls []bool
+	for _, name := range n.path[1:] {
+		st, ok := arr.(*array.Struct)
+		if !ok {
+			return nil, fmt.Errorf("filter: column %s is %s in the record, not a struct", strings.Join(n.path, "."), arr.DataType())
+		}
+		parentNulls = mergeValidity(parentNulls, arr)
+		stt := st.DataType().(*arrow.StructType)
+		fi := -1
+		for i, f := range stt.Fields() {
+			if strings.EqualFold(f.Name, name) {
+				fi = i
+				break
+			}
+		}
+		if fi < 0 {
+			return nil, fmt.Errorf("filter: record has no field %q in %s", name, strings.Join(n.path, "."))
+		}
+		arr = st.Field(fi)
+	}
+	v, err := loadArray(arr, n.t, ctx.n)
+	if err != nil {
+		return nil, fmt.Errorf("filter: column %s: %w", strings.Join(n.path, "."), err)
+	}
+	if parentNulls != nil {
+		if v.nulls == nil {
+			v.nulls = parentNulls
+		} else {
+			nl := make([]bool, ctx.n)
+			for i := range nl {
+				nl[i] = v.nulls[i] || parentNulls[i]
+			}
+			v.nulls = nl
+		}
+	}
+	ctx.cols[n.key] = v
+	return v, nil
+}
+
+func mergeValidity(nulls []bool, arr arrow.Array) []bool {
+	if arr.NullN() == 0 {
+		return nulls
+	}
+	if nulls == nil {
+		nulls = make([]bool, arr.Len())
+	} else {
+		nulls = append([]bool(nil), nulls...)
+	}
+	for i := range nulls {
+		if arr.IsNull(i) {
+			nulls[i] = true
+		}
+	}
+	return nulls
+}
+
+// loadArray views an Arrow array as a vec of type t. Fixed-width values
+// alias the Arrow buffers; strings alias the data buffer.
+func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
+	if arr.Len() != n {
+		return nil, fmt.Errorf("has %d values for %d rows", arr.Len(), n)
+	}
+	v := &vec{t: t, n: n}
+	v.nulls = mergeValidity(nil, arr)
+	mismatch := func() (*vec, error) {
+		return nil, fmt.Errorf("arrow type %s does not hold %s", arr.DataType(), t)
+	}
+	switch t {
+	case tInt:
+		a, ok := arr.(*array.Int64)
+		if !ok {
+			return mismatch()
+		}
+		v.i = a.Int64Values()
+	case tFloat:
+		a, ok := arr.(*array.Float64)
+		if !ok {
+			return mismatch()
+		}
+		v.f = a.Float64Values()
+	case tBool:
+		a, ok := arr.(*array.Boolean)
+		if !ok {
+			return mismatch()
+		}
+		v.b = make([]bool, n)
+		for i := range v.b {
+			v.b[i] = a.Value(i)
+		}
+	case tString, tJSON, tGeo, tBytes:
+		v.s = make([]string, n)
+		switch a := arr.(type) {
+		case *array.String:
+			for i := range v.s {
+				v.s[i] = a.Value(i)
+			}
+		case *array.LargeString:
+			for i := range v.s {
+				v.s[i] = a.Value(i)
+			}
+		case *array.Binary:
+			for i := range v.s {
+				v.s[i] = a.ValueString(i)
+			}
+		case *array.LargeBinary:
+			for i := range v.s {
+				v.s[i] = string(a.Value(i))
+			}
+		default:
+			return mismatch()
+		}
+		if t == tGeo {
+			v.g = make([]*geometry, n)
+		}
+	case tNumeric, tBigNumeric:
+		v.r = make([]*big.Rat, n)
+		switch a := arr.(type) {
+		case *array.Decimal128:
+			den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.DataType().(*arrow.Decimal128Type).Scale)), nil)
+			for i := range v.r {
+				if !a.IsNull(i) {
+					v.r[i] = new(big.Rat).SetFrac(a.Value(i).BigInt(), den)
+				}
+			}
+		case *array.Decimal256:
+			den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.DataType().(*arrow.Decimal256Type).Scale)), nil)
+			for i := range v.r {
+				if !a.IsNull(i) {
+					v.r[i] = new(big.Rat).SetFrac(a.Value(i).BigInt(), den)
+				}
+			}
+		default:
+			return mismatch()
+		}
+	case tDate:
+		a, ok := arr.(*array.Date32)
+		if !ok {
+			return mismatch()
+		}
+		v.i = make([]int64, n)
+		for i, d := range a.Date32Values() {
+			v.i[i] = int64(d)
+		}
+	case tTimestamp, tDatetime:
+		a, ok := arr.(*array.Timestamp)
+		if !ok {
+			return mismatch()
+		}
+		raw := a.TimestampValues()
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		v.i = scaleTimes(raw, unit)
+	case tTime:
+		switch a := arr.(type) {
+		case *array.Time64:
+			raw := a.Time64Values()
+			v.i = make([]int64, n)
+			div := int64(1)
+			if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
+				div = 1000
+			}
+			for i, x := range raw {
+				v.i[i] = int64(x) / div
+			}
+		default:
+			return mismatch()
+		}
+	default:
+		// STRUCT, RANGE, INTERVAL: only their validity is used (IS NULL).
+	}
+	return v, nil
+}
+
+func scaleTimes[T ~int64](raw []T, unit arrow.TimeUnit) []int64 {
+	out := make([]int64, len(raw))
+	switch unit {
+	case arrow.Second:
+		for i, x := range raw {
+			out[i] = int64(x) * 1_000_000
+		}
+	case arrow.Millisecond:
+		for i, x := range raw {
+			out[i] = int64(x) * 1000
+		}
+	case arrow.Nanosecond:
+		for i, x := range raw {
+			out[i] = floorDiv(int64(x), 1000)
+		}
+	default:
+		for i, x := range raw {
+			out[i] = int64(x)
+		}
+	}
+	return out
+}
+
+// ---- comparisons ----
+
+type cmpOp uint8
+
+const (
+	opEq cmpOp = iota
+	opNe
+	opLt
+	opLe
+	opGt
+	opGe
+)
+
+var cmpOps = map[string]cmpOp{"=": opEq, "!=": opNe, "<>": opNe, "<": opLt, "<=": opLe, ">": opGt, ">=": opGe}
+
+var cmpOpText = [...]string{"=", "!=", "<", "<=", ">", ">="}
+
+// flip returns the operator with its operands swapped: a < b == b > a.
+func (o cmpOp) flip() cmpOp {
+	switch o {
+	case opLt:
+		return opGt
+	case opLe:
+		return opGe
+	case opGt:
+		return opLt
+	case opGe:
+		return opLe
+	}
+	return o
+}
+
+func (o cmpOp) test(c int) bool {
+	switch o {
+	case opEq:
+		return c == 0
+	case opNe:
+		return c != 0
+	case opLt:
+		return c < 0
+	case opLe:
+		return c <= 0
+	case opGt:
+		return c > 0
+	}
+	return c >= 0
+}
+
+type cmpNode struct {
+	op   cmpOp
+	l, r node
+	p    int
+}
+
+func (n *cmpNode) typ() typ { return tBool }
+func (n *cmpNode) pos() int { return n.p }
+
+func (n *cmpNode) eval(ctx *evalCtx) (*vec, error) {
+	l, err := n.l.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.r.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	out.nulls = orNulls(ctx.n, l, r)
+	t := l.t
+	switch {
+	case isIntLike(t):
+		cmpOrdered(n.op, l.i, l.konst, r.i, r.konst, out.b)
+	case t == tFloat:
+		cmpOrdered(n.op, l.f, l.konst, r.f, r.konst, out.b)
+	case t == tString || t == tBytes:
+		cmpOrdered(n.op, l.s, l.konst, r.s, r.konst, out.b)
+	default:
+		for i := range out.b {
+			if out.nulls != nil && out.nulls[i] {
+				continue
+			}
+			out.b[i] = n.op.test(compareValues(t, l.get(i), r.get(i)))
+		}
+	}
+	return out, nil
+}
+
+// compareValues orders two non-NULL values of type t.
+func compareValues(t typ, a, b value) int {
+	switch {
+	case t == tBool:
+		switch {
+		case a.b == b.b:
+			return 0
+		case !a.b:
+			return -1
+		}
+		return 1
+	case isIntLike(t):
+		return cmp.Compare(a.i, b.i)
+	case t == tFloat:
+		if math.IsNaN(a.f) || math.IsNaN(b.f) {
+			// Only reached from IN and pruning; = and < on NaN are false.
+			if math.IsNaN(a.f) && math.IsNaN(b.f) {
+				return 0
+			}
+			if math.IsNaN(a.f) {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.f, b.f)
+	case isDecimal(t):
+		return a.r.Cmp(b.r)
+	}
+	return strings.Compare(a.s, b.s)
+}
+
+// cmpOrdered compares a and b element-wise (a konst operand broadcasts)
+// into out. NULL rows get an arbitrary value; the caller masks them.
+func cmpOrdered[T cmp.Ordered](op cmpOp, a []T, ak bool, b []T, bk bool, out []bool) {
+	if ak && !bk {
+		a, b, op = b, a, op.flip()
+		ak, bk = bk, ak
+	}
+	if bk {
+		c := b[0]
+		if ak {
+			out[0] = cmpScalar(op, a[0], c)
+			for i := 1; i < len(out); i++ {
+				out[i] = out[0]
+			}
+			return
+		}
+		a = a[:len(out)]
+		switch op {
+		case opEq:
+			for i, x := range a {
+				out[i] = x == c
+			}
+		case opNe:
+			for i, x := range a {
+				out[i] = x != c
+			}
+		case opLt:
+			for i, x := range a {
+				out[i] = x < c
+			}
+		case opLe:
+			for i, x := range a {
+				out[i] = x <= c
+			}
+		case opGt:
+			for i, x := range a {
+				out[i] = x > c
+			}
+		case opGe:
+			for i, x := range a {
+				out[i] = x >= c
+			}
+		}
+		return
+	}
+	a, b = a[:len(out)], b[:len(out)]
+	switch op {
+	case opEq:
+		for i := range out {
+			out[i] = a[i] == b[i]
+		}
+	case opNe:
+		for i := range out {
+			out[i] = a[i] != b[i]
+		}
+	case opLt:
+		for i := range out {
+			out[i] = a[i] < b[i]
+		}
+	case opLe:
+		for i := range out {
+			out[i] = a[i] <= b[i]
+		}
+	case opGt:
+		for i := range out {
+			out[i] = a[i] > b[i]
+		}
+	case opGe:
+		for i := range out {
+			out[i] = a[i] >= b[i]
+		}
+	}
+}
+
+func cmpScalar[T cmp.Ordered](op cmpOp, x, c T) bool {
+	switch op {
+	case opEq:
+		return x == c
+	case opNe:
+		return x != c
+	case opLt:
+		return x < c
+	case opLe:
+		return x <= c
+	case opGt:
+		return x > c
+	}
+	return x >= c
+}
+
+// ---- logic (Kleene three-valued) ----
+
+type logicNode struct {
+	and  bool
+	l, r node
+	p    int
+}
+
+func (n *logicNode) typ() typ { return tBool }
+func (n *logicNode) pos() int { return n.p }
+
+func (n *logicNode) eval(ctx *evalCtx) (*vec, error) {
+	l, err := n.l.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.r.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	if l.nulls == nil && r.nulls == nil && !l.konst && !r.konst {
+		if n.and {
+			for i := range out.b {
+				out.b[i] = l.b[i] && r.b[i]
+			}
+		} else {
+			for i := range out.b {
+				out.b[i] = l.b[i] || r.b[i]
+			}
+		}
+		return out, nil
+	}
+	// dominant is the value that decides the result whatever the other
+	// operand: FALSE for AND, TRUE for OR.
+	dom := !n.and
+	for i := range out.b {
+		ln, rn := l.isNull(i), r.isNull(i)
+		lv, rv := l.b[l.idx(i)], r.b[r.idx(i)]
+		switch {
+		case (!ln && lv == dom) || (!rn && rv == dom):
+			out.b[i] = dom
+		case ln || rn:
+			if out.nulls == nil {
+				out.nulls = make([]bool, ctx.n)
+			}
+			out.nulls[i] = true
+		default:
+			out.b[i] = !dom
+		}
+	}
+	return out, nil
+}
+
+type notNode struct {
+	x node
+	p int
+}
+
+func (n *notNode) typ() typ { return tBool }
+func (n *notNode) pos() int { return n.p }
+
+func (n *notNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, x.n)
+	out.konst = x.konst
+	for i, b := range x.b {
+		out.b[i] = !b
+	}
+	if x.nulls != nil {
+		out.nulls = append([]bool(nil), x.nulls...)
+	}
+	return out, nil
+}
+
+type isNode struct {
+	x    node
+	not  bool
+	what string
+	p    int
+}
+
+func (n *isNode) typ() typ { return tBool }
+func (n *isNode) pos() int { return n.p }
+
+func (n *isNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, x.n)
+	out.konst = x.konst
+	for i := range out.b {
+		nl := x.nulls != nil && x.nulls[i]
+		var r bool
+		switch n.what {
+		case "NULL":
+			r = nl
+		case "TRUE":
+			r = !nl && x.b[i]
+		default:
+			r = !nl && !x.b[i]
+		}
+		out.b[i] = r != n.not
+	}
+	return out, nil
+}
+
+// ---- IN ----
+
+type inNode struct {
+	x    node
+	list []node
+	not  bool
+	p    int
+	// set holds the non-NULL constant items when the list is all constant;
+	// hasNull records a NULL item.
+	set     map[any]struct{}
+	hasNull bool
+}
+
+func setKey(t typ, v value) (any, bool) {
+	switch {
+	case isIntLike(t):
+		return v.i, true
+	case t == tString || t == tBytes:
+		return v.s, true
+	case t == tBool:
+		return v.b, true
+	case t == tFloat && !math.IsNaN(v.f):
+		if v.f == 0 {
+			return 0.0, true // -0 == +0
+		}
+		return v.f, true
+	}
+	return nil, false
+}
+
+func newInNode(x node, list []node, not bool, p int) *inNode {
+	n := &inNode{x: x, list: list, not: not, p: p}
+	set := map[any]struct{}{}
+	for _, it := range list {
+		v, ok := constValue(it)
+		if !ok {
+			return n
+		}
+		if v.null {
+			n.hasNull = true
+			continue
+		}
+		k, ok := setKey(x.typ(), v)
+		if !ok {
+			return n
+		}
+		set[k] = struct{}{}
+	}
+	n.set = set
+	return n
+}
+
+func (n *inNode) typ() typ { return tBool }
+func (n *inNode) pos() int { return n.p }
+
+func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	setNull := func(i int) {
+		if out.nulls == nil {
+			out.nulls = make([]bool, ctx.n)
+		}
+		out.nulls[i] = true
+	}
+	if n.set != nil {
+		t := x.t
+		for i := range out.b {
+			if x.isNull(i) {
+				setNull(i)
+				continue
+			}
+			k, _ := setKey(t, x.get(i))
+			_, found := n.set[k]
+			switch {
+			case found:
+				out.b[i] = !n.not
+			case n.hasNull:
+				setNull(i)
+			default:
+				out.b[i] = n.not
+			}
+		}
+		return out, nil
+	}
+	items := make([]*vec, len(n.list))
+	for j, it := range n.list {
+		if items[j], err = it.eval(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for i := range out.b {
+		if x.isNull(i) {
+			setNull(i)
+			continue
+		}
+		xv := x.get(i)
+		found, sawNull := false, false
+		for _, it := range items {
+			if it.isNull(i) {
+				sawNull = true
+				continue
+			}
+			if x.t == tFloat && (math.IsNaN(xv.f) || math.IsNaN(it.get(i).f)) {
+				continue
+			}
+			if compareValues(x.t, xv, it.get(i)) == 0 {
+				found = true
+				break
+			}
+		}
+		switch {
+		case found:
+			out.b[i] = !n.not
+		case sawNull:
+			setNull(i)
+		default:
+			out.b[i] = n.not
+		}
+	}
+	return out, nil
+}
+
+// ---- LIKE ----
+
+type likeNode struct {
+	x, pat node
+	not    bool
+	bytes  bool
+	m      *likeMatcher // nil when the pattern is not constant
+	p      int
+}
+
+func (n *likeNode) typ() typ { return tBool }
+func (n *likeNode) pos() int { return n.p }
+
+func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pat, err := n.pat.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	out.nulls = orNulls(ctx.n, x, pat)
+	if n.m != nil && !x.konst {
+		n.m.matchAll(x.s[:ctx.n], out.b)
+		if n.not {
+			for i, b := range out.b {
+				out.b[i] = !b
+			}
+		}
+		return out, nil
+	}
+	var last string
+	var m *likeMatcher
+	for i := range out.b {
+		if out.nulls != nil && out.nulls[i] {
+			continue
+		}
+		ps := pat.s[pat.idx(i)]
+		if m == nil || ps != last {
+			if m, err = compileLike(ps, n.bytes); err != nil {
+				return nil, ctx.errf(n.pat.pos(), "%s", err.Error())
+			}
+			last = ps
+		}
+		out.b[i] = m.match(x.s[x.idx(i)]) != n.not
+	}
+	return out, nil
+}
+
+// ---- arithmetic ----
+
+type negNode struct {
+	x node
+	p int
+}
+
+func (n *negNode) typ() typ { return n.x.typ() }
+func (n *negNode) pos() int { return n.p }
+
+func (n *negNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(x.t, x.n)
+	out.konst = x.konst
+	if x.nulls != nil {
+		out.nulls = append([]bool(nil), x.nulls...)
+	}
+	for i := 0; i < x.n; i++ {
+		if x.isNull(i) {
+			continue
+		}
+		switch x.t {
+		case tInt:
+			if x.i[i] == math.MinInt64 {
+				return nil, ctx.errf(n.p, "int64 overflow: -(%d)", x.i[i])
+			}
+			out.i[i] = -x.i[i]
+		case tFloat:
+			out.f[i] = -x.f[i]
+		default:
+			out.r[i] = new(big.Rat).Neg(x.r[i])
+		}
+	}
+	return out, nil
+}
+
+type arithNode struct {
+	op   byte // + - * /
+	l, r node
+	t    typ
+	p    int
+}
+
+func (n *arithNode) typ() typ { return n.t }
+func (n *arithNode) pos() int { return n.p }
+
+func (n *arithNode) eval(ctx *evalCtx) (*vec, error) {
+	l, err := n.l.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.r.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(n.t, ctx.n)
+	out.nulls = orNulls(ctx.n, l, r)
+	for i := 0; i < ctx.n; i++ {
+		if out.nulls != nil && out.nulls[i] {
+			continue
+		}
+		v, err := arith(n.op, n.t, l.get(i), r.get(i))
+		if err != nil {
+			return nil, ctx.errf(n.p, "%s", err.Error())
+		}
+		out.set(i, v)
+	}
+	return out, nil
+}
+
+func arith(op byte, t typ, a, b value) (value, error) {
+	switch t {
+	case tInt:
+		x, y := a.i, b.i
+		var z int64
+		ok := true
+		switch op {
+		case '+':
+			z = x + y
+			ok = (z > x) == (y > 0)
+		case '-':
+			z = x - y
+			ok = (z < x) == (y > 0)
+		case '*':
+			z = x * y
+			ok = x == 0 || (z/x == y && !(x == -1 && y == math.MinInt64) && !(y == -1 && x == math.MinInt64))
+		}
+		if !ok {
+			return value{}, fmt.Errorf("int64 overflow: %d %c %d", x, op, y)
+		}
+		return value{i: z}, nil
+	case tFloat:
+		x, y := a.f, b.f
+		var z float64
+		switch op {
+		case '+':
+			z = x + y
+		case '-':
+			z = x - y
+		case '*':
+			z = x * y
+		case '/':
+			if y == 0 {
+				return value{}, fmt.Errorf("division by zero: %s / %s", fmtFloat(x), fmtFloat(y))
+			}
+			z = x / y
+		}
+		if (math.IsInf(z, 0) || math.IsNaN(z)) && !math.IsInf(x, 0) && !math.IsNaN(x) && !math.IsInf(y, 0) && !math.IsNaN(y) {
+			return value{}, fmt.Errorf("floating point overflow: %s %c %s", fmtFloat(x), op, fmtFloat(y))
+		}
+		return value{f: z}, nil
+	}
+	x, y := a.r, b.r
+	z := new(big.Rat)
+	switch op {
+	case '+':
+		z.Add(x, y)
+	case '-':
+		z.Sub(x, y)
+	case '*':
+		z.Mul(x, y)
+	case '/':
+		if y.Sign() == 0 {
+			return value{}, fmt.Errorf("division by zero: %s / %s", fmtDecimal(t, x), fmtDecimal(t, y))
+		}
+		z.Quo(x, y)
+	}
+	z, err := roundDecimal(t, z)
+	if err != nil {
+		return value{}, fmt.Errorf("%s overflow: %s %c %s", t, fmtDecimal(t, x), op, fmtDecimal(t, y))
+	}
+	return value{r: z}, nil
+}
+
+func fmtFloat(f float64) string {
+	s, _ := castToString(tFloat, value{f: f})
+	return s
+}
+
+func fmtDecimal(t typ, r *big.Rat) string {
+	s, _ := castToString(t, value{r: r})
+	return s
+}
+
+// decimal limits: NUMERIC is 38 digits with scale 9, BIGNUMERIC 76.76
+// digits with scale 38.
+var (
+	maxNumeric    = mustRat("99999999999999999999999999999.999999999")
+	maxBigNumeric = mustRat("578960446186580977117854925043439539266.34992332820282019728792003956564819967")
+	minBigNumeric = mustRat("-578960446186580977117854925043439539266.34992332820282019728792003956564819968")
+)
+
+func mustRat(s string) *big.Rat {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		panic("bad constant " + s)
+	}
+	return r
+}
+
+// roundDecimal rounds r half away from zero to t's scale and checks its
+// range.
+func roundDecimal(t typ, r *big.Rat) (*big.Rat, error) {
+	scale := tenPow9
+	if t == tBigNumeric {
+		scale = tenPow38
+	}
+	{
+		num := new(big.Int).Mul(r.Num(), scale)
+		q, m := new(big.Int).QuoRem(num, r.Denom(), new(big.Int))
+		// |2m| >= denom rounds away from zero.
+		m.Abs(m).Lsh(m, 1)
+		if m.Cmp(r.Denom()) >= 0 {
+			if r.Sign() < 0 {
+				q.Sub(q, big.NewInt(1))
+			} else {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+		r = new(big.Rat).SetFrac(q, scale)
+	}
+	if t == tNumeric {
+		if new(big.Rat).Abs(r).Cmp(maxNumeric) > 0 {
+			return nil, fmt.Errorf("NUMERIC out of range")
+		}
+	} else if r.Cmp(maxBigNumeric) > 0 || r.Cmp(minBigNumeric) < 0 {
+		return nil, fmt.Errorf("BIGNUMERIC out of range")
+	}
+	return r, nil
+}

@@ -1,0 +1,115 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+)
+
+var testNow = time.Date(2024, 6, 15, 12, 30, 0, 0, time.UTC)
+
+// TestEval runs testdata/eval: each "eval" case compiles the expression
+// against testSchema, evaluates it over testRecord and prints the indexes of
+// the selected rows, or the error.
+func TestEval(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	sch := testSchema()
+	datadriven.RunTest(t, "testdata/eval", func(t *testing.T, d *datadriven.TestData) string {
+		expr := strings.TrimSpace(d.Input)
+		switch d.Cmd {
+		case "eval":
+			f, err := Compile(expr, sch, WithClock(func() time.Time { return testNow }))
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			sel, err := f.Eval(rec)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			defer sel.Release()
+			var rows []string
+			for i := 0; i < sel.Len(); i++ {
+				if sel.IsNull(i) {
+					t.Fatalf("selection has a NULL at %d", i)
+				}
+				if sel.Value(i) {
+					rows = append(rows, fmt.Sprint(i))
+				}
+			}
+			if len(rows) == 0 {
+				return "none\n"
+			}
+			return strings.Join(rows, " ") + "\n"
+		case "parse":
+			e, err := Parse(expr)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return e.String() + "\n"
+		case "columns":
+			f, err := Compile(expr, sch)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return strings.Join(f.Columns(), " ") + "\n"
+		}
+		t.Fatalf("unknown command %s", d.Cmd)
+		return ""
+	})
+}
+
+func TestErrorPosition(t *testing.T) {
+	sch := testSchema()
+	for _, tc := range []struct {
+		expr      string
+		line, col int
+		msg       string
+	}{
+		{"int_field >", 1, 12, "Syntax error: Unexpected end of input"},
+		{"int_field > 5 5", 1, 15, "Syntax error: Expected end of input but got integer literal \"5\""},
+		{"nope = 1", 1, 1, "Unrecognized name: nope"},
+		{"int_field = 1 AND\n  str = 5", 2, 7, "No matching signature for operator = for argument types: STRING, INT64"},
+		{"rec.zz = 1", 1, 1, "Field name zz does not exist in STRUCT rec"},
+		{"arr = 1", 1, 1, "REPEATED field arr"},
+		{"LENGTH(str, str) > 1", 1, 1, "Number of arguments does not match for function LENGTH"},
+		{"date_field = 'x'", 1, 14, "Could not cast literal 'x' to type DATE"},
+		{"str = 'abc", 1, 7, "Syntax error: Unclosed string literal"},
+		{"str = `abc", 1, 7, "Syntax error: Unclosed identifier literal"},
+		{"'é' = x = 1", 1, 9, "Syntax error: Unexpected \"=\""},
+		{"int_field / 0 > 1", 1, 11, "division by zero: 1 / 0"},
+		{"CAST(str AS INT64) = 1", 1, 1, "Bad int64 value: alpha"},
+		{"nosuchfn(1)", 1, 1, "Function not found: nosuchfn"},
+		{"COUNT(int_field) > 1", 1, 1, "Aggregate function COUNT not allowed"},
+		{"str = '\\q'", 1, 8, "Illegal escape sequence"},
+		{"str = r'\\'", 1, 7, "Syntax error: Unclosed string literal"},
+		{"9223372036854775808 > int_field", 1, 1, "Invalid integer literal"},
+		{"int_field", 1, 1, "row_restriction must be of type BOOL, not INT64"},
+		{"geo_field = geo_field", 1, 11, "Equality is not defined for arguments of type GEOGRAPHY"},
+		{"select = 'a'", 1, 1, "Syntax error: Unexpected keyword SELECT"},
+		{"int_field IN (SELECT 1)", 1, 15, "Subqueries are not supported"},
+		{"DATE_ADD(date_field, INTERVAL 1 HOUR) > date_field", 1, 22, "Unsupported date part HOUR"},
+	} {
+		f, err := Compile(tc.expr, sch)
+		if err == nil {
+			rec := testRecord(t)
+			_, err = f.Eval(rec)
+			rec.Release()
+		}
+		var fe *Error
+		if !errors.As(err, &fe) {
+			t.Errorf("%q: got %v, want an *Error", tc.expr, err)
+			continue
+		}
+		if fe.Line != tc.line || fe.Column != tc.col || !strings.Contains(fe.Msg, tc.msg) {
+			t.Errorf("%q: got %q (line %d col %d), want %q at [%d:%d]", tc.expr, fe.Error(), fe.Line, fe.Column, tc.msg, tc.line, tc.col)
+		}
+		if want := fmt.Sprintf("at [%d:%d]", tc.line, tc.col); !strings.HasSuffix(fe.Error(), want) {
+			t.Errorf("%q: message %q does not end with %q", tc.expr, fe.Error(), want)
+		}
+	}
+}

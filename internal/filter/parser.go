@@ -1,0 +1,536 @@
+package filter
+
+import (
+	"strings"
+)
+
+// maxDepth bounds the nesting of the expression so that hostile input
+// cannot exhaust the stack.
+const maxDepth = 200
+
+// MaxLength is the longest row_restriction accepted, in bytes: BigQuery's
+// limit for the filter of CreateReadSession.
+const MaxLength = 1 << 20
+
+// Binding powers, from loosest to tightest (GoogleSQL operator precedence).
+const (
+	bpOr      = 1
+	bpAnd     = 2
+	bpNot     = 3
+	bpCompare = 4
+	bpAdd     = 9
+	bpMul     = 10
+	bpUnary   = 11
+)
+
+type parser struct {
+	lx    lexer
+	tok   token
+	peekd *token
+	depth int
+}
+
+// Parse parses a row_restriction into its syntax tree. The error, if any,
+// is an *Error naming the position.
+func Parse(expr string) (Expr, error) {
+	if len(expr) > MaxLength {
+		return nil, &Error{Line: 1, Column: 1, Msg: "row_restriction exceeded maximum allowed length. Maximum bytes allowed: 1048576"}
+	}
+	p := &parser{lx: lexer{src: expr}}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if p.tok.kind == kEOF {
+		return nil, p.errf(p.tok.pos, "Syntax error: Unexpected end of input")
+	}
+	e, err := p.parseExpr(0)
+	if err != nil {
+		return nil, err
+	}
+	if p.tok.kind != kEOF {
+		return nil, p.errf(p.tok.pos, "Syntax error: Expected end of input but got %s", p.tok.describe())
+	}
+	return e, nil
+}
+
+func (p *parser) errf(pos int, format string, args ...any) *Error {
+	return newError(p.lx.src, pos, format, args...)
+}
+
+func (p *parser) advance() *Error {
+	if p.peekd != nil {
+		p.tok = *p.peekd
+		p.peekd = nil
+		return nil
+	}
+	t, err := p.lx.next()
+	if err != nil {
+		return err
+	}
+	p.tok = t
+	return nil
+}
+
+func (p *parser) peek() (token, *Error) {
+	if p.peekd == nil {
+		t, err := p.lx.next()
+		if err != nil {
+			return token{}, err
+		}
+		p.peekd = &t
+	}
+	return *p.peekd, nil
+}
+
+// isKw reports whether the current token is the unquoted keyword kw.
+func (p *parser) isKw(kw string) bool {
+	return p.tok.kind == kIdent && strings.EqualFold(p.tok.text, kw)
+}
+
+func (p *parser) isOp(op string) bool { return p.tok.kind == kOp && p.tok.text == op }
+
+func (p *parser) unexpected() *Error {
+	return p.errf(p.tok.pos, "Syntax error: Unexpected %s", p.tok.describe())
+}
+
+func (p *parser) expectOp(op string) *Error {
+	if !p.isOp(op) {
+		return p.errf(p.tok.pos, "Syntax error: Expected %q but got %s", op, p.tok.describe())
+	}
+	return p.advance()
+}
+
+func (p *parser) expectKw(kw string) *Error {
+	if !p.isKw(kw) {
+		return p.errf(p.tok.pos, "Syntax error: Expected keyword %s but got %s", kw, p.tok.describe())
+	}
+	return p.advance()
+}
+
+// infixBP returns the binding power of the current token as an infix or
+// postfix operator, or 0 when it is not one.
+func (p *parser) infixBP() (int, *Error) {
+	switch p.tok.kind {
+	case kOp:
+		switch p.tok.text {
+		case "=", "!=", "<>", "<", "<=", ">", ">=":
+			return bpCompare, nil
+		case "+", "-":
+			return bpAdd, nil
+		case "*", "/", "||":
+			return bpMul, nil
+		}
+	case kIdent:
+		switch strings.ToUpper(p.tok.text) {
+		case "OR":
+			return bpOr, nil
+		case "AND":
+			return bpAnd, nil
+		case "IS", "IN", "LIKE", "BETWEEN":
+			return bpCompare, nil
+		case "NOT":
+			// Only as "x NOT IN/LIKE/BETWEEN".
+			nt, err := p.peek()
+			if err != nil {
+				return 0, err
+			}
+			if nt.kind == kIdent {
+				switch strings.ToUpper(nt.text) {
+				case "IN", "LIKE", "BETWEEN":
+					return bpCompare, nil
+				}
+			}
+		}
+	}
+	return 0, nil
+}
+
+func (p *parser) parseExpr(minBP int) (Expr, *Error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxDepth {
+		return nil, p.errf(p.tok.pos, "Syntax error: Expression is nested too deeply")
+	}
+	left, err := p.parsePrefix()
+	if err != nil {
+		return nil, err
+	}
+	lastCompare := false
+	for {
+		bp, err := p.infixBP()
+		if err != nil {
+			return nil, err
+		}
+		if bp == 0 || bp <= minBP {
+			return left, nil
+		}
+		if bp == bpCompare && lastCompare {
+			// Comparison operators do not associate: a = b = c is an error.
+			return nil, p.unexpected()
+		}
+		left, err = p.parseInfix(left, bp)
+		if err != nil {
+			return nil, err
+		}
+		lastCompare = bp == bpCompare
+	}
+}
+
+func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
+	opTok := p.tok
+	if opTok.kind == kOp {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		right, err := p.parseExpr(bp)
+		if err != nil {
+			return nil, err
+		}
+		op := opTok.text
+		return &Binary{Op: op, L: left, R: right, P: opTok.pos}, nil
+	}
+	kw := strings.ToUpper(opTok.text)
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	switch kw {
+	case "AND", "OR":
+		right, err := p.parseExpr(bp)
+		if err != nil {
+			return nil, err
+		}
+		return &Binary{Op: kw, L: left, R: right, P: opTok.pos}, nil
+	case "IS":
+		not := false
+		if p.isKw("NOT") {
+			not = true
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+		}
+		var what string
+		switch {
+		case p.isKw("NULL"), p.isKw("TRUE"), p.isKw("FALSE"):
+			what = strings.ToUpper(p.tok.text)
+		default:
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected keyword NULL, TRUE or FALSE but got %s", p.tok.describe())
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Is{X: left, Not: not, What: what, P: opTok.pos}, nil
+	}
+	not := false
+	if kw == "NOT" {
+		not = true
+		kw = strings.ToUpper(p.tok.text)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+	}
+	switch kw {
+	case "IN":
+		if p.isKw("UNNEST") || p.isKw("SELECT") {
+			return nil, p.errf(p.tok.pos, "IN %s is not supported in row_restriction", strings.ToUpper(p.tok.text))
+		}
+		if err := p.expectOp("("); err != nil {
+			return nil, err
+		}
+		if p.isKw("SELECT") {
+			return nil, p.errf(p.tok.pos, "Subqueries are not supported in row_restriction")
+		}
+		var list []Expr
+		for {
+			e, err := p.parseExpr(0)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, e)
+			if p.isOp(",") {
+				if err := p.advance(); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			break
+		}
+		return &In{X: left, List: list, Not: not, P: opTok.pos}, nil
+	case "LIKE":
+		pat, err := p.parseExpr(bp)
+		if err != nil {
+			return nil, err
+		}
+		return &Like{X: left, Pattern: pat, Not: not, P: opTok.pos}, nil
+	case "BETWEEN":
+		lo, err := p.parseExpr(bp)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectKw("AND"); err != nil {
+			return nil, err
+		}
+		hi, err := p.parseExpr(bp)
+		if err != nil {
+			return nil, err
+		}
+		return &Between{X: left, Lo: lo, Hi: hi, Not: not, P: opTok.pos}, nil
+	}
+	return nil, p.errf(opTok.pos, "Syntax error: Unexpected keyword %s", kw)
+}
+
+var typedLiteralTypes = map[string]string{
+	"DATE": "DATE", "DATETIME": "DATETIME", "TIME": "TIME", "TIMESTAMP": "TIMESTAMP",
+	"NUMERIC": "NUMERIC", "DECIMAL": "NUMERIC", "BIGNUMERIC": "BIGNUMERIC", "BIGDECIMAL": "BIGNUMERIC",
+	"JSON": "JSON",
+}
+
+// nilaryCalls may be written without parentheses.
+var nilaryCalls = map[string]bool{
+	"CURRENT_DATE": true, "CURRENT_TIMESTAMP": true, "CURRENT_DATETIME": true, "CURRENT_TIME": true,
+}
+
+func (p *parser) parsePrefix() (Expr, *Error) {
+	t := p.tok
+	switch t.kind {
+	case kEOF:
+		return nil, p.errf(t.pos, "Syntax error: Unexpected end of input")
+	case kInt, kFloat:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		k := LitInt
+		if t.kind == kFloat {
+			k = LitFloat
+		}
+		return &Literal{Kind: k, Text: t.text, P: t.pos}, nil
+	case kString:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Literal{Kind: LitString, Text: t.val, P: t.pos}, nil
+	case kBytes:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Literal{Kind: LitBytes, Text: t.val, P: t.pos}, nil
+	case kQIdent:
+		return p.parsePath()
+	case kOp:
+		switch t.text {
+		case "(":
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			if p.isKw("SELECT") {
+				return nil, p.errf(p.tok.pos, "Subqueries are not supported in row_restriction")
+			}
+			e, err := p.parseExpr(0)
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expectOp(")"); err != nil {
+				return nil, err
+			}
+			return e, nil
+		case "-", "+":
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			x, err := p.parseExpr(bpUnary)
+			if err != nil {
+				return nil, err
+			}
+			return &Unary{Op: t.text, X: x, P: t.pos}, nil
+		}
+		return nil, p.unexpected()
+	}
+	// kIdent: keyword, function, typed literal or column path.
+	up := strings.ToUpper(t.text)
+	switch up {
+	case "NULL":
+		return p.lit(LitNull, "NULL")
+	case "TRUE", "FALSE":
+		return p.lit(LitBool, up)
+	case "NOT":
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		x, err := p.parseExpr(bpNot)
+		if err != nil {
+			return nil, err
+		}
+		return &Unary{Op: "NOT", X: x, P: t.pos}, nil
+	case "CAST":
+		return p.parseCast(false)
+	case "EXTRACT":
+		return p.parseExtract()
+	case "INTERVAL":
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		x, err := p.parseExpr(bpAdd)
+		if err != nil {
+			return nil, err
+		}
+		if p.tok.kind != kIdent || isReserved(p.tok.text) {
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected interval date part but got %s", p.tok.describe())
+		}
+		part := strings.ToUpper(p.tok.text)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Interval{X: x, Part: part, P: t.pos}, nil
+	}
+	nt, err := p.peek()
+	if err != nil {
+		return nil, err
+	}
+	if up == "SAFE_CAST" && nt.kind == kOp && nt.text == "(" {
+		return p.parseCast(true)
+	}
+	if ty, ok := typedLiteralTypes[up]; ok && nt.kind == kString {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		v := p.tok.val
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &TypedLiteral{Type: ty, Value: v, P: t.pos}, nil
+	}
+	if nt.kind == kOp && nt.text == "(" && (!isReserved(up) || up == "IF") {
+		return p.parseCall()
+	}
+	if nilaryCalls[up] {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Call{Name: up, P: t.pos}, nil
+	}
+	if isReserved(up) {
+		return nil, p.unexpected()
+	}
+	return p.parsePath()
+}
+
+func (p *parser) lit(k LitKind, text string) (Expr, *Error) {
+	pos := p.tok.pos
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	return &Literal{Kind: k, Text: text, P: pos}, nil
+}
+
+func (p *parser) parsePath() (Expr, *Error) {
+	id := &Ident{P: p.tok.pos}
+	for {
+		if p.tok.kind != kIdent && p.tok.kind != kQIdent {
+			return nil, p.errf(p.tok.pos, "Syntax error: Unexpected %s", p.tok.describe())
+		}
+		if p.tok.kind == kIdent && isReserved(p.tok.text) && len(id.Parts) == 0 {
+			return nil, p.unexpected()
+		}
+		id.Parts = append(id.Parts, p.tok.val)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if !p.isOp(".") {
+			return id, nil
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *parser) parseCall() (Expr, *Error) {
+	c := &Call{Name: strings.ToUpper(p.tok.text), P: p.tok.pos}
+	if err := p.advance(); err != nil { // name
+		return nil, err
+	}
+	if err := p.advance(); err != nil { // (
+		return nil, err
+	}
+	if p.isOp(")") {
+		return c, p.advance()
+	}
+	for {
+		if p.isKw("DISTINCT") {
+			return nil, p.errf(p.tok.pos, "Aggregate functions are not supported in row_restriction")
+		}
+		e, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		c.Args = append(c.Args, e)
+		if p.isOp(",") {
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+func (p *parser) parseCast(safe bool) (Expr, *Error) {
+	pos := p.tok.pos
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	x, err := p.parseExpr(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectKw("AS"); err != nil {
+		return nil, err
+	}
+	if p.tok.kind != kIdent || isReserved(p.tok.text) {
+		return nil, p.errf(p.tok.pos, "Syntax error: Expected type name but got %s", p.tok.describe())
+	}
+	ty := strings.ToUpper(p.tok.text)
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return &Cast{X: x, Type: ty, Safe: safe, P: pos}, nil
+}
+
+func (p *parser) parseExtract() (Expr, *Error) {
+	pos := p.tok.pos
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	if p.tok.kind != kIdent || isReserved(p.tok.text) {
+		return nil, p.errf(p.tok.pos, "Syntax error: Expected date part but got %s", p.tok.describe())
+	}
+	part := strings.ToUpper(p.tok.text)
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if err := p.expectKw("FROM"); err != nil {
+		return nil, err
+	}
+	x, err := p.parseExpr(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.expectOp(")"); err != nil {
+		return nil, err
+	}
+	return &Extract{Part: part, X: x, P: pos}, nil
+}
