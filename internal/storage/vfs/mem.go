@@ -25,6 +25,9 @@ type MemFS struct {
 		files   map[string]*memNode // current namespace
 		durable map[string]*memNode // namespace as of the last SyncDir
 		dirs    map[string]bool
+		// durableDirs: directories as of the last SyncDir of their parent
+		// (MkdirAll'd directories are durable at once).
+		durableDirs map[string]bool
 		ops     int // mutating operations so far
 		crashAt int // fail every mutating op after this many; <0: never
 		inject  Injector
@@ -43,6 +46,7 @@ func NewMem() *MemFS {
 	m.mu.files = map[string]*memNode{}
 	m.mu.durable = map[string]*memNode{}
 	m.mu.dirs = map[string]bool{".": true, "/": true}
+	m.mu.durableDirs = map[string]bool{".": true, "/": true}
 	m.mu.crashAt = -1
 	return m
 }
@@ -99,8 +103,9 @@ func (m *MemFS) CrashClone(rng *rand.Rand) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()
-	for d := range m.mu.dirs {
+	for d := range m.mu.durableDirs {
 		c.mu.dirs[d] = true
+		c.mu.durableDirs[d] = true
 	}
 	for name, n := range m.mu.durable {
 		n.mu.Lock()
@@ -113,6 +118,10 @@ func (m *MemFS) CrashClone(rng *rand.Rand) *MemFS {
 		nn := &memNode{data: data, synced: slices.Clone(data)}
 		c.mu.files[name] = nn
 		c.mu.durable[name] = nn
+		for d := path.Dir(name); !c.mu.dirs[d]; d = path.Dir(d) {
+			c.mu.dirs[d] = true
+			c.mu.durableDirs[d] = true
+		}
 	}
 	return c
 }
@@ -244,6 +253,7 @@ func (m *MemFS) MkdirAll(dir string) error {
 	}
 	for d := dir; ; d = path.Dir(d) {
 		m.mu.dirs[d] = true
+		m.mu.durableDirs[d] = true
 		if d == "." || d == "/" {
 			break
 		}
@@ -293,6 +303,16 @@ func (m *MemFS) SyncDir(dir string) error {
 	for k, n := range m.mu.files {
 		if under(k) {
 			m.mu.durable[k] = n
+		}
+	}
+	for k := range m.mu.durableDirs {
+		if under(k) && !m.mu.dirs[k] {
+			delete(m.mu.durableDirs, k)
+		}
+	}
+	for k := range m.mu.dirs {
+		if under(k) {
+			m.mu.durableDirs[k] = true
 		}
 	}
 	return nil
