@@ -28,9 +28,9 @@ type MemFS struct {
 		// durableDirs: directories as of the last SyncDir of their parent
 		// (MkdirAll'd directories are durable at once).
 		durableDirs map[string]bool
-		ops     int // mutating operations so far
-		crashAt int // fail every mutating op after this many; <0: never
-		inject  Injector
+		ops         int // mutating operations so far
+		crashAt     int // fail every mutating op after this many; <0: never
+		inject      Injector
 	}
 }
 
