@@ -15,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +27,10 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/rest"
+	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // Config is the server's configuration. The zero value of a field means its
@@ -40,6 +46,9 @@ type Config struct {
 	Project string
 	// Logger receives the server's structured log. Default: discard.
 	Logger *slog.Logger
+	// Storage tunes the engine (zero: defaults). FS, Clock and Logger are
+	// filled in by the server when unset.
+	Storage storage.Options
 }
 
 // Defaults for Config.
@@ -82,6 +91,11 @@ type Server struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 
+	lock    *os.File // flock on <data-dir>/LOCK: one server per data dir
+	db      *storage.DB
+	cat     *catalog.Catalog
+	backend *backend
+
 	grpcLis  net.Listener
 	httpLis  net.Listener
 	grpcSrv  *grpc.Server
@@ -108,6 +122,9 @@ func Start(cfg Config) (_ *Server, err error) {
 			s.closeResources()
 		}
 	}()
+	if err := s.openData(); err != nil {
+		return nil, err
+	}
 
 	s.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr)
 	if err != nil {
@@ -133,6 +150,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
 
 	mux := http.NewServeMux()
+	mux.Handle("/", rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -202,7 +220,60 @@ func (s *Server) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
-// closeResources closes what Start opened besides the listeners' servers.
+// openData locks the data directory and opens the engine and the catalog,
+// then repairs whatever a crash left between them.
+func (s *Server) openData() error {
+	lock, err := os.OpenFile(filepath.Join(s.cfg.DataDir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("server: lock data dir: %w", err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("server: data dir %s is in use by another bqstore process: %w", s.cfg.DataDir, err)
+	}
+	s.lock = lock
+
+	sopts := s.cfg.Storage
+	if sopts.Logger == nil {
+		sopts.Logger = s.log
+	}
+	s.db, err = storage.Open(filepath.Join(s.cfg.DataDir, "tables"), &sopts)
+	if err != nil {
+		return fmt.Errorf("server: open storage: %w", err)
+	}
+	s.backend = &backend{db: s.db}
+	s.cat, err = catalog.Open(s.cfg.DataDir, catalog.Options{Observer: s.backend})
+	if err != nil {
+		return fmt.Errorf("server: open catalog: %w", err)
+	}
+	s.backend.cat = s.cat
+	ctx := context.Background()
+	if err := s.cat.EnsureProject(ctx, s.cfg.Project); err != nil {
+		return fmt.Errorf("server: project %q: %w", s.cfg.Project, err)
+	}
+	if err := s.backend.reconcile(ctx); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
+// tableStats reports a table's visible rows and bytes (REST numRows,
+// numBytes).
+func (s *Server) tableStats(id string) (rows, bytes int64) {
+	t, err := s.db.Table(id)
+	if err != nil {
+		return 0, 0
+	}
+	snap, err := t.Snapshot(time.Time{})
+	if err != nil {
+		return 0, 0
+	}
+	defer snap.Release()
+	return snap.NumRows(), snap.NumBytes()
+}
+
+// closeResources closes what Start opened besides the listeners' servers:
+// the engine (which syncs) and the data-dir lock, last.
 func (s *Server) closeResources() error {
 	var errs []error
 	if s.grpcSrv == nil {
@@ -212,6 +283,14 @@ func (s *Server) closeResources() error {
 		if s.httpLis != nil {
 			errs = append(errs, s.httpLis.Close())
 		}
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+		s.db = nil
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+		s.lock = nil
 	}
 	return errors.Join(errs...)
 }

@@ -18,7 +18,9 @@ import (
 
 func TestMain(m *testing.M) {
 	testkit.RunChildIfRequested()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		// Started by an init of a Google client dependency, once per process.
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 
 func get(t *testing.T, url string) (int, string) {
