@@ -111,4 +111,3 @@ func (b *backend) lookup(p, d, t string) (*catalog.Table, error) {
 	}
 	return tbl, nil
 }
-
