@@ -1,0 +1,307 @@
+package protorows
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// colKind is the physical layout of a column buffer.
+type colKind uint8
+
+const (
+	kInt64    colKind = iota // int64, timestamp, time64
+	kFloat64                 // float64
+	kBool                    // bit-packed values
+	kInt32                   // date32
+	kBinary                  // utf8 and binary: offsets + data
+	kFixed                   // decimal128 (16 B), decimal256 (32 B), month_day_nano (16 B)
+	kStruct                  // children, validity
+	kList                    // offsets, one child; never null
+)
+
+// Column is a growable Arrow column written straight from the row
+// decoders: plain Go slices wrapped as Arrow buffers at Finish, with no
+// copy. Nulls are recorded as positions and turned into a validity bitmap
+// only when there are any, so the common all-valid column pays nothing.
+//
+// A Column is owned by one decode call; Finish hands its buffers to the
+// returned array and the Column must not be used afterwards.
+type Column struct {
+	typ   arrow.DataType
+	kind  colKind
+	width int // bytes per value for kFixed
+	n     int
+	nulls []int32
+
+	i64   []int64
+	f64   []float64
+	i32   []int32
+	bits  []byte
+	offs  []int32 // kBinary, kList: len n+1
+	data  []byte  // kBinary values, kFixed values
+	child []*Column
+}
+
+// NewColumn returns an empty column for an Arrow type produced by
+// schema.ToArrow, with room reserved for about rows values (and
+// bytesHint bytes of variable-length data).
+func NewColumn(t arrow.DataType, rows, bytesHint int) *Column {
+	c := &Column{typ: t}
+	switch t := t.(type) {
+	case *arrow.Int64Type, *arrow.TimestampType, *arrow.Time64Type:
+		c.kind = kInt64
+		c.i64 = make([]int64, 0, rows)
+	case *arrow.Float64Type:
+		c.kind = kFloat64
+		c.f64 = make([]float64, 0, rows)
+	case *arrow.BooleanType:
+		c.kind = kBool
+		c.bits = make([]byte, 0, rows/8+1)
+	case *arrow.Date32Type:
+		c.kind = kInt32
+		c.i32 = make([]int32, 0, rows)
+	case *arrow.StringType, *arrow.BinaryType:
+		c.kind = kBinary
+		c.offs = make([]int32, 1, rows+1)
+		c.data = make([]byte, 0, bytesHint)
+	case *arrow.Decimal128Type:
+		c.kind, c.width = kFixed, 16
+	case *arrow.Decimal256Type:
+		c.kind, c.width = kFixed, 32
+	case *arrow.MonthDayNanoIntervalType:
+		c.kind, c.width = kFixed, 16
+	case *arrow.StructType:
+		c.kind = kStruct
+		for _, f := range t.Fields() {
+			c.child = append(c.child, NewColumn(f.Type, rows, bytesHint/max(1, t.NumFields())))
+		}
+	case *arrow.ListType:
+		c.kind = kList
+		c.offs = make([]int32, 1, rows+1)
+		c.child = []*Column{NewColumn(t.Elem(), rows, bytesHint)}
+	default:
+		panic("protorows: unsupported Arrow type " + t.String()) // ToArrow never produces one
+	}
+	if c.kind == kFixed {
+		c.data = make([]byte, 0, rows*c.width)
+	}
+	return c
+}
+
+// Len is the number of values appended.
+func (c *Column) Len() int { return c.n }
+
+// Child returns the i-th child of a struct column, or the element column of
+// a list column (i = 0).
+func (c *Column) Child(i int) *Column { return c.child[i] }
+
+// AppendNull appends a NULL. For a list (REPEATED), NULL is the empty list;
+// for a struct, every child gets a NULL too.
+func (c *Column) AppendNull() {
+	switch c.kind {
+	case kList:
+		c.offs = append(c.offs, c.offs[len(c.offs)-1])
+		c.n++
+		return
+	case kStruct:
+		for _, ch := range c.child {
+			ch.AppendNull()
+		}
+	case kInt64:
+		c.i64 = append(c.i64, 0)
+	case kFloat64:
+		c.f64 = append(c.f64, 0)
+	case kBool:
+		if c.n%8 == 0 {
+			c.bits = append(c.bits, 0)
+		}
+	case kInt32:
+		c.i32 = append(c.i32, 0)
+	case kBinary:
+		c.offs = append(c.offs, int32(len(c.data)))
+	case kFixed:
+		c.data = append(c.data, make([]byte, c.width)...)
+	}
+	c.nulls = append(c.nulls, int32(c.n))
+	c.n++
+}
+
+// AppendInt64 appends to an int64, timestamp or time64 column.
+func (c *Column) AppendInt64(v int64) { c.i64 = append(c.i64, v); c.n++ }
+
+// AppendFloat64 appends to a float64 column.
+func (c *Column) AppendFloat64(v float64) { c.f64 = append(c.f64, v); c.n++ }
+
+// AppendInt32 appends to a date32 column.
+func (c *Column) AppendInt32(v int32) { c.i32 = append(c.i32, v); c.n++ }
+
+// AppendBool appends to a bool column.
+func (c *Column) AppendBool(v bool) { c.appendBit(v) }
+
+func (c *Column) appendBit(v bool) {
+	if c.n%8 == 0 {
+		c.bits = append(c.bits, 0)
+	}
+	if v {
+		c.bits[c.n/8] |= 1 << (c.n % 8)
+	}
+	c.n++
+}
+
+// AppendBytes appends to a utf8 or binary column (copying b).
+func (c *Column) AppendBytes(b []byte) {
+	c.data = append(c.data, b...)
+	c.offs = append(c.offs, int32(len(c.data)))
+	c.n++
+}
+
+// AppendString appends to a utf8 or binary column.
+func (c *Column) AppendString(s string) {
+	c.data = append(c.data, s...)
+	c.offs = append(c.offs, int32(len(c.data)))
+	c.n++
+}
+
+// DataLen is the number of variable-length bytes held (for the 2 GiB
+// offset limit).
+func (c *Column) DataLen() int { return len(c.data) }
+
+// AppendDecimal128 appends to a decimal128 column.
+func (c *Column) AppendDecimal128(v decimal128.Num) {
+	c.data = binary.LittleEndian.AppendUint64(c.data, v.LowBits())
+	c.data = binary.LittleEndian.AppendUint64(c.data, uint64(v.HighBits()))
+	c.n++
+}
+
+// AppendDecimal256 appends to a decimal256 column.
+func (c *Column) AppendDecimal256(v decimal256.Num) {
+	for _, w := range v.Array() {
+		c.data = binary.LittleEndian.AppendUint64(c.data, w)
+	}
+	c.n++
+}
+
+// AppendInterval appends to a month_day_nano_interval column.
+func (c *Column) AppendInterval(v arrow.MonthDayNanoInterval) {
+	c.data = binary.LittleEndian.AppendUint32(c.data, uint32(v.Months))
+	c.data = binary.LittleEndian.AppendUint32(c.data, uint32(v.Days))
+	c.data = binary.LittleEndian.AppendUint64(c.data, uint64(v.Nanoseconds))
+	c.n++
+}
+
+// AppendValid marks one more struct value as valid; its children must have
+// been appended to by the caller.
+func (c *Column) AppendValid() { c.n++ }
+
+// CloseList ends one list value: its elements are those appended to the
+// child since the previous CloseList.
+func (c *Column) CloseList() {
+	c.offs = append(c.offs, int32(c.child[0].n))
+	c.n++
+}
+
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
+}
+
+func (c *Column) validity() *memory.Buffer {
+	if len(c.nulls) == 0 {
+		return nil
+	}
+	bm := make([]byte, (c.n+7)/8)
+	for i := range bm {
+		bm[i] = 0xFF
+	}
+	for _, p := range c.nulls {
+		bm[p/8] &^= 1 << (p % 8)
+	}
+	return memory.NewBufferBytes(bm)
+}
+
+// Finish returns the column as Arrow array data (refcount 1, owned by the
+// caller).
+func (c *Column) Finish() arrow.ArrayData {
+	valid := c.validity()
+	nulls := len(c.nulls)
+	var buf *memory.Buffer
+	switch c.kind {
+	case kInt64:
+		buf = memory.NewBufferBytes(bytesOf(c.i64))
+	case kFloat64:
+		buf = memory.NewBufferBytes(bytesOf(c.f64))
+	case kInt32:
+		buf = memory.NewBufferBytes(bytesOf(c.i32))
+	case kBool:
+		buf = memory.NewBufferBytes(c.bits)
+	case kFixed:
+		buf = memory.NewBufferBytes(c.data)
+	case kBinary:
+		return array.NewData(c.typ, c.n, []*memory.Buffer{valid,
+			memory.NewBufferBytes(bytesOf(c.offs)), memory.NewBufferBytes(c.data)}, nil, nulls, 0)
+	case kStruct:
+		children := make([]arrow.ArrayData, len(c.child))
+		for i, ch := range c.child {
+			children[i] = ch.Finish()
+		}
+		d := array.NewData(c.typ, c.n, []*memory.Buffer{valid}, children, nulls, 0)
+		for _, ch := range children {
+			ch.Release()
+		}
+		return d
+	case kList:
+		child := c.child[0].Finish()
+		d := array.NewData(c.typ, c.n, []*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(c.offs))},
+			[]arrow.ArrayData{child}, 0, 0)
+		child.Release()
+		return d
+	}
+	return array.NewData(c.typ, c.n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
+}
+
+// Truncate drops the values appended after the column had n values, and
+// anything a half-decoded row left in nested children (used to roll back a
+// row that failed half-way).
+func (c *Column) Truncate(n int) {
+	if n > c.n {
+		n = c.n
+	}
+	for len(c.nulls) > 0 && int(c.nulls[len(c.nulls)-1]) >= n {
+		c.nulls = c.nulls[:len(c.nulls)-1]
+	}
+	switch c.kind {
+	case kInt64:
+		c.i64 = c.i64[:n]
+	case kFloat64:
+		c.f64 = c.f64[:n]
+	case kInt32:
+		c.i32 = c.i32[:n]
+	case kBool:
+		c.bits = c.bits[:(n+7)/8]
+		if n%8 != 0 {
+			c.bits[n/8] &= byte(1)<<(n%8) - 1
+		}
+	case kFixed:
+		c.data = c.data[:n*c.width]
+	case kBinary:
+		c.offs = c.offs[:n+1]
+		c.data = c.data[:c.offs[n]]
+	case kStruct:
+		for _, ch := range c.child {
+			ch.Truncate(n)
+		}
+	case kList:
+		c.offs = c.offs[:n+1]
+		c.child[0].Truncate(int(c.offs[n]))
+	}
+	c.n = n
+}
