@@ -15,14 +15,14 @@ import (
 type colKind uint8
 
 const (
-	kInt64    colKind = iota // int64, timestamp, time64
-	kFloat64                 // float64
-	kBool                    // bit-packed values
-	kInt32                   // date32
-	kBinary                  // utf8 and binary: offsets + data
-	kFixed                   // decimal128 (16 B), decimal256 (32 B), month_day_nano (16 B)
-	kStruct                  // children, validity
-	kList                    // offsets, one child; never null
+	kInt64   colKind = iota // int64, timestamp, time64
+	kFloat64                // float64
+	kBool                   // bit-packed values
+	kInt32                  // date32
+	kBinary                 // utf8 and binary: offsets + data
+	kFixed                  // decimal128 (16 B), decimal256 (32 B), month_day_nano (16 B)
+	kStruct                 // children, validity
+	kList                   // offsets, one child; never null
 )
 
 // Column is a growable Arrow column written straight from the row
