@@ -70,8 +70,9 @@ func AppendTimestampCell(dst []byte, micros int64, int64Form bool) []byte {
 }
 
 // AppendFloat appends a FLOAT64 as BigQuery's REST API writes it: the
-// shortest decimal that reads back to the same float64, "NaN", "Infinity"
-// and "-Infinity".
+// shortest decimal that reads back to the same float64, laid out as Java's
+// Double.toString does ("1.5", "100.0", "1.0E20", "1.0E-5"), and "NaN",
+// "Infinity", "-Infinity".
 func AppendFloat(dst []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
@@ -80,8 +81,31 @@ func AppendFloat(dst []byte, f float64) []byte {
 		return append(dst, "Infinity"...)
 	case math.IsInf(f, -1):
 		return append(dst, "-Infinity"...)
+	case f == 0:
+		if math.Signbit(f) {
+			return append(dst, "-0.0"...)
+		}
+		return append(dst, "0.0"...)
 	}
-	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+	// Shortest round-trip digits: d.ddddde±xx.
+	var buf [32]byte
+	e := strconv.AppendFloat(buf[:0], f, 'e', -1, 64)
+	neg := e[0] == '-'
+	if neg {
+		e = e[1:]
+	}
+	i := 0
+	for i < len(e) && e[i] != 'e' {
+		i++
+	}
+	digits := make([]byte, 0, 20)
+	for _, c := range e[:i] {
+		if c != '.' {
+			digits = append(digits, c)
+		}
+	}
+	exp, _ := strconv.Atoi(string(e[i+1:]))
+	return appendJavaLayout(dst, neg, digits, exp)
 }
 
 // AppendDecimal appends the decimal value unscaled×10^-scale in plain
@@ -194,22 +218,29 @@ func appendMicros(dst []byte, us int64) []byte {
 }
 
 // appendJavaDecimal appends v×10^-scale the way Java's Double.toString
-// lays a double out: plain notation with at least one fractional digit for
-// 10^-3 <= |x| < 10^7, otherwise d.dddE±n, using the exact decimal digits
-// of the value rather than a rounded double.
+// lays a double out, using the exact decimal digits of the value rather than
+// a rounded double.
 func appendJavaDecimal(dst []byte, v int64, scale int) []byte {
 	if v == 0 {
 		return append(dst, "0.0"...)
 	}
 	mag := uint64(v)
 	if v < 0 {
-		dst = append(dst, '-')
 		mag = uint64(-(v + 1)) + 1
 	}
 	digits := strconv.AppendUint(nil, mag, 10)
-	// Value = 0.d1d2...dn × 10^exp10, i.e. d1.d2... × 10^(exp10-1).
-	exp := len(digits) - scale - 1 // exponent of the leading digit
-	// Drop trailing zeros (they carry no precision in either layout).
+	return appendJavaLayout(dst, v < 0, digits, len(digits)-scale-1)
+}
+
+// appendJavaLayout appends the non-zero number d1.d2d3...×10^exp (digits
+// are its significant decimal digits, d1 != 0) as Java's Double.toString
+// does: plain notation with at least one fractional digit for
+// 10^-3 <= |x| < 10^7, otherwise d.dddE±n.
+func appendJavaLayout(dst []byte, neg bool, digits []byte, exp int) []byte {
+	if neg {
+		dst = append(dst, '-')
+	}
+	// Trailing zeros carry no precision in either layout.
 	sig := digits
 	for len(sig) > 1 && sig[len(sig)-1] == '0' {
 		sig = sig[:len(sig)-1]

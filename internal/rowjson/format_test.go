@@ -3,6 +3,7 @@ package rowjson
 import (
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"strconv"
 	"testing"
 
@@ -48,7 +49,17 @@ func TestFormats(t *testing.T) {
 		{string(AppendFloat(nil, math.Inf(-1))), "-Infinity"},
 		{string(AppendFloat(nil, math.NaN())), "NaN"},
 		{string(AppendFloat(nil, 1.5)), "1.5"},
-		{string(AppendFloat(nil, 0)), "0"},
+		{string(AppendFloat(nil, 0)), "0.0"},
+		{string(AppendFloat(nil, math.Copysign(0, -1))), "-0.0"},
+		{string(AppendFloat(nil, 100)), "100.0"},
+		{string(AppendFloat(nil, 1e20)), "1.0E20"},
+		{string(AppendFloat(nil, 1e-5)), "1.0E-5"},
+		{string(AppendFloat(nil, 0.001)), "0.001"},
+		{string(AppendFloat(nil, 1234567.5)), "1234567.5"},
+		{string(AppendFloat(nil, 12345678.5)), "1.23456785E7"},
+		{string(AppendFloat(nil, -0.1)), "-0.1"},
+		{string(AppendFloat(nil, math.MaxFloat64)), "1.7976931348623157E308"},
+		{string(AppendFloat(nil, math.SmallestNonzeroFloat64)), "5.0E-324"},
 		{string(AppendDecimal(nil, bi("0"), 9)), "0"},
 		{string(AppendDecimal(nil, bi("-1500000000"), 9)), "-1.5"},
 		{string(AppendDecimal(nil, bi("1"), 9)), "0.000000001"},
@@ -72,6 +83,22 @@ func TestFormats(t *testing.T) {
 // TestLegacyTimestampParses checks that the legacy float form reads back to
 // the same microsecond through strconv.ParseFloat (what older clients do)
 // within float64 precision.
+// TestFloatRoundTrips checks that every float64 form reads back exactly.
+func TestFloatRoundTrips(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 0))
+	for range 100000 {
+		f := math.Float64frombits(r.Uint64())
+		if math.IsNaN(f) {
+			continue
+		}
+		s := string(AppendFloat(nil, f))
+		g, err := strconv.ParseFloat(s, 64)
+		if err != nil || g != f {
+			t.Fatalf("%v: %q reads as %v, %v", f, s, g, err)
+		}
+	}
+}
+
 func TestLegacyTimestampParses(t *testing.T) {
 	for _, us := range []int64{0, 1, -1, 1700000000123456, -62135596800000000, 253402300799999999, 123456789} {
 		s := string(AppendTimestampCell(nil, us, false))
