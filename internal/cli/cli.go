@@ -31,7 +31,12 @@ type command struct {
 
 // commands lists every subcommand. Keep it sorted by name.
 var commands = []command{
+	{"ls", "list datasets, or the tables of a dataset", runLs},
+	{"mk", "create a dataset or a table", runMk},
+	{"rm", "remove a dataset or a table", runRm},
 	{"serve", "run the Storage API and REST v2 server", runServe},
+	{"show", "show a dataset or a table and its schema", runShow},
+	{"update", "change a table's schema or description", runUpdate},
 	{"version", "print the version", runVersion},
 }
 
