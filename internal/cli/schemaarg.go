@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-		"os"
+	"os"
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/schema"
