@@ -29,6 +29,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -161,7 +162,14 @@ func (e *Encoder) AppendRecordBatchMessage(dst []byte, rec arrow.Record, codec C
 		return dst, fmt.Errorf("arrowenc: unknown buffer compression %d", int32(codec))
 	}
 	if !rec.Schema().Equal(e.schema) {
-		return dst, fmt.Errorf("arrowenc: record schema %s does not match the encoder's schema %s", rec.Schema(), e.schema)
+		// A RecordBatch message carries no field names or metadata: a
+		// record whose columns have the encoder's types is written under
+		// the encoder's schema.
+		if !SameLayout(rec.Schema(), e.schema) {
+			return dst, fmt.Errorf("arrowenc: record schema %s does not match the encoder's schema %s", rec.Schema(), e.schema)
+		}
+		rec = array.NewRecord(e.schema, rec.Columns(), rec.NumRows())
+		defer rec.Release()
 	}
 	w, sink := e.writer(codec)
 	sink.dst = dst
@@ -222,6 +230,21 @@ type appendWriter struct{ dst *[]byte }
 func (w appendWriter) Write(p []byte) (int, error) {
 	*w.dst = append(*w.dst, p...)
 	return len(p), nil
+}
+
+// SameLayout reports whether records of schemas a and b have the same
+// column types (and so the same IPC body), ignoring field names, nullability
+// and metadata at the top level.
+func SameLayout(a, b *arrow.Schema) bool {
+	if a.NumFields() != b.NumFields() {
+		return false
+	}
+	for i := range a.NumFields() {
+		if !arrow.TypeEqual(a.Field(i).Type, b.Field(i).Type) {
+			return false
+		}
+	}
+	return true
 }
 
 // EstimateSize returns an upper bound of the uncompressed body size of rec's

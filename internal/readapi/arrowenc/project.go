@@ -172,9 +172,9 @@ func (p *Projection) Identity() bool {
 }
 
 // Record returns rec projected. rec must have the schema the projection was
-// made for. The result shares rec's buffers; the caller releases it.
+// made for (or at least its column types: see SameLayout). The result shares rec's buffers; the caller releases it.
 func (p *Projection) Record(rec arrow.Record) (arrow.Record, error) {
-	if !rec.Schema().Equal(p.in) {
+	if !rec.Schema().Equal(p.in) && !SameLayout(rec.Schema(), p.in) {
 		return nil, fmt.Errorf("arrowenc: record schema %s does not match the projection's input schema %s", rec.Schema(), p.in)
 	}
 	if p.Identity() {
