@@ -2,7 +2,6 @@ package protorows
 
 import (
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -56,20 +55,20 @@ func NewColumn(t arrow.DataType, rows, bytesHint int) *Column {
 	switch t := t.(type) {
 	case *arrow.Int64Type, *arrow.TimestampType, *arrow.Time64Type:
 		c.kind = kInt64
-		c.i64 = make([]int64, 0, rows)
+		c.i64 = pooledSlice[int64](rows)
 	case *arrow.Float64Type:
 		c.kind = kFloat64
-		c.f64 = make([]float64, 0, rows)
+		c.f64 = pooledSlice[float64](rows)
 	case *arrow.BooleanType:
 		c.kind = kBool
-		c.bits = make([]byte, 0, rows/8+1)
+		c.bits = getBytes(rows/8 + 1)
 	case *arrow.Date32Type:
 		c.kind = kInt32
-		c.i32 = make([]int32, 0, rows)
+		c.i32 = pooledSlice[int32](rows)
 	case *arrow.StringType, *arrow.BinaryType:
 		c.kind = kBinary
-		c.offs = make([]int32, 1, rows+1)
-		c.data = make([]byte, 0, bytesHint)
+		c.offs = append(pooledSlice[int32](rows+1), 0)
+		c.data = getBytes(bytesHint)
 	case *arrow.Decimal128Type:
 		c.kind, c.width = kFixed, 16
 	case *arrow.Decimal256Type:
@@ -83,15 +82,45 @@ func NewColumn(t arrow.DataType, rows, bytesHint int) *Column {
 		}
 	case *arrow.ListType:
 		c.kind = kList
-		c.offs = make([]int32, 1, rows+1)
+		c.offs = append(pooledSlice[int32](rows+1), 0)
 		c.child = []*Column{NewColumn(t.Elem(), rows, bytesHint)}
 	default:
 		panic("protorows: unsupported Arrow type " + t.String()) // ToArrow never produces one
 	}
 	if c.kind == kFixed {
-		c.data = make([]byte, 0, rows*c.width)
+		c.data = getBytes(rows * c.width)
 	}
 	return c
+}
+
+// hasVarData reports whether a column of type t holds variable-length data.
+func hasVarData(t arrow.DataType) bool {
+	switch t := t.(type) {
+	case *arrow.StringType, *arrow.BinaryType:
+		return true
+	case *arrow.StructType:
+		for _, f := range t.Fields() {
+			if hasVarData(f.Type) {
+				return true
+			}
+		}
+	case *arrow.ListType:
+		return hasVarData(t.Elem())
+	}
+	return false
+}
+
+// dataBytes is the variable-length data held by the column and its
+// children.
+func (c *Column) dataBytes() int {
+	n := 0
+	if c.kind == kBinary {
+		n = len(c.data)
+	}
+	for _, ch := range c.child {
+		n += ch.dataBytes()
+	}
+	return n
 }
 
 // Len is the number of values appended.
@@ -206,14 +235,6 @@ func (c *Column) CloseList() {
 	c.n++
 }
 
-func bytesOf[T any](s []T) []byte {
-	if len(s) == 0 {
-		return nil
-	}
-	var z T
-	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(z)))
-}
-
 func (c *Column) validity() *memory.Buffer {
 	if len(c.nulls) == 0 {
 		return nil
@@ -236,18 +257,21 @@ func (c *Column) Finish() arrow.ArrayData {
 	var buf *memory.Buffer
 	switch c.kind {
 	case kInt64:
-		buf = memory.NewBufferBytes(bytesOf(c.i64))
+		buf = bufferOf(c.i64)
 	case kFloat64:
-		buf = memory.NewBufferBytes(bytesOf(c.f64))
+		buf = bufferOf(c.f64)
 	case kInt32:
-		buf = memory.NewBufferBytes(bytesOf(c.i32))
+		buf = bufferOf(c.i32)
 	case kBool:
-		buf = memory.NewBufferBytes(c.bits)
+		buf = bufferOf(c.bits)
 	case kFixed:
-		buf = memory.NewBufferBytes(c.data)
+		buf = bufferOf(c.data)
 	case kBinary:
-		return array.NewData(c.typ, c.n, []*memory.Buffer{valid,
-			memory.NewBufferBytes(bytesOf(c.offs)), memory.NewBufferBytes(c.data)}, nil, nulls, 0)
+		offs, data := bufferOf(c.offs), bufferOf(c.data)
+		d := array.NewData(c.typ, c.n, []*memory.Buffer{valid, offs, data}, nil, nulls, 0)
+		offs.Release()
+		data.Release()
+		return d
 	case kStruct:
 		children := make([]arrow.ArrayData, len(c.child))
 		for i, ch := range c.child {
@@ -260,12 +284,15 @@ func (c *Column) Finish() arrow.ArrayData {
 		return d
 	case kList:
 		child := c.child[0].Finish()
-		d := array.NewData(c.typ, c.n, []*memory.Buffer{nil, memory.NewBufferBytes(bytesOf(c.offs))},
-			[]arrow.ArrayData{child}, 0, 0)
+		offs := bufferOf(c.offs)
+		d := array.NewData(c.typ, c.n, []*memory.Buffer{nil, offs}, []arrow.ArrayData{child}, 0, 0)
 		child.Release()
+		offs.Release()
 		return d
 	}
-	return array.NewData(c.typ, c.n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
+	d := array.NewData(c.typ, c.n, []*memory.Buffer{valid, buf}, nil, nulls, 0)
+	buf.Release()
+	return d
 }
 
 // Truncate drops the values appended after the column had n values, and

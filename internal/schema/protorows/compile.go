@@ -148,8 +148,9 @@ type Decoder struct {
 	// values; time.Now when nil.
 	Now func() time.Time
 
-	// Sizing hints learnt from the previous request.
-	rowsHint, bytesHint int
+	// perRow[i] is the variable-length bytes per row column i needed in the
+	// previous request: the next request reserves that much up front.
+	perRow []float64
 }
 
 // Schema is the Arrow schema of the records Decode returns:

@@ -70,8 +70,24 @@ func (d *Decoder) Decode(rows [][]byte, mv MissingValues) (arrow.Record, []RowEr
 		total += len(r)
 	}
 	cols := make([]*Column, len(d.table.Fields))
+	if d.perRow == nil {
+		// First request: share the request's size among the columns that
+		// hold variable-length data.
+		d.perRow = make([]float64, len(cols))
+		nvar := 0
+		for _, f := range d.arrow.Fields() {
+			if hasVarData(f.Type) {
+				nvar++
+			}
+		}
+		for i, f := range d.arrow.Fields() {
+			if hasVarData(f.Type) && n > 0 {
+				d.perRow[i] = float64(total) / float64(nvar) / float64(n)
+			}
+		}
+	}
 	for i, f := range d.arrow.Fields() {
-		cols[i] = NewColumn(f.Type, n, total)
+		cols[i] = NewColumn(f.Type, n, int(d.perRow[i]*float64(n)*1.0625)+64)
 	}
 	var rowErrs []RowError
 	good := 0 // rows appended so far; a bad row is rolled back
@@ -96,6 +112,9 @@ func (d *Decoder) Decode(rows [][]byte, mv MissingValues) (arrow.Record, []RowEr
 		return nil, rowErrs, nil
 	}
 	for i, c := range cols {
+		if n > 0 {
+			d.perRow[i] = float64(c.dataBytes()) / float64(n)
+		}
 		if c.DataLen() > math.MaxInt32 || c.Len() != n {
 			return nil, nil, fmt.Errorf("protorows: column %s: request too large for one record", d.table.Fields[i].Name)
 		}
