@@ -217,7 +217,7 @@ func castFromString(t typ, s string, zone *time.Location) (value, error) {
 		if x == "" || strings.ContainsAny(x, "/_xXpP") || strings.EqualFold(x, "inf") || strings.EqualFold(x, "nan") {
 			return value{}, fmt.Errorf("Invalid %s value: %s", t, s)
 		}
-		r, ok := new(big.Rat).SetString(x)
+		r, ok := parseDecimal(x)
 		if !ok {
 			return value{}, fmt.Errorf("Invalid %s value: %s", t, s)
 		}
@@ -328,4 +328,42 @@ func castToString(t typ, v value) (string, error) {
 		return v.s, nil
 	}
 	return "", fmt.Errorf("Invalid cast from %s to STRING", t)
+}
+
+// parseDecimal parses a decimal number with an optional exponent. Exponents
+// beyond any NUMERIC/BIGNUMERIC range are cut short before big.Rat would
+// build a huge power of ten: large ones overflow, small ones round to 0.
+func parseDecimal(x string) (*big.Rat, bool) {
+	mant, exp := x, int64(0)
+	if i := strings.IndexAny(x, "eE"); i >= 0 {
+		mant = x[:i]
+		e, err := strconv.ParseInt(strings.TrimPrefix(x[i+1:], "+"), 10, 64)
+		if err != nil && !isRangeErr(err) {
+			return nil, false
+		}
+		exp = e
+		if err != nil {
+			exp = 1 << 20
+			if strings.HasPrefix(x[i+1:], "-") {
+				exp = -exp
+			}
+		}
+	}
+	r, ok := new(big.Rat).SetString(mant)
+	if !ok || strings.ContainsAny(mant, "eE") {
+		return nil, false
+	}
+	switch {
+	case r.Sign() == 0 || exp == 0:
+		return r, true
+	case exp > 200:
+		return nil, false
+	case exp < -200:
+		return new(big.Rat), true
+	}
+	p := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(abs64(exp)), nil))
+	if exp > 0 {
+		return r.Mul(r, p), true
+	}
+	return r.Quo(r, p), true
 }
