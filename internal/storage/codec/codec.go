@@ -94,10 +94,15 @@ func (d *Decoder) Count(max int) int {
 }
 
 func (d *Decoder) Bytes() []byte {
-	n := d.Count(len(d.b))
+	v := d.Uvarint()
 	if d.err != nil {
 		return nil
 	}
+	if v > uint64(len(d.b)) {
+		d.fail(fmt.Sprintf("byte string of %d bytes, %d left", v, len(d.b)))
+		return nil
+	}
+	n := int(v)
 	b := d.b[:n:n]
 	d.b = d.b[n:]
 	return b
