@@ -40,26 +40,26 @@ func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.T
 		return nil, nil, invalid("Could not read the request body: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, nil, invalid("Invalid JSON payload received. The request body is empty; expected a %s resource.", what)
+		return nil, nil, badRequest("Invalid JSON payload received. The request body is empty; expected a %s resource.", what)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, nil, invalid("Invalid JSON payload received. %s", jsonErrText(err))
+		return nil, nil, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
 	}
 	if dec.More() {
-		return nil, nil, invalid("Invalid JSON payload received. Unexpected data after the %s object.", what)
+		return nil, nil, badRequest("Invalid JSON payload received. Unexpected data after the %s object.", what)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, nil, invalid("Invalid JSON payload received. Expected a %s object, got %s.", what, jsonKind(v))
+		return nil, nil, badRequest("Invalid JSON payload received. Expected a %s object, got %s.", what, jsonKind(v))
 	}
 	if err := checkNames(v, typ, what); err != nil {
 		return nil, nil, err
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil {
-		return nil, nil, invalid("Invalid JSON payload received. %s", jsonErrText(err))
+		return nil, nil, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
 	}
 	return body, members, nil
 }
@@ -74,9 +74,9 @@ func decodeInto(what string, b []byte, v any) error {
 			if te.Field != "" {
 				field = what + "." + te.Field
 			}
-			return invalid("Invalid JSON payload received. Invalid value at '%s' (expected %s), got a JSON %s.", field, te.Type, te.Value)
+			return badRequest("Invalid JSON payload received. Invalid value at '%s' (%s), got a JSON %s.", snakePath(field), protoTypeName(te.Type), te.Value)
 		}
-		return invalid("Invalid JSON payload received. Invalid value in '%s': %s", what, jsonErrText(err))
+		return badRequest("Invalid JSON payload received. Invalid value at '%s': %s", snakePath(what), jsonErrText(err))
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func checkNames(v any, t reflect.Type, path string) error {
 		for name, val := range obj {
 			ft, ok := fields[name]
 			if !ok {
-				return invalid("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", name, path)
+				return badRequest("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", name, snakePath(path))
 			}
 			if err := checkNames(val, ft, path+"."+name); err != nil {
 				return err
@@ -199,4 +199,49 @@ func member(members map[string]json.RawMessage, name, what string, v any) (prese
 		return true, false, err
 	}
 	return true, false, nil
+}
+
+// badRequest is a request Google's JSON frontend rejects before BigQuery
+// sees it (syntax, unknown member names, wrong JSON types): HTTP 400 with
+// reason "badRequest". Paths in its messages use the proto (snake_case)
+// field names, as the frontend's do.
+func badRequest(format string, args ...any) *Error {
+	return &Error{Code: http.StatusBadRequest, Reason: "badRequest", Msg: sprintf(format, args...)}
+}
+
+// snakePath turns "table.schema.fields[0].rangeElementType" into
+// "table.schema.fields[0].range_element_type".
+func snakePath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if 'A' <= c && c <= 'Z' {
+			b.WriteByte('_')
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// protoTypeName names a Go type as the frontend names proto field types.
+func protoTypeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "TYPE_STRING"
+	case reflect.Bool:
+		return "TYPE_BOOL"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "TYPE_INT64"
+	case reflect.Float32, reflect.Float64:
+		return "TYPE_DOUBLE"
+	case reflect.Slice:
+		return "repeated " + protoTypeName(t.Elem())
+	case reflect.Map:
+		return "map"
+	}
+	return "TYPE_MESSAGE"
 }

@@ -6,15 +6,20 @@
 // Every route is served under /bigquery/v2/projects/... and /projects/...
 // (the Go client with a custom endpoint calls the second, the Node client
 // the first). Errors use the JSON shape of Google's APIs, with BigQuery's
-// reasons: notFound 404, duplicate 409, invalid 400, resourceInUse 400,
-// conditionNotMet 412 (stale If-Match), and 413 for a body over
-// MaxBodyBytes.
+// reasons: notFound 404, duplicate 409, invalid 400, badRequest 400,
+// resourceInUse 400 (a dataset with tables, deleted without
+// deleteContents), conditionNotMet 412 (stale If-Match), and 413 for a
+// body over MaxBodyBytes.
 //
 // Request bodies are checked against BigQuery's resource definitions (the
-// generated google.golang.org/api/bigquery/v2 types): a member name
-// BigQuery does not know is a 400, as Google's JSON frontends answer. Known
-// members that bqstore does not implement (partitioning, clustering,
-// encryption, ...) are accepted and ignored.
+// generated google.golang.org/api/bigquery/v2 types): malformed JSON, a
+// member name BigQuery does not know, or a member of the wrong JSON type is
+// a 400 with reason badRequest and an "Invalid JSON payload received."
+// message naming the snake_case field path, as Google's JSON frontend
+// answers. Known members that bqstore does not implement (partitioning,
+// clustering, encryption, policy tags, collation, ...) are accepted and
+// ignored; members that would make the table a view, a materialized view,
+// an external, BigLake, clone or snapshot table are refused (400 invalid).
 package rest
 
 import (
