@@ -1,6 +1,7 @@
 package protorows
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -408,8 +409,19 @@ func bigNumericFromScaled(v *big.Int) (decimal256.Num, error) {
 	if v.Cmp(bigNumMax) > 0 || v.Cmp(bigNumMin) < 0 {
 		return decimal256.Num{}, fmt.Errorf("BIGNUMERIC %s: %w", scaledString(v, BigNumericScale), ErrDecimalRange)
 	}
-	return decimal256.FromBigInt(v), nil
+	// decimal256.FromBigInt cannot take -2^255: build the two's complement
+	// words directly.
+	m := new(big.Int).Set(v)
+	if m.Sign() < 0 {
+		m.Add(m, two256)
+	}
+	var buf [32]byte
+	m.FillBytes(buf[:])
+	return decimal256.New(binary.BigEndian.Uint64(buf[0:]), binary.BigEndian.Uint64(buf[8:]),
+		binary.BigEndian.Uint64(buf[16:]), binary.BigEndian.Uint64(buf[24:])), nil
 }
+
+var two256 = new(big.Int).Lsh(big.NewInt(1), 256)
 
 // scaledString formats value×10^-scale for messages.
 func scaledString(v *big.Int, scale int) string {
