@@ -74,8 +74,11 @@ func randomRecord(s *schema.Schema, r *rand.Rand, n int) arrow.Record {
 
 var (
 	maxNumeric, _ = new(big.Int).SetString("99999999999999999999999999999999999999", 10)
-	maxBig, _     = new(big.Int).SetString("578960446186580977117854925043439539266349923328202820197287920039565648199", 10)
-	minBig, _     = new(big.Int).SetString("-578960446186580977117854925043439539266349923328202820197287920039565648198", 10)
+	// BIGNUMERIC's range is exactly that of a 256-bit two's-complement
+	// integer scaled by 10^-38: [-2^255, 2^255-1] × 10^-38 (77 digits, one
+	// more than decimal256's nominal precision of 76).
+	maxBig = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))
+	minBig = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 255))
 )
 
 const (
@@ -145,7 +148,7 @@ func fill(b array.Builder, t arrow.DataType, nullable bool, r *rand.Rand) {
 		case 4:
 			v.SetInt64(r.Int64N(2000) - 1000)
 		}
-		b.Append(decimal256.FromBigInt(v))
+		b.Append(dec256(v))
 	case *array.TimestampBuilder:
 		switch pick {
 		case 0:
@@ -222,4 +225,13 @@ func randBytes(r *rand.Rand, n int) []byte {
 		p[i] = byte(r.IntN(256))
 	}
 	return p
+}
+
+// dec256 converts v in [-2^255, 2^255-1]; decimal256.FromBigInt rejects
+// -2^255 (its magnitude needs 256 bits) though the type holds it.
+func dec256(v *big.Int) decimal256.Num {
+	if v.Cmp(minBig) == 0 {
+		return decimal256.New(1<<63, 0, 0, 0)
+	}
+	return decimal256.FromBigInt(v)
 }
