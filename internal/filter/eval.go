@@ -2,10 +2,12 @@ package filter
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -34,20 +36,31 @@ func (ctx *evalCtx) errf(pos int, format string, args ...any) *Error {
 // evaluation with an *Error naming the position of the operation, as a
 // BigQuery query fails; the Read API fails the read.
 func (f *Filter) Eval(rec arrow.RecordBatch) (*array.Boolean, error) {
-	mask, err := f.Mask(rec)
+	n := int(rec.NumRows())
+	v, err := f.eval(rec)
 	if err != nil {
 		return nil, err
 	}
-	n := len(mask)
 	buf := memory.NewResizableBuffer(memory.DefaultAllocator)
 	buf.Resize(int(bitutil.BytesForBits(int64(n))))
 	bits := buf.Bytes()
 	for i := range bits {
 		bits[i] = 0
 	}
-	for i, m := range mask {
-		if m {
-			bitutil.SetBit(bits, i)
+	switch {
+	case v.konst:
+		if !v.isNull(0) && v.b[0] {
+			for i := 0; i < n; i++ {
+				bitutil.SetBit(bits, i)
+			}
+		}
+	case v.nulls == nil:
+		packBools(bits, v.b[:n])
+	default:
+		for i, b := range v.b[:n] {
+			if b && !v.nulls[i] {
+				bitutil.SetBit(bits, i)
+			}
 		}
 	}
 	data := array.NewData(arrow.FixedWidthTypes.Boolean, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
@@ -59,8 +72,7 @@ func (f *Filter) Eval(rec arrow.RecordBatch) (*array.Boolean, error) {
 // Mask is Eval returning the selection as a []bool of rec.NumRows() values.
 func (f *Filter) Mask(rec arrow.RecordBatch) ([]bool, error) {
 	n := int(rec.NumRows())
-	ctx := &evalCtx{rec: rec, n: n, src: f.src, cols: map[string]*vec{}}
-	v, err := f.root.eval(ctx)
+	v, err := f.eval(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +94,11 @@ func (f *Filter) Mask(rec arrow.RecordBatch) ([]bool, error) {
 		}
 	}
 	return out, nil
+}
+
+func (f *Filter) eval(rec arrow.RecordBatch) (*vec, error) {
+	ctx := &evalCtx{rec: rec, n: int(rec.NumRows()), src: f.src, cols: map[string]*vec{}}
+	return f.root.eval(ctx)
 }
 
 // colNode reads a column (or a RECORD's field) from the batch.
@@ -177,6 +194,9 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 		return nil, fmt.Errorf("has %d values for %d rows", arr.Len(), n)
 	}
 	v := &vec{t: t, n: n}
+	if n == 0 {
+		return newVec(t, 0), nil
+	}
 	v.nulls = mergeValidity(nil, arr)
 	mismatch := func() (*vec, error) {
 		return nil, fmt.Errorf("arrow type %s does not hold %s", arr.DataType(), t)
@@ -204,19 +224,29 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 			v.b[i] = a.Value(i)
 		}
 	case tString, tJSON, tGeo, tBytes:
-		v.s = make([]string, n)
 		switch a := arr.(type) {
 		case *array.String:
-			for i := range v.s {
-				v.s[i] = a.Value(i)
+			v.off = a.ValueOffsets()[:n+1]
+			v.data = a.ValueBytes()
+			if len(v.off) > 0 && v.off[0] != 0 {
+				// ValueBytes starts at the first value of a slice.
+				v.data = a.Data().Buffers()[2].Bytes()
 			}
+		case *array.Binary:
+			v.off = a.ValueOffsets()[:n+1]
+			v.data = a.Data().Buffers()[2].Bytes()
+		}
+		if v.off != nil {
+			if t == tGeo {
+				v.g = make([]*geometry, n)
+			}
+			break
+		}
+		v.s = make([]string, n)
+		switch a := arr.(type) {
 		case *array.LargeString:
 			for i := range v.s {
 				v.s[i] = a.Value(i)
-			}
-		case *array.Binary:
-			for i := range v.s {
-				v.s[i] = a.ValueString(i)
 			}
 		case *array.LargeBinary:
 			for i := range v.s {
@@ -384,7 +414,14 @@ func (n *cmpNode) eval(ctx *evalCtx) (*vec, error) {
 	case t == tFloat:
 		cmpOrdered(n.op, l.f, l.konst, r.f, r.konst, out.b)
 	case t == tString || t == tBytes:
-		cmpOrdered(n.op, l.s, l.konst, r.s, r.konst, out.b)
+		switch {
+		case l.off != nil && r.konst:
+			cmpStrCol(n.op, l.off, l.data, r.s[0], out.b)
+		case r.off != nil && l.konst:
+			cmpStrCol(n.op.flip(), r.off, r.data, l.s[0], out.b)
+		default:
+			cmpOrdered(n.op, l.strs(), l.konst, r.strs(), r.konst, out.b)
+		}
 	default:
 		for i := range out.b {
 			if out.nulls != nil && out.nulls[i] {
@@ -539,15 +576,7 @@ func (n *logicNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	out := newVec(tBool, ctx.n)
 	if l.nulls == nil && r.nulls == nil && !l.konst && !r.konst {
-		if n.and {
-			for i := range out.b {
-				out.b[i] = l.b[i] && r.b[i]
-			}
-		} else {
-			for i := range out.b {
-				out.b[i] = l.b[i] || r.b[i]
-			}
-		}
+		andOrBools(n.and, out.b, l.b, r.b)
 		return out, nil
 	}
 	// dominant is the value that decides the result whatever the other
@@ -777,8 +806,17 @@ func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	out := newVec(tBool, ctx.n)
 	out.nulls = orNulls(ctx.n, x, pat)
+	if n.m != nil && x.off != nil {
+		n.m.matchCol(x.off, x.data, out.b)
+		if n.not {
+			for i, b := range out.b {
+				out.b[i] = !b
+			}
+		}
+		return out, nil
+	}
 	if n.m != nil && !x.konst {
-		n.m.matchAll(x.s[:ctx.n], out.b)
+		n.m.matchAll(x.strs()[:ctx.n], out.b)
 		if n.not {
 			for i, b := range out.b {
 				out.b[i] = !b
@@ -792,14 +830,14 @@ func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
 		if out.nulls != nil && out.nulls[i] {
 			continue
 		}
-		ps := pat.s[pat.idx(i)]
+		ps := pat.strs()[pat.idx(i)]
 		if m == nil || ps != last {
 			if m, err = compileLike(ps, n.bytes); err != nil {
 				return nil, ctx.errf(n.pat.pos(), "%s", err.Error())
 			}
 			last = ps
 		}
-		out.b[i] = m.match(x.s[x.idx(i)]) != n.not
+		out.b[i] = m.match(x.strs()[x.idx(i)]) != n.not
 	}
 	return out, nil
 }
@@ -996,4 +1034,62 @@ func roundDecimal(t typ, r *big.Rat) (*big.Rat, error) {
 		return nil, fmt.Errorf("BIGNUMERIC out of range")
 	}
 	return r, nil
+}
+
+// cmpStrCol compares the strings of an Arrow offsets/data column with c.
+func cmpStrCol(op cmpOp, off []int32, data []byte, c string, out []bool) {
+	switch op {
+	case opEq, opNe:
+		want := op == opEq
+		for i := range out {
+			a, b := off[i], off[i+1]
+			out[i] = (int(b-a) == len(c) && string(data[a:b]) == c) == want
+		}
+	default:
+		for i := range out {
+			out[i] = op.test(strings.Compare(bytesToString(data[off[i]:off[i+1]]), c))
+		}
+	}
+}
+
+// andOrBools computes out = a AND b (or a OR b) eight bools at a time; Go
+// stores bools as bytes 0 or 1, so bytewise & and | are exact.
+func andOrBools(and bool, out, a, b []bool) {
+	n := len(out)
+	o := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(out))), n)
+	x := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), n)
+	y := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		u := binary.LittleEndian.Uint64(x[i:])
+		v := binary.LittleEndian.Uint64(y[i:])
+		if and {
+			binary.LittleEndian.PutUint64(o[i:], u&v)
+		} else {
+			binary.LittleEndian.PutUint64(o[i:], u|v)
+		}
+	}
+	for ; i < n; i++ {
+		if and {
+			o[i] = x[i] & y[i]
+		} else {
+			o[i] = x[i] | y[i]
+		}
+	}
+}
+
+// packBools sets bit i of bits for every true b[i]; bits starts zeroed.
+func packBools(bits []byte, b []bool) {
+	x := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+	i := 0
+	for ; i+8 <= len(x); i += 8 {
+		u := binary.LittleEndian.Uint64(x[i:])
+		// Gather the low bit of each byte into one byte.
+		bits[i/8] = byte((u * 0x0102040810204080) >> 56)
+	}
+	for ; i < len(x); i++ {
+		if x[i] != 0 {
+			bitutil.SetBit(bits, i)
+		}
+	}
 }

@@ -113,3 +113,80 @@ func TestErrorPosition(t *testing.T) {
 		}
 	}
 }
+
+// exprsForSlicing covers every column kind, nested fields included.
+var exprsForSlicing = []string{
+	"int_field > 0", "str LIKE '%a%'", "bytes_field = b'abc'", "rec.b.c = 'q'", "rec.a IS NULL",
+	"numeric_field > 1", "bignum >= 0", "date_field > '2000-01-01'", "ts IS NOT NULL",
+	"time_field > '01:00:00'", "dt < CURRENT_DATETIME()", "bool_field IS NOT FALSE",
+	"ST_DWITHIN(geo_field, ST_GEOGPOINT(2, 2), 1000)", "json_field IS NULL", "str = 'beta'",
+}
+
+// TestEvalSlicedRecord: evaluating a slice of a batch (Arrow arrays with
+// an offset) selects the corresponding part of the whole batch's selection.
+func TestEvalSlicedRecord(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	sch := testSchema()
+	for _, expr := range exprsForSlicing {
+		f, err := Compile(expr, sch)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		whole, err := f.Mask(rec)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		for lo := int64(0); lo <= rec.NumRows(); lo++ {
+			for hi := lo; hi <= rec.NumRows(); hi++ {
+				sl := rec.NewSlice(lo, hi)
+				part, err := f.Mask(sl)
+				sl.Release()
+				if err != nil {
+					t.Fatalf("%s [%d:%d]: %v", expr, lo, hi, err)
+				}
+				for i, m := range part {
+					if m != whole[int(lo)+i] {
+						t.Fatalf("%s [%d:%d]: row %d selected %v, whole batch says %v", expr, lo, hi, i, m, whole[int(lo)+i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestEvalConcurrent: one Filter serves many goroutines (run with -race).
+func TestEvalConcurrent(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	f, err := Compile("str IN ('alpha', 'beta') OR (geo_field IS NOT NULL AND ST_DWITHIN(geo_field, ST_GEOGFROMTEXT('POINT(2 2)'), 10)) OR str LIKE '%mm%'", testSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.Mask(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for k := 0; k < 50; k++ {
+				got, err := f.Mask(rec)
+				if err != nil {
+					done <- err
+					return
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					done <- fmt.Errorf("got %v, want %v", got, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

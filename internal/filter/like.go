@@ -163,6 +163,14 @@ func (m *likeMatcher) matchGeneral(s string) bool {
 			return false
 		}
 		starS += m.one(s, starS)
+		if starP+1 < len(p) && p[starP+1].kind == 'l' {
+			// Skip straight to the next place the literal after % occurs.
+			k := strings.Index(s[starS:], p[starP+1].s)
+			if k < 0 {
+				return false
+			}
+			starS += k
+		}
 		si, pi = starS, starP+1
 	}
 }
@@ -179,4 +187,25 @@ func (m *likeMatcher) prefix() string {
 		}
 	}
 	return ""
+}
+
+// matchCol matches every value of an Arrow offsets/data column into out.
+func (m *likeMatcher) matchCol(off []int32, data []byte, out []bool) {
+	switch m.kind {
+	case likeContains:
+		lit := m.lit
+		for i := range out {
+			out[i] = strings.Contains(bytesToString(data[off[i]:off[i+1]]), lit)
+		}
+	case likePrefix:
+		lit := m.lit
+		for i := range out {
+			a, b := off[i], off[i+1]
+			out[i] = int(b-a) >= len(lit) && string(data[a:a+int32(len(lit))]) == lit
+		}
+	default:
+		for i := range out {
+			out[i] = m.match(bytesToString(data[off[i]:off[i+1]]))
+		}
+	}
 }

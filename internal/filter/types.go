@@ -3,6 +3,7 @@ package filter
 import (
 	"fmt"
 	"math/big"
+	"unsafe"
 )
 
 // typ is the GoogleSQL type of a typed expression.
@@ -111,6 +112,22 @@ type vec struct {
 	s     []string
 	r     []*big.Rat
 	g     []*geometry
+	// off and data hold a STRING or BYTES column as Arrow does (s is then
+	// materialised on first use by strs).
+	off  []int32
+	data []byte
+}
+
+// strs returns the string values, materialising them from off and data
+// when needed (the strings alias data).
+func (v *vec) strs() []string {
+	if v.s == nil && v.off != nil {
+		v.s = make([]string, v.n)
+		for i := range v.s {
+			v.s[i] = bytesToString(v.data[v.off[i]:v.off[i+1]])
+		}
+	}
+	return v.s
 }
 
 func (v *vec) idx(i int) int {
@@ -140,13 +157,13 @@ func (v *vec) get(i int) value {
 	case isDecimal(v.t):
 		return value{r: v.r[i]}
 	case v.t == tGeo:
-		val := value{s: v.s[i]}
+		val := value{s: v.strs()[i]}
 		if v.g != nil {
 			val.g = v.g[i]
 		}
 		return val
 	case isStrLike(v.t):
-		return value{s: v.s[i]}
+		return value{s: v.strs()[i]}
 	}
 	return value{}
 }
@@ -245,4 +262,12 @@ func formatValue(t typ, x value) string {
 		return fmt.Sprint(x)
 	}
 	return s
+}
+
+// bytesToString views b as a string without copying; b must not change.
+func bytesToString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
