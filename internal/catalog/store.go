@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/bqstore/bqstore/internal/schema"
 )
 
 // File names in the catalog directory.
@@ -148,6 +150,9 @@ func decodeFile(b []byte) (*state, error) {
 		for i, v := range t.Schemas {
 			if v.Version != i+1 || v.Schema == nil {
 				return nil, fmt.Errorf("%w: table %s: bad schema version %d", ErrCorrupt, t.FullID(), v.Version)
+			}
+			if err := schema.Validate(v.Schema); err != nil {
+				return nil, fmt.Errorf("%w: table %s: schema version %d: %v", ErrCorrupt, t.FullID(), v.Version, err)
 			}
 		}
 		if _, ok := st.datasets[dsKey{t.ProjectID, t.DatasetID}]; !ok {
