@@ -2,6 +2,7 @@ package filter
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -572,7 +574,9 @@ func (n *logicNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	r, err := n.r.eval(ctx)
 	if err != nil {
-		return nil, err
+		if r, err = n.evalUndecided(ctx, l, err); err != nil {
+			return nil, err
+		}
 	}
 	out := newVec(tBool, ctx.n)
 	if l.nulls == nil && r.nulls == nil && !l.konst && !r.konst {
@@ -596,6 +600,62 @@ func (n *logicNode) eval(ctx *evalCtx) (*vec, error) {
 		default:
 			out.b[i] = !dom
 		}
+	}
+	return out, nil
+}
+
+// evalUndecided re-evaluates the right operand, which failed with err over
+// the whole batch, on the rows the left operand does not decide (not FALSE
+// for AND, not TRUE for OR), so that "x != 0 AND 1 / x > 0" does not fail
+// on the rows where x = 0. BigQuery does not promise an evaluation order;
+// this makes the guard idiom work as users expect. The other rows of the
+// result are never read.
+func (n *logicNode) evalUndecided(ctx *evalCtx, l *vec, err error) (*vec, error) {
+	if ctx.rec == nil || l.konst {
+		return nil, err
+	}
+	dom := !n.and
+	keep := make([]bool, ctx.n)
+	kept := 0
+	for i := range keep {
+		keep[i] = l.isNull(i) || l.b[i] != dom
+		if keep[i] {
+			kept++
+		}
+	}
+	if kept == ctx.n {
+		return nil, err
+	}
+	bb := array.NewBooleanBuilder(memory.DefaultAllocator)
+	bb.AppendValues(keep, nil)
+	mask := bb.NewBooleanArray()
+	bb.Release()
+	defer mask.Release()
+	sub, ferr := compute.FilterRecordBatch(context.Background(), ctx.rec, mask, compute.DefaultFilterOptions())
+	if ferr != nil {
+		return nil, err
+	}
+	defer sub.Release()
+	subCtx := &evalCtx{rec: sub, n: int(sub.NumRows()), src: ctx.src, cols: map[string]*vec{}}
+	rv, err := n.r.eval(subCtx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	j := 0
+	for i, k := range keep {
+		if !k {
+			continue
+		}
+		if rv.isNull(j) {
+			if out.nulls == nil {
+				out.nulls = make([]bool, ctx.n)
+			}
+			out.nulls[i] = true
+		} else {
+			out.b[i] = rv.b[rv.idx(j)]
+		}
+		j++
 	}
 	return out, nil
 }

@@ -1115,6 +1115,23 @@ func registerTime() {
 			})
 		case args[0].typ() == tDate && len(args) == 1:
 			return args[0], nil
+		case args[0].typ() == tString && len(args) == 1:
+			return c.sig(e, args, []typ{tString}, tDate, func(a []value) (value, error) {
+				d, err := parseDate(a[0].s)
+				return value{i: d}, err
+			})
+		case args[0].typ() == tString && len(args) == 2:
+			// Only a string literal coerces to TIMESTAMP here.
+			if k, ok := args[0].(*constNode); !ok || !k.lit {
+				return nil, c.noSig(e, args)
+			}
+			return c.sig(e, args, []typ{tTimestamp, tString}, tDate, func(a []value) (value, error) {
+				loc, err := zoneArg(a, 1)
+				if err != nil {
+					return value{}, err
+				}
+				return value{i: floorDiv(utcToLocal(a[0].i, loc), microsPerDay)}, nil
+			})
 		case args[0].typ() == tTimestamp || args[0].typ() == tNull:
 			return c.sig(e, args, append([]typ{tTimestamp}, repeatT(tString, len(args)-1)...), tDate, func(a []value) (value, error) {
 				loc, err := zoneArg(a, 1)
