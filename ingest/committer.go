@@ -1,0 +1,221 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// committer issues one BatchCommitWriteStreams per window for the table,
+// over every sealed stream that is ready. It never waits for a worker: it
+// only ever sees streams that are already sealed, and a window closes on a
+// timer whether or not more streams arrive.
+//
+// Goroutine lifetime: run is started by pipeline.Run and returns when its
+// context ends; commit callers give up when their own context ends.
+type committer struct {
+	p   *pipeline
+	req chan *commitReq
+}
+
+// commitReq is one partition's sealed batch: its streams must all end up
+// committed (by this call or any earlier one).
+type commitReq struct {
+	names []string
+	rows  int64
+	bytes int64
+	start time.Time       // first record read, for event-to-visible latency
+	done  chan error      // buffered(1)
+	left  map[string]bool // stream names not yet known to be committed
+}
+
+func newCommitter(p *pipeline) *committer {
+	return &committer{p: p, req: make(chan *commitReq)}
+}
+
+// commit hands the sealed streams to the committer and waits for them to be
+// committed.
+func (c *committer) commit(ctx context.Context, r *commitReq) error {
+	r.done = make(chan error, 1)
+	select {
+	case c.req <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *committer) run(ctx context.Context) {
+	for {
+		var batch []*commitReq
+		select {
+		case r := <-c.req:
+			batch = append(batch, r)
+		case <-ctx.Done():
+			return
+		}
+		window := time.NewTimer(c.p.cfg.CommitWindow)
+	collect:
+		for {
+			select {
+			case r := <-c.req:
+				batch = append(batch, r)
+			case <-window.C:
+				break collect
+			case <-ctx.Done():
+				window.Stop()
+				for _, r := range batch {
+					r.done <- ctx.Err()
+				}
+				return
+			}
+		}
+		c.commitAll(ctx, batch)
+	}
+}
+
+// commitAll commits the streams of every request in one call, sorting out
+// per-stream errors: STREAM_ALREADY_COMMITTED is confirmed through
+// GetWriteStream.commit_time and dropped, other stream errors fail only the
+// request that owns the stream, and the rest is retried (the failed call
+// committed nothing).
+func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
+	p := c.p
+	owner := map[string]*commitReq{}
+	for _, r := range reqs {
+		r.left = map[string]bool{}
+		for _, n := range r.names {
+			r.left[n] = true
+			owner[n] = r
+		}
+	}
+	finish := func(r *commitReq, err error) {
+		for n := range r.left {
+			delete(owner, n)
+		}
+		if err == nil {
+			p.metrics.RowsCommitted.Add(float64(r.rows))
+			p.metrics.BytesCommitted.Add(float64(r.bytes))
+			p.metrics.ActiveStreams.Sub(float64(len(r.names)))
+			if !r.start.IsZero() {
+				p.metrics.EventToVisible.Observe(time.Since(r.start).Seconds())
+			}
+		}
+		r.done <- err
+	}
+	doneIfEmpty := func(r *commitReq) {
+		if len(r.left) == 0 {
+			finish(r, nil)
+		}
+	}
+	for _, r := range reqs {
+		doneIfEmpty(r) // a request without streams
+	}
+	for attempt := 0; len(owner) > 0; attempt++ {
+		names := make([]string, 0, len(owner))
+		for n := range owner {
+			names = append(names, n)
+		}
+		t0 := time.Now()
+		resp, err := p.cfg.Client.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{
+			Parent: p.cfg.Table, WriteStreams: names,
+		})
+		p.metrics.CommitLatency.Observe(time.Since(t0).Seconds())
+		if err == nil && len(resp.GetStreamErrors()) == 0 && resp.GetCommitTime() != nil {
+			for _, n := range names {
+				r := owner[n]
+				delete(r.left, n)
+				delete(owner, n)
+				doneIfEmpty(r)
+			}
+			return
+		}
+		p.metrics.CommitFailures.Inc()
+		if err != nil {
+			code := status.Code(err)
+			if ctx.Err() != nil {
+				for _, r := range reqs {
+					if len(r.left) > 0 {
+						finish(r, ctx.Err())
+					}
+				}
+				return
+			}
+			if !retryable(err) && code != codes.DeadlineExceeded && code != codes.Canceled {
+				for _, r := range uniqueOwners(owner) {
+					finish(r, fmt.Errorf("ingest: BatchCommitWriteStreams: %w", err))
+				}
+				return
+			}
+			// Ambiguous or transient: retry; a stream that did commit comes
+			// back as STREAM_ALREADY_COMMITTED.
+			p.log.Warn("BatchCommitWriteStreams failed, retrying", "streams", len(names), "attempt", attempt, "err", err)
+			if werr := p.cfg.Backoff.Wait(ctx, attempt); werr != nil {
+				continue // ctx ended: handled at the top of the next attempt's error path
+			}
+			continue
+		}
+		// Stream errors: nothing was committed by this call.
+		progress := false
+		for _, se := range resp.GetStreamErrors() {
+			n := se.GetEntity()
+			r, ok := owner[n]
+			if !ok {
+				continue
+			}
+			switch se.GetCode() {
+			case storagepb.StorageError_STREAM_ALREADY_COMMITTED:
+				ws, gerr := p.getStream(ctx, n, storagepb.WriteStreamView_BASIC)
+				if gerr != nil {
+					finish(r, gerr)
+					progress = true
+					continue
+				}
+				if ws.GetCommitTime() == nil {
+					finish(r, fmt.Errorf("ingest: %s reported STREAM_ALREADY_COMMITTED but has no commit_time", n))
+					progress = true
+					continue
+				}
+				delete(r.left, n)
+				delete(owner, n)
+				doneIfEmpty(r)
+				progress = true
+			case storagepb.StorageError_STREAM_NOT_FOUND:
+				finish(r, fmt.Errorf("%w: %s", errFailClosed, n))
+				progress = true
+			default:
+				finish(r, fmt.Errorf("ingest: commit %s: %s: %s", n, se.GetCode(), se.GetErrorMessage()))
+				progress = true
+			}
+		}
+		if !progress {
+			// Errors that name no stream of ours: nothing to drop, so fail
+			// everything rather than loop.
+			for _, r := range uniqueOwners(owner) {
+				finish(r, fmt.Errorf("ingest: BatchCommitWriteStreams: stream errors %v", resp.GetStreamErrors()))
+			}
+			return
+		}
+	}
+}
+
+func uniqueOwners(owner map[string]*commitReq) []*commitReq {
+	seen := map[*commitReq]bool{}
+	var out []*commitReq
+	for _, r := range owner {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}

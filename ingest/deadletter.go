@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// DeadLetters is the sink for records that do not fit the table. The file
+// sink is exactly-once together with the table: each batch's dead letters
+// are fsynced before its seal, the seal records the file size, and recovery
+// truncates the file to the size of the last durable state, so a replayed
+// range rewrites exactly the dead letters it had lost.
+type DeadLetters struct {
+	mu struct {
+		sync.Mutex
+		f    *os.File
+		size int64
+	}
+}
+
+// deadLetter is one line of the dead-letter file.
+type deadLetter struct {
+	Partition string          `json:"partition"`
+	Offset    int64           `json:"offset"` // byte/record offset of the record's start
+	Reason    string          `json:"reason"`
+	Record    json.RawMessage `json:"record,omitempty"`
+	Raw       string          `json:"raw,omitempty"` // the record when it is not valid JSON
+}
+
+// OpenDeadLetters opens (creating) the dead-letter file at path.
+func OpenDeadLetters(path string) (*DeadLetters, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	d := &DeadLetters{}
+	d.mu.f, d.mu.size = f, st.Size()
+	return d, nil
+}
+
+// Write appends one dead letter (not yet durable: see Sync).
+func (d *DeadLetters) Write(partition string, offset int64, rec []byte, reason string) error {
+	dl := deadLetter{Partition: partition, Offset: offset, Reason: reason}
+	if json.Valid(rec) {
+		dl.Record = json.RawMessage(rec)
+	} else {
+		dl.Raw = string(rec)
+	}
+	b, err := json.Marshal(dl)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.mu.f.WriteAt(b, d.mu.size); err != nil {
+		return fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	d.mu.size += int64(len(b))
+	return nil
+}
+
+// Sync makes every written dead letter durable and returns the file size.
+func (d *DeadLetters) Sync() (int64, error) {
+	d.mu.Lock()
+	f, size := d.mu.f, d.mu.size
+	d.mu.Unlock()
+	if err := f.Sync(); err != nil {
+		return 0, fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	return size, nil
+}
+
+// Truncate cuts the file back to size (recovery of a range to replay).
+// A size of -1 or at least the current size changes nothing.
+func (d *DeadLetters) Truncate(size int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if size < 0 || size >= d.mu.size {
+		return nil
+	}
+	if err := d.mu.f.Truncate(size); err != nil {
+		return fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	d.mu.size = size
+	return d.mu.f.Sync()
+}
+
+// Close closes the file.
+func (d *DeadLetters) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.f.Close()
+}

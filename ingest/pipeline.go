@@ -1,0 +1,182 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/bqstore/bqstore/ingest/rows"
+)
+
+// Config configures a pipeline run. Client, Table, Source and Ledger are
+// required; zero values elsewhere take the defaults documented per field.
+type Config struct {
+	// Client talks to the Storage Write API: real BigQuery or bqstore
+	// serve. The pipeline uses only the public RPCs.
+	Client storagepb.BigQueryWriteClient
+	// Table is "projects/P/datasets/D/tables/T".
+	Table string
+	// Source yields the partitions; Ledger stores their seals.
+	Source Source
+	Ledger Ledger
+	// DeadLetters receives records that do not fit the table. Nil makes
+	// such a record stop the pipeline with its RecordError.
+	DeadLetters *DeadLetters
+	// Unknown says what to do with JSON keys that name no column.
+	Unknown rows.UnknownFields
+
+	// Batch bounds: a batch closes at the first bound reached, always at a
+	// record boundary. Defaults: 64 MiB, 1,000,000 rows, 1 s.
+	MaxBatchBytes int64
+	MaxBatchRows  int64
+	MaxBatchAge   time.Duration
+	// RequestBytes is the target size of one AppendRows request (1 MiB).
+	RequestBytes int
+	// Lease bounds the time a batch may take from stream creation to its
+	// finalize (MaxBatchAge + 30 s). A batch over its lease is abandoned,
+	// never committed, and its range replayed.
+	Lease time.Duration
+	// CommitWindow is how long the committer gathers sealed streams before
+	// one BatchCommitWriteStreams (50 ms).
+	CommitWindow time.Duration
+	// MemoryBudget bounds the bytes read, mapped and in flight (256 MiB).
+	// At the budget, partitions pause reading.
+	MemoryBudget int64
+	// CreateRate bounds CreateWriteStream calls per second (20; BigQuery's
+	// guidance is to stay well under 40-50/s).
+	CreateRate float64
+	// Backoff for RESOURCE_EXHAUSTED and UNAVAILABLE (100 ms base, 10 s cap).
+	Backoff Backoff
+
+	Hooks   Hooks
+	Metrics *Metrics     // nil: unregistered collectors
+	Logger  *slog.Logger // nil: discard
+}
+
+var tableName = regexp.MustCompile(`^projects/[^/]+/datasets/[^/]+/tables/[^/]+$`)
+
+type pipeline struct {
+	cfg         Config
+	log         *slog.Logger
+	metrics     *Metrics
+	createLimit *TokenBucket
+	budget      *semaphore.Weighted
+	committer   *committer
+	single      bool // one partition: the dead-letter file may be truncated on recovery
+
+	mu struct {
+		sync.Mutex
+		schema *storagepb.TableSchema
+		mapper *rows.Mapper
+	}
+}
+
+// Run ingests every partition of the source until the source ends (files)
+// or ctx is cancelled (Kafka), with each source record committed exactly
+// once to the table, across any number of crashes and restarts.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Client == nil || cfg.Source == nil || cfg.Ledger == nil {
+		return errors.New("ingest: Config needs Client, Source and Ledger")
+	}
+	if !tableName.MatchString(cfg.Table) {
+		return fmt.Errorf("ingest: table %q is not projects/P/datasets/D/tables/T", cfg.Table)
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 64 << 20
+	}
+	if cfg.MaxBatchRows <= 0 {
+		cfg.MaxBatchRows = 1_000_000
+	}
+	if cfg.MaxBatchAge <= 0 {
+		cfg.MaxBatchAge = time.Second
+	}
+	if cfg.RequestBytes <= 0 {
+		cfg.RequestBytes = 1 << 20
+	}
+	if cfg.RequestBytes > 9<<20 {
+		return fmt.Errorf("ingest: RequestBytes %d exceeds the 10 MB AppendRows limit", cfg.RequestBytes)
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = cfg.MaxBatchAge + 30*time.Second
+	}
+	if cfg.CommitWindow <= 0 {
+		cfg.CommitWindow = 50 * time.Millisecond
+	}
+	if cfg.MemoryBudget <= 0 {
+		cfg.MemoryBudget = 256 << 20
+	}
+	if cfg.MemoryBudget < int64(2*cfg.RequestBytes) {
+		return fmt.Errorf("ingest: memory budget %d is below two requests (%d bytes)", cfg.MemoryBudget, 2*cfg.RequestBytes)
+	}
+	if cfg.CreateRate <= 0 {
+		cfg.CreateRate = 20
+	}
+	p := &pipeline{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		metrics:     cfg.Metrics,
+		createLimit: NewTokenBucket(cfg.CreateRate, 1),
+		budget:      semaphore.NewWeighted(cfg.MemoryBudget),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.metrics == nil {
+		p.metrics = NewMetrics(nil)
+	}
+	parts, err := cfg.Source.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	p.single = len(parts) == 1
+	p.committer = newCommitter(p)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var cwg sync.WaitGroup
+	cwg.Add(1)
+	go func() {
+		defer cwg.Done()
+		p.committer.run(ctx)
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	for _, part := range parts {
+		g.Go(func() error {
+			w := &worker{p: p, part: part, key: part.Key()}
+			return w.run(gctx)
+		})
+	}
+	err = g.Wait()
+	cancel()
+	cwg.Wait()
+	return err
+}
+
+// mapperFor returns the mapper for a stream's schema, rebuilding it when
+// the table's schema changed (schema evolution happens at batch boundaries:
+// each batch's stream reports the schema it accepts).
+func (p *pipeline) mapperFor(schema *storagepb.TableSchema) (*rows.Mapper, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.mapper != nil && proto.Equal(p.mu.schema, schema) {
+		return p.mu.mapper, nil
+	}
+	m, err := rows.New(schema, p.cfg.Unknown)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: table %s: %w", p.cfg.Table, err)
+	}
+	if p.mu.mapper != nil {
+		p.log.Info("table schema changed, new batches use it", "table", p.cfg.Table, "columns", len(schema.GetFields()))
+	}
+	p.mu.schema, p.mu.mapper = schema, m
+	return m, nil
+}

@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// MaxStateBytes is the largest encoded State: real Kafka's default
+// offset.metadata.max.bytes. The file ledger keeps the same bound so a
+// configuration that works on files also works on Kafka.
+const MaxStateBytes = 4096
+
+// ErrStateTooLarge means a seal names more streams than fit in MaxStateBytes.
+var ErrStateTooLarge = errors.New("ingest: encoded partition state exceeds 4096 bytes")
+
+// State is the durable state of one source partition: the only record that
+// decides what is committed (EXACTLY-ONCE.md section 3.3).
+//
+// Offset is always the first source offset not yet durably in BigQuery. A
+// state is IDLE (Sealed false: start reading at Offset) or SEALED (the
+// streams hold exactly the rows of the source range [Offset, To) and may be
+// committed by anyone; nothing else for that range may ever be committed).
+type State struct {
+	Batch   uint64         // number of the batch this state closes (IDLE) or seals (SEALED)
+	Offset  int64          // X
+	Sealed  bool           // SEALED when true
+	To      int64          // Y, SEALED only; To >= Offset
+	Streams []SealedStream // SEALED only
+	// DeadLetterEnd is the size of the dead-letter file once the batch's
+	// dead letters are durable; recovery truncates the file to it so a
+	// replayed range does not write its dead letters twice. -1: no file sink.
+	DeadLetterEnd int64
+	// Generation is the Kafka group generation the state was written under
+	// (informational: the broker fences it). 0 for files.
+	Generation int32
+}
+
+// SealedStream is one finalized PENDING stream of a seal.
+type SealedStream struct {
+	Table int    // index into the pipeline's tables
+	ID    string // the last path element of the stream name
+	Rows  int64  // row_count returned by FinalizeWriteStream
+}
+
+// wireState is the compact, versioned JSON form:
+//
+//	IDLE   {"v":1,"b":7,"x":1234}
+//	SEALED {"v":1,"b":8,"x":1234,"to":5678,"s":[{"t":0,"id":"...","n":100}],"dl":77}
+type wireState struct {
+	V  int          `json:"v"`
+	B  uint64       `json:"b"`
+	X  int64        `json:"x"`
+	G  int32        `json:"g,omitempty"`
+	To *int64       `json:"to,omitempty"`
+	S  []wireStream `json:"s,omitempty"`
+	DL *int64       `json:"dl,omitempty"`
+}
+
+type wireStream struct {
+	T  int    `json:"t"`
+	ID string `json:"id"`
+	N  int64  `json:"n"`
+}
+
+// Encode returns the compact form of s, at most MaxStateBytes long.
+func (s State) Encode() ([]byte, error) {
+	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation}
+	if s.DeadLetterEnd >= 0 {
+		w.DL = &s.DeadLetterEnd
+	}
+	if s.Sealed {
+		if s.To < s.Offset {
+			return nil, fmt.Errorf("ingest: seal range [%d, %d) is inverted", s.Offset, s.To)
+		}
+		w.To = &s.To
+		for _, st := range s.Streams {
+			if st.ID == "" || strings.Contains(st.ID, "/") {
+				return nil, fmt.Errorf("ingest: seal stream id %q is not a bare id", st.ID)
+			}
+			w.S = append(w.S, wireStream{T: st.Table, ID: st.ID, N: st.Rows})
+		}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxStateBytes {
+		return nil, fmt.Errorf("%w (%d bytes, %d streams)", ErrStateTooLarge, len(b), len(s.Streams))
+	}
+	return b, nil
+}
+
+// DecodeState parses the compact form. Empty input is the initial state
+// (IDLE at offset 0).
+func DecodeState(b []byte) (State, error) {
+	if len(b) == 0 {
+		return State{DeadLetterEnd: -1}, nil
+	}
+	var w wireState
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return State{}, fmt.Errorf("ingest: partition state %q: %w", truncate(b), err)
+	}
+	if w.V != 1 {
+		return State{}, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
+	}
+	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1}
+	if w.X < 0 {
+		return State{}, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
+	}
+	if w.DL != nil {
+		s.DeadLetterEnd = *w.DL
+	}
+	if w.To != nil {
+		s.Sealed, s.To = true, *w.To
+		if s.To < s.Offset {
+			return State{}, fmt.Errorf("ingest: seal range [%d, %d) is inverted", s.Offset, s.To)
+		}
+		for _, st := range w.S {
+			if st.ID == "" || st.N < 0 || st.T < 0 {
+				return State{}, fmt.Errorf("ingest: seal stream %+v is invalid", st)
+			}
+			s.Streams = append(s.Streams, SealedStream{Table: st.T, ID: st.ID, Rows: st.N})
+		}
+	} else if len(w.S) > 0 {
+		return State{}, fmt.Errorf("ingest: IDLE state names streams")
+	}
+	return s, nil
+}
+
+func truncate(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+func (s State) String() string {
+	if !s.Sealed {
+		return fmt.Sprintf("IDLE{b:%d x:%d}", s.Batch, s.Offset)
+	}
+	return fmt.Sprintf("SEALED{b:%d [%d,%d) streams:%d}", s.Batch, s.Offset, s.To, len(s.Streams))
+}

@@ -1,0 +1,163 @@
+package ingest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Source yields the partitions to ingest. A file source has one partition;
+// a Kafka source hands out partitions as the group assigns them.
+type Source interface {
+	// Partitions returns the partitions to run. A finite source returns all
+	// of them at once.
+	Partitions(ctx context.Context) ([]Partition, error)
+}
+
+// Partition is one ordered, replayable sequence of records addressed by
+// offsets of record boundaries.
+type Partition interface {
+	// Key identifies the partition in the ledger.
+	Key() string
+	// Open returns a reader positioned at offset from, which must be a
+	// record boundary returned earlier (or 0).
+	Open(ctx context.Context, from int64) (RecordReader, error)
+}
+
+// RecordReader reads records in order.
+type RecordReader interface {
+	// Next returns the next record and the offset just past it. The record
+	// is valid until the next call. At the end of a finite partition it
+	// returns io.EOF.
+	Next(ctx context.Context) (rec []byte, end int64, err error)
+	// Close releases the reader.
+	Close() error
+}
+
+// FileSource is a newline-delimited JSON file (or standard input) as one
+// partition whose offsets are byte offsets of line starts.
+//
+// Standard input cannot seek: after a restart the caller must feed the same
+// input again, and the reader skips the bytes already ingested.
+type FileSource struct {
+	Path  string    // "-" for Stdin
+	Stdin io.Reader // used when Path is "-"
+}
+
+// Partitions implements Source.
+func (s *FileSource) Partitions(context.Context) ([]Partition, error) {
+	if s.Path == "" {
+		return nil, errors.New("ingest: file source needs a path")
+	}
+	return []Partition{filePartition{s}}, nil
+}
+
+type filePartition struct{ s *FileSource }
+
+func (p filePartition) Key() string {
+	if p.s.Path == "-" {
+		return "file:-"
+	}
+	return "file:" + p.s.Path
+}
+
+func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error) {
+	if p.s.Path == "-" {
+		if p.s.Stdin == nil {
+			return nil, errors.New("ingest: no standard input")
+		}
+		r := &lineReader{r: bufio.NewReaderSize(p.s.Stdin, 1<<20)}
+		if _, err := io.CopyN(io.Discard, r.r, from); err != nil {
+			return nil, fmt.Errorf("ingest: skip %d bytes of standard input already ingested: %w", from, err)
+		}
+		r.off = from
+		return r, nil
+	}
+	f, err := os.Open(p.s.Path)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	if from > st.Size() {
+		f.Close()
+		return nil, fmt.Errorf("ingest: %s is %d bytes, shorter than the ingested offset %d (file replaced?)", p.s.Path, st.Size(), from)
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	return &lineReader{r: bufio.NewReaderSize(f, 1<<20), c: f, off: from}, nil
+}
+
+// MaxRecordBytes bounds one record (BigQuery's row size limit is 10 MB).
+const MaxRecordBytes = 10 << 20
+
+type lineReader struct {
+	r   *bufio.Reader
+	c   io.Closer
+	off int64
+	buf []byte
+}
+
+func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, l.off, err
+		}
+		l.buf = l.buf[:0]
+		for {
+			chunk, err := l.r.ReadSlice('\n')
+			l.buf = append(l.buf, chunk...)
+			if len(l.buf) > MaxRecordBytes {
+				return nil, l.off, fmt.Errorf("ingest: record at byte %d is longer than %d bytes", l.off, MaxRecordBytes)
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF {
+				if len(l.buf) > 0 {
+					// A last line without a newline: still a record.
+					break
+				}
+				return nil, l.off, io.EOF
+			}
+			if err != nil {
+				return nil, l.off, fmt.Errorf("ingest: read: %w", err)
+			}
+			break
+		}
+		l.off += int64(len(l.buf))
+		rec := l.buf
+		for len(rec) > 0 && (rec[len(rec)-1] == '\n' || rec[len(rec)-1] == '\r') {
+			rec = rec[:len(rec)-1]
+		}
+		if len(trimSpace(rec)) == 0 {
+			continue // blank lines are not records
+		}
+		return rec, l.off, nil
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func (l *lineReader) Close() error {
+	if l.c != nil {
+		return l.c.Close()
+	}
+	return nil
+}

@@ -1,0 +1,439 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+)
+
+// worker runs one partition through the protocol of EXACTLY-ONCE.md
+// section 3.4, one batch at a time:
+//
+//	S0 resolve the stored state (commit a sealed batch, then DONE)
+//	S1 read records from X, map them, stop at a bound on a record boundary Y
+//	S2 take a PENDING stream (created ahead of time)
+//	S3 append with explicit offsets, pipelined
+//	S4 finalize, check row_count
+//	S5 SEAL {X, Y, streams}      <- the decision; only the owner can write it
+//	S6 BatchCommit (the committer, shared by the table's partitions)
+//	S7 DONE: state IDLE at Y
+//
+// Any failure before S5 abandons the batch: its stream is never sealed, so
+// never committed, and [X, Y) is read again into a new stream. A failure at
+// or after S5 leaves a seal that the next run (or owner) resolves.
+type worker struct {
+	p      *pipeline
+	part   Partition
+	key    string
+	reader RecordReader
+	at     int64 // offset the reader will read next; valid when reader != nil
+	spare  *storagepb.WriteStream
+	ahead  chan createResult // a stream being created for the next batch
+}
+
+type createResult struct {
+	ws  *storagepb.WriteStream
+	err error
+}
+
+// abandonError is a batch thrown away before its seal; the worker replays it.
+type abandonError struct{ cause error }
+
+func (e *abandonError) Error() string { return "ingest: batch abandoned: " + e.cause.Error() }
+func (e *abandonError) Unwrap() error { return e.cause }
+
+func abandon(format string, args ...any) error {
+	return &abandonError{cause: fmt.Errorf(format, args...)}
+}
+
+func (w *worker) run(ctx context.Context) error {
+	defer w.closeReader()
+	defer w.drainAhead()
+	st, err := w.p.cfg.Ledger.Load(ctx, w.key)
+	if err != nil {
+		return err
+	}
+	w.p.log.Info("partition state", "partition", w.key, "state", st.String())
+	st, err = w.resolve(ctx, st)
+	if err != nil {
+		return err
+	}
+	if dl := w.p.cfg.DeadLetters; dl != nil && w.p.single {
+		if err := dl.Truncate(st.DeadLetterEnd); err != nil {
+			return err
+		}
+	}
+	off, batch, dlEnd := st.Offset, st.Batch, st.DeadLetterEnd
+	for attempt := 0; ; {
+		res, err := w.batch(ctx, off, batch+1, dlEnd)
+		var ab *abandonError
+		if errors.As(err, &ab) && ctx.Err() == nil {
+			w.p.metrics.BatchesAbandoned.Inc()
+			w.p.log.Warn("batch abandoned, replaying its range", "partition", w.key, "batch", batch+1, "from", off, "err", ab.cause)
+			w.closeReader()
+			if err := w.p.cfg.Backoff.Wait(ctx, attempt); err != nil {
+				return err
+			}
+			attempt++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		attempt = 0
+		if res.to > off {
+			off, batch, dlEnd = res.to, batch+1, res.dlEnd
+		}
+		if res.eof {
+			w.p.log.Info("partition done", "partition", w.key, "offset", off, "batches", batch)
+			return nil
+		}
+	}
+}
+
+// resolve finishes a sealed batch (EXACTLY-ONCE.md section 3.5): streams
+// already committed are done; the others are finalized (idempotent) and
+// committed; a missing stream fails closed. It returns the IDLE state.
+func (w *worker) resolve(ctx context.Context, st State) (State, error) {
+	if !st.Sealed {
+		return st, nil
+	}
+	var pending []string
+	var rows int64
+	for _, s := range st.Streams {
+		name := streamName(w.p.cfg.Table, s.ID)
+		ws, err := w.p.getStream(ctx, name, storagepb.WriteStreamView_BASIC)
+		if isNotFound(err) {
+			return st, fmt.Errorf("%w: partition %s, %s, range [%d, %d)", errFailClosed, w.key, name, st.Offset, st.To)
+		}
+		if err != nil {
+			return st, err
+		}
+		if ws.GetCommitTime() != nil {
+			continue
+		}
+		n, err := w.p.finalize(ctx, name)
+		if err != nil {
+			return st, err
+		}
+		if n >= 0 && n != s.Rows {
+			return st, fmt.Errorf("ingest: partition %s: sealed %s has %d rows, the seal says %d: refusing to commit", w.key, name, n, s.Rows)
+		}
+		pending = append(pending, name)
+		rows += s.Rows
+	}
+	if len(pending) > 0 {
+		w.p.metrics.ActiveStreams.Add(float64(len(pending)))
+		if err := w.p.committer.commit(ctx, &commitReq{names: pending, rows: rows}); err != nil {
+			return st, err
+		}
+	}
+	done := State{Batch: st.Batch, Offset: st.To, DeadLetterEnd: st.DeadLetterEnd, Generation: st.Generation}
+	if err := w.p.cfg.Ledger.Store(ctx, w.key, done); err != nil {
+		return st, err
+	}
+	w.p.log.Info("resolved sealed batch", "partition", w.key, "batch", st.Batch, "committed", len(pending), "streams", len(st.Streams), "to", st.To)
+	return done, nil
+}
+
+type batchResult struct {
+	to    int64
+	dlEnd int64
+	eof   bool
+}
+
+// stream returns a PENDING stream for the next batch: the unused one from
+// an earlier batch, the one created ahead, or a new one.
+func (w *worker) stream(ctx context.Context) (*storagepb.WriteStream, error) {
+	if w.spare != nil {
+		ws := w.spare
+		w.spare = nil
+		return ws, nil
+	}
+	if w.ahead != nil {
+		ch := w.ahead
+		w.ahead = nil
+		select {
+		case r := <-ch:
+			if r.err == nil {
+				return r.ws, nil
+			}
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// Fall through: try again in the foreground.
+		case <-ctx.Done():
+			w.ahead = ch
+			return nil, ctx.Err()
+		}
+	}
+	return w.p.createStream(ctx)
+}
+
+// createAhead starts creating the next batch's stream, hiding the creation
+// latency behind this batch's appends.
+func (w *worker) createAhead(ctx context.Context) {
+	if w.ahead != nil || w.spare != nil {
+		return
+	}
+	ch := make(chan createResult, 1)
+	w.ahead = ch
+	go func() {
+		ws, err := w.p.createStream(ctx)
+		ch <- createResult{ws, err}
+	}()
+}
+
+func (w *worker) drainAhead() {
+	if w.ahead != nil {
+		<-w.ahead // the creating goroutine ends with the run's context
+		w.ahead = nil
+	}
+}
+
+func (w *worker) closeReader() {
+	if w.reader != nil {
+		_ = w.reader.Close()
+		w.reader = nil
+	}
+}
+
+// batch runs S1-S7 for batch b starting at offset x.
+func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (batchResult, error) {
+	p := w.p
+	lease, cancel := context.WithTimeout(ctx, p.cfg.Lease)
+	defer cancel()
+
+	ws, err := w.stream(lease)
+	if err != nil {
+		if ctx.Err() == nil && lease.Err() != nil {
+			return batchResult{}, abandon("lease expired creating a stream: %v", err)
+		}
+		return batchResult{}, err
+	}
+	if err := hook(p.cfg.Hooks, AfterCreate, w.key, b); err != nil {
+		return batchResult{}, err
+	}
+	mapper, err := p.mapperFor(ws.GetTableSchema())
+	if err != nil {
+		return batchResult{}, err
+	}
+	w.createAhead(ctx)
+
+	if w.reader == nil || w.at != x {
+		w.closeReader()
+		r, err := w.part.Open(ctx, x)
+		if err != nil {
+			return batchResult{}, err
+		}
+		w.reader, w.at = r, x
+	}
+
+	app, err := newAppender(lease, p, ws.GetName(), mapper.Descriptor())
+	if err != nil {
+		return batchResult{}, abandon("%v", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			app.abort()
+		}
+	}()
+
+	var (
+		start    = time.Now()
+		n, bytes int64
+		to       = x
+		eof      bool
+		buf      = make([]byte, 0, p.cfg.RequestBytes+p.cfg.RequestBytes/4)
+		rowsOf   [][]byte
+		dls      []pendingDeadLetter
+	)
+	flush := func() error {
+		if len(rowsOf) == 0 {
+			return nil
+		}
+		first := app.sent == 0
+		if err := app.send(lease, buf, rowsOf); err != nil {
+			return err
+		}
+		buf = make([]byte, 0, cap(buf))
+		rowsOf = nil
+		if first && p.cfg.Hooks != nil {
+			<-app.firstAck
+			if err := hook(p.cfg.Hooks, MidAppend, w.key, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for n < p.cfg.MaxBatchRows && bytes < p.cfg.MaxBatchBytes && time.Since(start) < p.cfg.MaxBatchAge {
+		rec, end, err := w.reader.Next(lease)
+		if err == io.EOF {
+			eof = true
+			break
+		}
+		if err != nil {
+			w.closeReader()
+			if ctx.Err() == nil && lease.Err() != nil {
+				return batchResult{}, abandon("lease expired reading the source: %v", err)
+			}
+			return batchResult{}, err
+		}
+		recAt := to
+		w.at, to = end, end
+		rowAt := len(buf)
+		buf, err = mapper.Append(buf, rec)
+		if err != nil {
+			if p.cfg.DeadLetters == nil {
+				return batchResult{}, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
+			}
+			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: err.Error()})
+			continue
+		}
+		rowsOf = append(rowsOf, buf[rowAt:len(buf):len(buf)])
+		n++
+		bytes += int64(len(buf) - rowAt)
+		if len(buf) >= p.cfg.RequestBytes {
+			if err := flush(); err != nil {
+				return batchResult{}, w.sendFailure(ctx, lease, err)
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return batchResult{}, w.sendFailure(ctx, lease, err)
+	}
+	ok = true
+	if err := app.close(); err != nil {
+		w.closeReader()
+		return batchResult{}, abandon("%v", err)
+	}
+
+	if n == 0 {
+		// Nothing to append: keep the stream for the next batch.
+		w.spare = ws
+		if to == x {
+			return batchResult{to: x, dlEnd: dlEnd, eof: eof}, nil
+		}
+		// The range produced only dead letters (or blank lines): no stream
+		// to seal; the dead letters are durable before the state moves.
+		end, err := w.writeDeadLetters(dls, dlEnd)
+		if err != nil {
+			return batchResult{}, err
+		}
+		if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: b, Offset: to, DeadLetterEnd: end}); err != nil {
+			return batchResult{}, err
+		}
+		return batchResult{to: to, dlEnd: end, eof: eof}, nil
+	}
+
+	// S4.
+	count, err := p.finalize(lease, ws.GetName())
+	if err != nil {
+		w.closeReader()
+		if ctx.Err() != nil {
+			return batchResult{}, err
+		}
+		return batchResult{}, abandon("%v", err)
+	}
+	if count >= 0 && count != n {
+		w.closeReader()
+		p.log.Error("finalized stream row count differs from rows appended (server bug?)", "stream", ws.GetName(), "row_count", count, "appended", n)
+		return batchResult{}, abandon("%s: row_count %d, appended %d", ws.GetName(), count, n)
+	}
+	if err := hook(p.cfg.Hooks, AfterFinalize, w.key, b); err != nil {
+		return batchResult{}, err
+	}
+	if lease.Err() != nil {
+		w.closeReader()
+		if ctx.Err() != nil {
+			return batchResult{}, ctx.Err()
+		}
+		return batchResult{}, abandon("lease expired before the seal")
+	}
+
+	// S5: the decision.
+	end, err := w.writeDeadLetters(dls, dlEnd)
+	if err != nil {
+		return batchResult{}, err
+	}
+	seal := State{Batch: b, Offset: x, Sealed: true, To: to, DeadLetterEnd: end,
+		Streams: []SealedStream{{Table: 0, ID: streamID(ws.GetName()), Rows: n}}}
+	if err := p.cfg.Ledger.Store(ctx, w.key, seal); err != nil {
+		if errors.Is(err, ErrFenced) || ctx.Err() != nil {
+			return batchResult{}, err
+		}
+		// Ambiguous: read back what the ledger holds.
+		got, lerr := p.cfg.Ledger.Load(ctx, w.key)
+		if lerr != nil {
+			return batchResult{}, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
+		}
+		if !got.Sealed || got.Batch != b || got.Offset != x {
+			w.closeReader()
+			return batchResult{}, abandon("seal not stored: %v", err)
+		}
+	}
+	if err := hook(p.cfg.Hooks, AfterSeal, w.key, b); err != nil {
+		return batchResult{}, err
+	}
+
+	// S6.
+	if err := p.committer.commit(ctx, &commitReq{names: []string{ws.GetName()}, rows: n, bytes: bytes, start: start}); err != nil {
+		return batchResult{}, err
+	}
+	if err := hook(p.cfg.Hooks, AfterCommit, w.key, b); err != nil {
+		return batchResult{}, err
+	}
+
+	// S7.
+	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: b, Offset: to, DeadLetterEnd: end}); err != nil {
+		return batchResult{}, err
+	}
+	if err := hook(p.cfg.Hooks, AfterDone, w.key, b); err != nil {
+		return batchResult{}, err
+	}
+	p.log.Debug("batch committed", "partition", w.key, "batch", b, "from", x, "to", to, "rows", n, "dead_letters", len(dls))
+	return batchResult{to: to, dlEnd: end, eof: eof}, nil
+}
+
+// sendFailure classifies an error while sending: the run's end is returned
+// as is, anything else abandons the batch.
+func (w *worker) sendFailure(ctx context.Context, lease context.Context, err error) error {
+	w.closeReader()
+	if ctx.Err() != nil || isHookError(err) {
+		return err
+	}
+	if lease.Err() != nil {
+		return abandon("lease expired appending: %v", err)
+	}
+	return abandon("%v", err)
+}
+
+type pendingDeadLetter struct {
+	offset int64
+	rec    []byte
+	reason string
+}
+
+// writeDeadLetters writes a batch's dead letters and makes them durable,
+// returning the sink's size (prev if there were none).
+func (w *worker) writeDeadLetters(dls []pendingDeadLetter, prev int64) (int64, error) {
+	sink := w.p.cfg.DeadLetters
+	if sink == nil {
+		return -1, nil
+	}
+	if len(dls) == 0 && prev >= 0 {
+		return prev, nil
+	}
+	for _, d := range dls {
+		if err := sink.Write(w.key, d.offset, d.rec, d.reason); err != nil {
+			return 0, err
+		}
+	}
+	w.p.metrics.DeadLetters.Add(float64(len(dls)))
+	return sink.Sync()
+}
