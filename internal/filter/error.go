@@ -1,11 +1,3 @@
-// Package filter implements the Read API's row_restriction: a lexer and
-// Pratt parser for BigQuery's boolean-expression subset of GoogleSQL, a type
-// checker against the table schema, a vectorised evaluator over Arrow record
-// batches with SQL's three-valued logic, and zone-map pruning over the same
-// typed tree.
-//
-// The pipeline is Parse (text -> untyped AST, Expr) then Compile (AST +
-// schema -> *Filter). A Filter is immutable and safe for concurrent use.
 package filter
 
 import (

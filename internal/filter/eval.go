@@ -1153,3 +1153,19 @@ func packBools(bits []byte, b []bool) {
 		}
 	}
 }
+
+// Apply returns the rows of rec the filter selects, as a new batch that
+// the caller releases (rec itself, retained, when every row matches).
+func (f *Filter) Apply(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	sel, err := f.Eval(rec)
+	if err != nil {
+		return nil, err
+	}
+	defer sel.Release()
+	bits := sel.Data().Buffers()[1].Bytes()
+	if bitutil.CountSetBits(bits, 0, sel.Len()) == sel.Len() {
+		rec.Retain()
+		return rec, nil
+	}
+	return compute.FilterRecordBatch(ctx, rec, sel, compute.DefaultFilterOptions())
+}

@@ -1,12 +1,14 @@
 package filter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/cockroachdb/datadriven"
 )
 
@@ -187,6 +189,34 @@ func TestEvalConcurrent(t *testing.T) {
 	for g := 0; g < 4; g++ {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	for expr, want := range map[string][]string{
+		"int_field > 1":       {"s1", "s2"},
+		"TRUE":                {"s0", "s1", "s2", "s3", "s4"},
+		"str LIKE 'nothing%'": nil,
+	} {
+		f, err := Compile(expr, testSchema())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Apply(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col := out.Column(out.Schema().FieldIndices("Select")[0]).(*array.String)
+		var got []string
+		for i := 0; i < col.Len(); i++ {
+			got = append(got, col.Value(i))
+		}
+		out.Release()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: got rows %v, want %v", expr, got, want)
 		}
 	}
 }

@@ -1,0 +1,60 @@
+// Package filter implements the Read API's row_restriction: a lexer and a
+// Pratt parser for the boolean-expression subset of GoogleSQL, a type
+// checker against the table schema, a vectorised evaluator over Arrow
+// record batches with SQL's three-valued logic, and zone-map pruning over
+// the same typed tree.
+//
+// Parse turns text into an untyped syntax tree (Expr); Compile checks it
+// against a schema.Schema and returns a *Filter, immutable and safe for
+// concurrent use. Filter.Eval selects the rows of a batch, Filter.Columns
+// names the top-level columns the reader must project, and
+// Filter.MayMatch rules out batches from their min/max/null counts.
+//
+// # Language
+//
+// Comparisons (=, !=, <>, <, <=, >, >=), AND, OR, NOT, IS [NOT]
+// NULL/TRUE/FALSE, [NOT] BETWEEN, [NOT] IN (list), [NOT] LIKE, + - * / and
+// unary minus, || , CAST and SAFE_CAST, EXTRACT, typed literals (DATE,
+// DATETIME, TIME, TIMESTAMP, NUMERIC, BIGNUMERIC, JSON), every string and
+// bytes literal form (quoted, triple-quoted, raw, bytes, with GoogleSQL's
+// escapes), decimal and hex integers, floats, backtick identifiers, paths
+// through RECORD columns (a.b.c, case-insensitive), comments, and the
+// functions listed in funcs.go (string, math, conditional, date/time and
+// geography). Implicit coercions follow GoogleSQL's conversion rules:
+// INT64 -> NUMERIC -> BIGNUMERIC -> FLOAT64, DATE -> DATETIME, and string
+// literals (only literals) to DATE, DATETIME, TIME and TIMESTAMP.
+//
+// # Errors
+//
+// Every error from Parse and Compile, and every runtime error from Eval, is
+// an *Error whose message ends with BigQuery's position suffix
+// "at [line:column]". The API layer maps them to INVALID_ARGUMENT.
+//
+// # Where we differ from BigQuery, or are unsure
+//
+//   - Runtime errors (division by zero, integer overflow, a failing CAST,
+//     an invalid WKT) fail Eval, as they fail a BigQuery query; we believe
+//     the real Read API then fails the ReadRows call. When the right
+//     operand of AND/OR fails over a batch, it is re-evaluated on the rows
+//     the left operand leaves undecided, so guards like
+//     "x != 0 AND 1 / x > 2" work; BigQuery promises no evaluation order.
+//   - References to REPEATED columns (or through them) are rejected at
+//     Compile; the real API does not allow predicates on repeated fields.
+//   - GEOGRAPHY: WKT only (POINT, LINESTRING, POLYGON, MULTI*, and
+//     GEOMETRYCOLLECTION; Z/M dropped). Distances are on a sphere of radius
+//     6371008.8 m between vertices and great-circle edges; point-in-polygon
+//     uses ray casting with edges as straight lines in longitude/latitude,
+//     so it is approximate near long edges and the poles. ST_EQUALS compares geometry kind and vertex sets, not point
+//     sets. "POINT(x, y)" (with a comma, as the Read API reference's own
+//     example writes it) is accepted; st_geofromtext is accepted as an
+//     alias of ST_GEOGFROMTEXT for the same reason.
+//   - POW, EXP, LN, LOG, SQRT always compute in FLOAT64 (BigQuery returns
+//     NUMERIC for NUMERIC inputs of POW).
+//   - Time zone names need the host's tz database; fixed offsets always
+//     work.
+//   - TIMESTAMP and DATETIME strings accept up to 9 fractional digits;
+//     digits past the microsecond are truncated.
+//   - Not supported: CASE, bitwise operators, IN UNNEST / subqueries, JSON
+//     functions other than TO_JSON_STRING, RANGE and INTERVAL values (only
+//     IS [NOT] NULL on such columns), STRUCT and ARRAY comparisons.
+package filter
