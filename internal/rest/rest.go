@@ -287,8 +287,18 @@ func page(r *http.Request, n int, id func(i int) string) (start, end int, next s
 	return start, end, next, nil
 }
 
+// ifMatch returns the If-Match etag, unquoted ("*" matches anything, so it
+// is no condition). BigQuery's clients send the etag as they received it.
 func ifMatch(r *http.Request) string {
-	return strings.TrimSpace(r.Header.Get("If-Match"))
+	v := strings.TrimSpace(r.Header.Get("If-Match"))
+	if v == "*" {
+		return ""
+	}
+	v = strings.TrimPrefix(v, "W/")
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	return v
 }
 
 func boolParam(r *http.Request, name string) (bool, error) {
