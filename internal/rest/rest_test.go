@@ -243,11 +243,11 @@ func TestTablesWithOfficialClient(t *testing.T) {
 		{"rename", func(s bigquery.Schema) bigquery.Schema { s[1].Name = "bb"; return s }, "Field b is missing"},
 		{"add required", func(s bigquery.Schema) bigquery.Schema {
 			return append(s, &bigquery.FieldSchema{Name: "req", Type: bigquery.StringFieldType, Required: true})
-		}, "Cannot add required field req"},
+		}, "(field: req)"},
 		{"add required nested", func(s bigquery.Schema) bigquery.Schema {
 			s[15].Schema[1].Schema = append(s[15].Schema[1].Schema, &bigquery.FieldSchema{Name: "q", Type: bigquery.DateFieldType, Required: true})
 			return s
-		}, "Cannot add required field rec.inner.q"},
+		}, "(field: rec.inner.q)"},
 		{"tighten", func(s bigquery.Schema) bigquery.Schema { s[0].Required = true; return s }, "Field s has changed mode"},
 	} {
 		t.Run("change="+tc.name, func(t *testing.T) {

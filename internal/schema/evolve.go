@@ -81,7 +81,7 @@ func evolveFields(old, new []*Field, parent string) error {
 		}
 		if n.Mode == Required {
 			path := joinPath(parent, n.Name)
-			return invalidf(path, "Cannot add required field %s to an existing schema", path)
+			return invalidf(path, "Cannot add required fields to an existing schema. (field: %s)", path)
 		}
 	}
 	return nil
