@@ -44,7 +44,7 @@ func evolveFields(old, new []*Field, parent string) error {
 		path := joinPath(parent, o.Name)
 		j := evolveIndex(new, o.Name)
 		if j < 0 {
-			return invalidf(path, "Field %s is missing in new schema (columns cannot be dropped)", path)
+			return invalidf(path, "Field %s is missing in new schema", path)
 		}
 		n := new[j]
 		if n.Name != o.Name {
