@@ -68,8 +68,9 @@ type Dataset struct {
 	Description  string            `json:"description,omitempty"`
 	FriendlyName string            `json:"friendlyName,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
-	// DefaultTableExpiration is stored and echoed (milliseconds); tables
-	// are not expired by bqstore.
+	// DefaultTableExpirationMs (milliseconds) sets the expiration time of
+	// tables created in the dataset without one. bqstore stores and
+	// echoes expiration times but does not delete expired tables.
 	DefaultTableExpirationMs int64     `json:"defaultTableExpirationMs,omitempty"`
 	ETag                     string    `json:"etag"`
 	Created                  time.Time `json:"creationTime"`
@@ -533,6 +534,11 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 	}
 	if spec.Expiration.IsZero() {
 		t.Expiration = time.Time{}
+		if ds.DefaultTableExpirationMs > 0 {
+			// The dataset's default applies to tables created without
+			// an expiration, as in BigQuery.
+			t.Expiration = now.Add(time.Duration(ds.DefaultTableExpirationMs) * time.Millisecond)
+		}
 	}
 	next.tables[k] = t
 	next.byID[id] = t

@@ -265,6 +265,14 @@ func TestCatalogPatch(t *testing.T) {
 	if err != nil || ds2.Description != "3" || ds2.ETag == ds.ETag {
 		t.Fatalf("patched dataset %+v %v", ds2, err)
 	}
+	day := int64(24 * time.Hour / time.Millisecond)
+	if _, err := c.PatchDataset(ctx, "p", "d", DatasetPatch{DefaultTableExpirationMs: &day}, ""); err != nil {
+		t.Fatal(err)
+	}
+	dt, err := c.CreateTable(ctx, TableSpec{ProjectID: "p", DatasetID: "d", TableID: "defaulted"})
+	if err != nil || !dt.Expiration.Equal(dt.Created.Add(24*time.Hour)) {
+		t.Fatalf("default expiration: %+v %v", dt, err)
+	}
 	_, err = c.UpdateTable(ctx, "p", "d", "nope", TablePatch{}, "")
 	wantKind(t, err, ErrNotFound, "Not found: Table p:d.nope")
 	err = c.DeleteTable(ctx, "p", "d", "nope")
@@ -272,7 +280,7 @@ func TestCatalogPatch(t *testing.T) {
 	if err := c.DeleteTable(ctx, "p", "d", "t"); err != nil {
 		t.Fatal(err)
 	}
-	if l, err := c.ListTables("p", "d"); err != nil || len(l) != 0 {
+	if l, err := c.ListTables("p", "d"); err != nil || len(l) != 1 {
 		t.Fatalf("list %v %v", l, err)
 	}
 }

@@ -106,6 +106,10 @@ func (h *Handler) WriteError(w http.ResponseWriter, r *http.Request, err error) 
 	h.writeError(w, r, err)
 }
 
+// WriteJSON writes v as a JSON response with status code; for routes
+// added with Handle.
+func (h *Handler) WriteJSON(w http.ResponseWriter, code int, v any) { writeJSON(w, code, v) }
+
 func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
 	h.writeError(w, r, &Error{Code: http.StatusMethodNotAllowed, Reason: "methodNotAllowed",
