@@ -270,7 +270,7 @@ func (db *DB) CreateTable(ctx context.Context, id string, schema *arrow.Schema) 
 	ck := &checkpoint{tableID: id, createTS: now, lastTS: now, streams: stream.NewSet(),
 		schemas: []schemaVer{{version: 1, ts: now, schema: schema, ipc: sipc}}}
 	var buf []byte
-	buf = wal.AppendFrame(buf, recHeader, now, encodeHeader(id, 1))
+	buf = wal.AppendFrame(buf, recHeader, now, encodeHeader(id, 1, 1))
 	buf = wal.AppendFrame(buf, recCheckpoint, now, ck.encode())
 	if err := db.writeNewFile(tmp, logName(1), buf); err != nil {
 		_ = db.fs.RemoveAll(tmp)

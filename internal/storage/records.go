@@ -279,7 +279,7 @@ func decodeCheckpoint(file string, p []byte) (*checkpoint, error) {
 		st := &stream.Stream{
 			ID:            d.String(),
 			Type:          stream.Type(d.Count(int(stream.Buffered))),
-			State:         stream.State(d.Count(int(stream.CommittedState))),
+			State:         stream.State(d.Count(int(stream.Abandoned))),
 			CreateTS:      d.Varint(),
 			FinalizeTS:    d.Varint(),
 			CommitTS:      d.Varint(),
@@ -301,23 +301,31 @@ func decodeCheckpoint(file string, p []byte) (*checkpoint, error) {
 	return c, nil
 }
 
-func encodeHeader(tableID string, fileNum int) []byte {
+// encodeHeader is the HEADER payload: magic, table id, file number, and
+// the lowest file number whose data the file holds (== fileNum except
+// for a compacted file, which replaces files [from, fileNum]).
+func encodeHeader(tableID string, fileNum, from int) []byte {
 	var e codec.Encoder
 	e.Buf = append(e.Buf, logMagic...)
 	e.String(tableID)
 	e.Uvarint(uint64(fileNum))
+	e.Uvarint(uint64(from))
 	return e.Buf
 }
 
-func decodeHeader(file string, p []byte) (tableID string, fileNum int, err error) {
+func decodeHeader(file string, p []byte) (tableID string, fileNum, from int, err error) {
 	if len(p) < len(logMagic) || string(p[:len(logMagic)]) != logMagic {
-		return "", 0, fmt.Errorf("storage: %s: bad log magic: %w", file, base.ErrCorruption)
+		return "", 0, 0, fmt.Errorf("storage: %s: bad log magic: %w", file, base.ErrCorruption)
 	}
 	d := codec.NewDecoder(p[len(logMagic):])
 	tableID = d.String()
 	fileNum = d.Count(1 << 40)
+	from = d.Count(fileNum)
 	if err := d.Done(); err != nil {
-		return "", 0, fmt.Errorf("storage: %s: header: %v: %w", file, err, base.ErrCorruption)
+		return "", 0, 0, fmt.Errorf("storage: %s: header: %v: %w", file, err, base.ErrCorruption)
 	}
-	return tableID, fileNum, nil
+	if from == 0 {
+		return "", 0, 0, fmt.Errorf("storage: %s: header: file range starts at 0: %w", file, base.ErrCorruption)
+	}
+	return tableID, fileNum, from, nil
 }

@@ -101,7 +101,7 @@ func (t *Table) Snapshot(at time.Time) (*Snapshot, error) {
 		if err != nil {
 			continue // an expired (abandoned) stream
 		}
-		lo, hi := stream.VisibleRange(st, b.TS, b.First, b.Rows, ts)
+		lo, hi := stream.VisibleRange(st, b.AppendedBy(ts), b.First, b.Rows, ts)
 		if lo >= hi {
 			continue
 		}

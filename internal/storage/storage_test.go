@@ -96,7 +96,7 @@ func appendRows(t testing.TB, tb *Table, stream string, offset, from, n int64) A
 	t.Helper()
 	rec := makeBatch(testSchema, from, n)
 	defer rec.Release()
-	res, err := tb.Append(context.Background(), AppendRequest{Stream: stream, Offset: offset, Batch: rec})
+	res, err := tb.Append(context.Background(), AppendRequest{Stream: stream, Offset: offset, Batch: rec, SchemaVersion: 1})
 	if err != nil {
 		t.Fatalf("Append(%s, %d): %v", stream, offset, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -78,6 +79,8 @@ type Table struct {
 		inflight int64
 	}
 	applied *sync.Cond // L = &mu; signalled when inflight drops
+
+	compactMu sync.Mutex // serializes Compact
 }
 
 // logFile is one log file and its reference count: the table holds one
@@ -85,6 +88,7 @@ type Table struct {
 // reads. The handle is closed at zero.
 type logFile struct {
 	num  int
+	from int // a compacted file holds the data of files [from, num]
 	name string // path
 	f    vfs.File
 	refs atomic.Int32
@@ -271,6 +275,11 @@ func infoOf(st *stream.Stream) StreamInfo {
 		ID: st.ID, Type: StreamType(st.Type), State: StreamState(st.State),
 		CreateTime: usTime(st.CreateTS), FinalizeTime: usTime(st.FinalizeTS), CommitTime: usTime(st.CommitTS),
 		NextOffset: st.Next, SchemaVersion: st.SchemaVersion,
+	}
+	if st.Type == stream.Committed {
+		// BigQuery reports a COMMITTED stream's commit_time as its
+		// create_time (rows are committed as they are appended).
+		si.CommitTime = si.CreateTime
 	}
 	switch {
 	case st.Type == stream.Buffered:
@@ -625,6 +634,11 @@ func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, [
 // REQUIRES: t.mu held.
 func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error {
 	s := t.mu.durable
+	if r.typ == recRows || r.typ == recFlush || r.typ == recFinalize {
+		if st, ok := s.Lookup(r.stream); ok && st.State == stream.Abandoned {
+			return nil // compaction dropped this expired stream's rows
+		}
+	}
 	var err error
 	switch r.typ {
 	case recSchema:
@@ -709,12 +723,37 @@ func (t *Table) recover() error {
 	for _, n := range names {
 		if num, ok := parseLogName(n); ok {
 			nums = append(nums, num)
+		} else if strings.HasSuffix(n, ".tmp") {
+			// An interrupted compaction.
+			if err := fs.Remove(path.Join(t.dir, n)); err != nil {
+				return fmt.Errorf("storage: open table %s: %w", t.dir, err)
+			}
 		}
 	}
 	slices.Sort(nums)
 	if len(nums) == 0 {
 		return fmt.Errorf("storage: open table %s: no log files: %w", t.dir, ErrCorruption)
 	}
+	// A compacted file replaces files [from, num]: files it covers that
+	// are still there (a crash before their deletion) are obsolete.
+	var live []int
+	froms := map[int]int{}
+	floor := math.MaxInt
+	for i := len(nums) - 1; i >= 0; i-- {
+		num := nums[i]
+		if num >= floor {
+			if err := fs.Remove(path.Join(t.dir, logName(num))); err != nil {
+				return fmt.Errorf("storage: open table %s: remove compacted-away file: %w", t.dir, err)
+			}
+			continue
+		}
+		live = append(live, num)
+		from := t.fileFrom(path.Join(t.dir, logName(num)), num)
+		froms[num] = from
+		floor = min(floor, from)
+	}
+	slices.Reverse(live)
+	nums = live
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, num := range nums {
@@ -729,7 +768,7 @@ func (t *Table) recover() error {
 		if err != nil {
 			return fmt.Errorf("storage: open table %s: %w", t.dir, err)
 		}
-		lf := &logFile{num: num, name: name, f: f}
+		lf := &logFile{num: num, from: froms[num], name: name, f: f}
 		lf.ref()
 		t.mu.files = append(t.mu.files, lf)
 		size, err := f.Size()
@@ -765,6 +804,31 @@ func (t *Table) recover() error {
 		return fmt.Errorf("storage: open table %s: no checkpoint: %w", t.dir, ErrCorruption)
 	}
 	return nil
+}
+
+// fileFrom reads the range start from a file's HEADER (num if it cannot
+// be read: only the active file may have a torn header, and it is never
+// a compacted file).
+func (t *Table) fileFrom(name string, num int) int {
+	f, err := t.db.fs.Open(name)
+	if err != nil {
+		return num
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return num
+	}
+	rd := wal.NewReader(f, size, name, 0)
+	fr, err := rd.Next()
+	if err != nil || fr.Type != recHeader {
+		return num
+	}
+	_, n, from, err := decodeHeader(name, fr.Payload)
+	if err != nil || n != num {
+		return num
+	}
+	return from
 }
 
 // readSealed reads a sealed file's trailer, footer and checkpoint.
@@ -856,7 +920,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 			if fr.Type != recHeader {
 				return &wal.CorruptionError{File: lf.name, Offset: fr.Offset, Reason: "first frame is " + recName(fr.Type)}
 			}
-			id, _, err := decodeHeader(lf.name, fr.Payload)
+			id, _, _, err := decodeHeader(lf.name, fr.Payload)
 			if err != nil {
 				return err
 			}
@@ -898,7 +962,7 @@ func (t *Table) rewriteHeaderLocked(lf *logFile) error {
 	if err := lf.f.Truncate(0); err != nil {
 		return fmt.Errorf("storage: reset %s: %w", lf.name, err)
 	}
-	hdr := wal.AppendFrame(nil, recHeader, t.mu.lastTS, encodeHeader(t.id, lf.num))
+	hdr := wal.AppendFrame(nil, recHeader, t.mu.lastTS, encodeHeader(t.id, lf.num, lf.num))
 	if _, err := lf.f.Write(hdr); err != nil {
 		return fmt.Errorf("storage: reset %s: %w", lf.name, err)
 	}
@@ -936,7 +1000,7 @@ func (t *Table) createLogFile(num int, ts int64) (*logFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: create %s: %w", name, err)
 	}
-	hdr := wal.AppendFrame(nil, recHeader, ts, encodeHeader(t.id, num))
+	hdr := wal.AppendFrame(nil, recHeader, ts, encodeHeader(t.id, num, num))
 	if _, err := f.Write(hdr); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("storage: write %s: %w", name, err)
@@ -949,7 +1013,7 @@ func (t *Table) createLogFile(num int, ts int64) (*logFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: sync dir %s: %w", t.dir, err)
 	}
-	lf := &logFile{num: num, name: name, f: f, size: int64(len(hdr))}
+	lf := &logFile{num: num, from: num, name: name, f: f, size: int64(len(hdr))}
 	lf.ref()
 	return lf, nil
 }

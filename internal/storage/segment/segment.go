@@ -21,7 +21,9 @@
 //	  varint offset, varint frame length, string stream id,
 //	  varint first row offset, varint rows, varint ts (µs),
 //	  uvarint schema version, uvarint column count, then per column:
-//	    ColumnStats
+//	    ColumnStats,
+//	  uvarint run count, then per run: varint rows, varint ts
+//	    (compacted batches only: append times of row runs)
 //
 // ColumnStats: varint null count, uvarint kind, then by kind:
 // none: nothing; int: varint min, varint max; float: 8-byte min, max;
@@ -69,6 +71,34 @@ type Batch struct {
 	TS            int64 // frame timestamp, µs
 	SchemaVersion int
 	Stats         []ColumnStats
+	// Runs, set only for batches merged by compaction, gives the append
+	// time of consecutive row runs (ascending TS; rows sum to Rows).
+	Runs []Run
+}
+
+// Run is Rows consecutive rows appended at TS.
+type Run struct {
+	Rows int64
+	TS   int64 // µs
+}
+
+// AppendedBy is the number of leading rows of the batch appended at or
+// before ts.
+func (b *Batch) AppendedBy(ts int64) int64 {
+	if len(b.Runs) == 0 {
+		if b.TS <= ts {
+			return b.Rows
+		}
+		return 0
+	}
+	var n int64
+	for _, r := range b.Runs {
+		if r.TS > ts {
+			break
+		}
+		n += r.Rows
+	}
+	return n
 }
 
 // Footer is a sealed file's index.
@@ -150,6 +180,11 @@ func (f *Footer) Encode(dst []byte) []byte {
 		for j := range b.Stats {
 			AppendStats(&e, &b.Stats[j])
 		}
+		e.Uvarint(uint64(len(b.Runs)))
+		for _, r := range b.Runs {
+			e.Varint(r.Rows)
+			e.Varint(r.TS)
+		}
 	}
 	return e.Buf
 }
@@ -178,7 +213,17 @@ func Decode(file string, p []byte) (*Footer, error) {
 		for j := 0; j < nc && d.Err() == nil; j++ {
 			b.Stats = append(b.Stats, DecodeStats(d))
 		}
-		if d.Err() == nil && (b.Offset < 0 || b.Len <= 0 || b.Rows <= 0 || b.First < 0) {
+		nr := d.Count(d.Len() / 2)
+		var sum int64
+		for j := 0; j < nr && d.Err() == nil; j++ {
+			r := Run{Rows: d.Varint(), TS: d.Varint()}
+			if r.Rows <= 0 || (j > 0 && r.TS < b.Runs[j-1].TS) {
+				return nil, fmt.Errorf("segment: %s: footer batch %d: invalid run %d: %w", file, i, j, base.ErrCorruption)
+			}
+			sum += r.Rows
+			b.Runs = append(b.Runs, r)
+		}
+		if d.Err() == nil && (b.Offset < 0 || b.Len <= 0 || b.Rows <= 0 || b.First < 0 || (nr > 0 && sum != b.Rows)) {
 			return nil, fmt.Errorf("segment: %s: footer batch %d: invalid extent: %w", file, i, base.ErrCorruption)
 		}
 		f.Batches = append(f.Batches, b)

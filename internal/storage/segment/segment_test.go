@@ -27,7 +27,8 @@ func sampleFooter() *Footer {
 				Stats: []ColumnStats{
 					{Kind: KindFloat, MinF: -1.5, MaxF: 2.25},
 					{Kind: KindBool, MinI: 0, MaxI: 1},
-				}},
+				},
+				Runs: []Run{{Rows: 1, TS: 5}, {Rows: 2, TS: 9}}},
 		},
 	}
 }

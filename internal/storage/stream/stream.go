@@ -59,6 +59,10 @@ const (
 	Finalized
 	// CommittedState: a PENDING stream after batch commit.
 	CommittedState
+	// Abandoned: an expired PENDING stream whose rows compaction
+	// dropped. Final: it is gone for good, whatever the clock does
+	// later; records of it still in the log are ignored.
+	Abandoned
 )
 
 func (s State) String() string {
@@ -69,6 +73,8 @@ func (s State) String() string {
 		return "FINALIZED"
 	case CommittedState:
 		return "COMMITTED"
+	case Abandoned:
+		return "ABANDONED"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -351,26 +357,27 @@ func (s *Set) Commit(ids []string, ts int64) []StreamError {
 // before cutoff: its rows can never become visible and it is treated as
 // gone.
 func Expired(st *Stream, cutoff int64) bool {
-	return st.Type == Pending && st.State != CommittedState && st.CreateTS < cutoff
+	return st.State == Abandoned || st.Type == Pending && st.State != CommittedState && st.CreateTS < cutoff
 }
 
 // VisibleRange is the part of a batch of stream st holding rows
-// [first, first+rows), written at batchTS, that is visible at time ts,
-// as row indexes relative to the batch: [lo, hi), lo == hi if none.
-func VisibleRange(st *Stream, batchTS, first, rows, ts int64) (lo, hi int64) {
+// [first, first+rows), of which the first appended had been appended
+// (acknowledged) by time ts, that is visible at ts, as row indexes
+// relative to the batch: [lo, hi), lo == hi if none. (A batch written by
+// one append has appended = rows or 0; a compacted batch merges appends
+// made at different times.)
+func VisibleRange(st *Stream, appended, first, rows, ts int64) (lo, hi int64) {
 	switch st.Type {
 	case Default, Committed:
-		if batchTS <= ts {
-			return 0, rows
-		}
+		return 0, appended
 	case Pending:
 		if st.State == CommittedState && st.CommitTS <= ts {
 			return 0, rows
 		}
 	case Buffered:
 		w := st.FlushedAt(ts) - first
-		if batchTS <= ts && w > 0 {
-			return 0, min(w, rows)
+		if w > 0 {
+			return 0, min(w, appended)
 		}
 	}
 	return 0, 0

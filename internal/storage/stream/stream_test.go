@@ -155,7 +155,11 @@ func TestStateMachine(t *testing.T) {
 				if err != nil {
 					return errName(err)
 				}
-				lo, hi := VisibleRange(st, bts, first, rows, at)
+				appended := int64(0)
+				if bts <= at {
+					appended = rows
+				}
+				lo, hi := VisibleRange(st, appended, first, rows, at)
 				return fmt.Sprintf("[%d, %d)", lo, hi)
 			case "show":
 				return show(s)
