@@ -88,7 +88,7 @@ type Table struct {
 // reads. The handle is closed at zero.
 type logFile struct {
 	num  int
-	from int // a compacted file holds the data of files [from, num]
+	from int    // a compacted file holds the data of files [from, num]
 	name string // path
 	f    vfs.File
 	refs atomic.Int32
