@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/ingest/rows"
+)
+
+const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SOURCE --state-dir DIR [flags]\n\n" +
+	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input).\n" +
+	"Re-running the same command after a crash continues where it stopped: every\n" +
+	"record is committed to the table exactly once."
+
+// runIngest runs the exactly-once ingestion pipeline into one table.
+func runIngest(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "ingest", ingestUsage)
+	endpoint := fs.String("endpoint", envDefault(env, "BQSTORE_ENDPOINT", ""), "Storage API gRPC endpoint, e.g. bigquerystorage.googleapis.com:443 or 127.0.0.1:9060 (env BQSTORE_ENDPOINT)")
+	plaintext := fs.Bool("insecure", false, "plaintext gRPC without credentials (for bqstore serve)")
+	tableFlag := fs.String("table", "", "destination table as project:dataset.table")
+	sourceFlag := fs.String("source", "", "file:PATH or file:- (standard input)")
+	stateDir := fs.String("state-dir", "", "directory for the partitions' durable state (seals)")
+	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
+	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
+	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
+	batchRows := fs.Int64("batch-rows", 1_000_000, "close a batch at this many rows")
+	batchBytes := fs.String("batch-bytes", "64MiB", "close a batch at this many serialized row bytes")
+	batchAge := fs.Duration("batch-age", time.Second, "close a batch this long after it started")
+	conns := fs.Int("conns", 4, "gRPC connections in the pool")
+	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
+	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	for _, req := range []struct{ name, v string }{{"endpoint", *endpoint}, {"table", *tableFlag}, {"source", *sourceFlag}, {"state-dir", *stateDir}} {
+		if req.v == "" {
+			return usagef("--%s is required", req.name)
+		}
+	}
+	r, err := parseRef(*tableFlag, "")
+	if err != nil {
+		return err
+	}
+	if r.project == "" || r.table == "" {
+		return usagef("--table %q: want project:dataset.table", *tableFlag)
+	}
+	uf, err := rows.ParseUnknownFields(*unknown)
+	if err != nil {
+		return usagef("--unknown-fields: want reject or ignore, not %q", *unknown)
+	}
+	mem, err := parseBytes(*budget)
+	if err != nil {
+		return usagef("--memory-budget: %v", err)
+	}
+	maxBytes, err := parseBytes(*batchBytes)
+	if err != nil {
+		return usagef("--batch-bytes: %v", err)
+	}
+	logger, err := newLogger(env, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+
+	var src ingest.Source
+	switch {
+	case strings.HasPrefix(*sourceFlag, "file:"):
+		path := strings.TrimPrefix(*sourceFlag, "file:")
+		if path == "" {
+			return usagef("--source %q: empty path", *sourceFlag)
+		}
+		src = &ingest.FileSource{Path: path, Stdin: env.Stdin}
+	case strings.HasPrefix(*sourceFlag, "kafka://"):
+		return usagef("--source %q: Kafka sources are not available in this build yet", *sourceFlag)
+	default:
+		return usagef("--source %q: want file:PATH or kafka://BROKER/TOPIC?group=G", *sourceFlag)
+	}
+
+	ledger, err := ingest.OpenFileLedger(*stateDir)
+	if err != nil {
+		return err
+	}
+	var dl *ingest.DeadLetters
+	if *deadLetter != "" {
+		if dl, err = ingest.OpenDeadLetters(*deadLetter); err != nil {
+			return err
+		}
+		defer dl.Close()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := ingest.NewMetrics(reg)
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = hs.Serve(ln)
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = hs.Shutdown(sctx)
+			<-done
+		}()
+		logger.Info("metrics", "addr", ln.Addr().String())
+	}
+
+	conn, err := ingest.Dial(ctx, *endpoint, *plaintext, *conns)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+
+	table := fmt.Sprintf("projects/%s/datasets/%s/tables/%s", r.project, r.dataset, r.table)
+	logger.Info("ingesting", "table", table, "source", *sourceFlag, "state_dir", *stateDir)
+	t0 := time.Now()
+	err = ingest.Run(ctx, ingest.Config{
+		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl,
+		Unknown: uf, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
+		Metrics: metrics, Logger: logger,
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			logger.Info("interrupted; run the same command again to continue")
+		}
+		return err
+	}
+	logger.Info("done", "elapsed", time.Since(t0).Round(time.Millisecond).String())
+	return nil
+}
+
+// parseBytes parses "256MiB", "1GB", "1048576".
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := s, int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("invalid size %q (want a positive number with an optional KiB/MiB/GiB/KB/MB/GB suffix)", s)
+	}
+	if v > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return v * mult, nil
+}
