@@ -176,7 +176,7 @@ func labelsMember(members map[string]json.RawMessage, what string, full bool) (m
 // dataset serves /projects/{p}/datasets/{d}: get, patch, update, delete.
 func (h *Handler) dataset(w http.ResponseWriter, r *http.Request) {
 	p, d := r.PathValue("p"), r.PathValue("d")
-	if err := checkProject(p); err != nil {
+	if err := checkRef(p, d, nil); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -235,7 +235,7 @@ func (h *Handler) dataset(w http.ResponseWriter, r *http.Request) {
 // tables serves /projects/{p}/datasets/{d}/tables: insert and list.
 func (h *Handler) tables(w http.ResponseWriter, r *http.Request) {
 	p, d := r.PathValue("p"), r.PathValue("d")
-	if err := checkProject(p); err != nil {
+	if err := checkRef(p, d, nil); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
@@ -387,7 +387,7 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 // delete.
 func (h *Handler) table(w http.ResponseWriter, r *http.Request) {
 	p, d, tn := r.PathValue("p"), r.PathValue("d"), r.PathValue("t")
-	if err := checkProject(p); err != nil {
+	if err := checkRef(p, d, &tn); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

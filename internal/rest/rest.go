@@ -323,4 +323,19 @@ func checkProject(p string) error {
 	return catalog.ValidateProjectID(p)
 }
 
+// checkRef validates the names in a dataset or table path, so that a bad
+// name is a 400 naming the rule rather than a 404.
+func checkRef(p, d string, t *string) error {
+	if err := catalog.ValidateProjectID(p); err != nil {
+		return err
+	}
+	if err := catalog.ValidateDatasetID(d); err != nil {
+		return err
+	}
+	if t != nil {
+		return catalog.ValidateTableID(*t)
+	}
+	return nil
+}
+
 func rawNull(b json.RawMessage) bool { return strings.TrimSpace(string(b)) == "null" }
