@@ -83,6 +83,16 @@ func BenchmarkEval(b *testing.B) {
 		}
 		runFilterBench(b, "amount > 500 AND category = 'alpha'", rec, n)
 	})
+	b.Run("expr=amount_gt", func(b *testing.B) {
+		rec, _ := benchRecord(0)
+		defer rec.Release()
+		runFilterBench(b, "amount > 500", rec, 8*benchRows)
+	})
+	b.Run("expr=amount_arith", func(b *testing.B) {
+		rec, _ := benchRecord(0)
+		defer rec.Release()
+		runFilterBench(b, "amount * 2 + 1 > 999", rec, 8*benchRows)
+	})
 	b.Run("expr=payload_like_contains", func(b *testing.B) {
 		rec, _ := benchRecord(1100)
 		defer rec.Release()

@@ -50,11 +50,11 @@
 //     alias of ST_GEOGFROMTEXT for the same reason.
 //   - POW, EXP, LN, LOG, SQRT always compute in FLOAT64 (BigQuery returns
 //     NUMERIC for NUMERIC inputs of POW).
-//   - Time zone names need the host's tz database; fixed offsets always
-//     work.
 //   - TIMESTAMP and DATETIME strings accept up to 9 fractional digits;
 //     digits past the microsecond are truncated.
 //   - Not supported: CASE, bitwise operators, IN UNNEST / subqueries, JSON
 //     functions other than TO_JSON_STRING, RANGE and INTERVAL values (only
 //     IS [NOT] NULL on such columns), STRUCT and ARRAY comparisons.
 package filter
+
+import _ "time/tzdata" // time zone names work on hosts without a tz database

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"strings"
 	"unsafe"
 
@@ -962,6 +963,13 @@ func (n *arithNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	out := newVec(n.t, ctx.n)
 	out.nulls = orNulls(ctx.n, l, r)
+	if n.t == tInt || n.t == tFloat {
+		if fastArith(n.op, l, r, out) {
+			return out, nil
+		}
+		// Some row overflowed or divided by zero: find the first non-NULL
+		// one below for the message.
+	}
 	for i := 0; i < ctx.n; i++ {
 		if out.nulls != nil && out.nulls[i] {
 			continue
@@ -1168,4 +1176,82 @@ func (f *Filter) Apply(ctx context.Context, rec arrow.RecordBatch) (arrow.Record
 		return rec, nil
 	}
 	return compute.FilterRecordBatch(ctx, rec, sel, compute.DefaultFilterOptions())
+}
+
+// fastArith computes INT64 and FLOAT64 arithmetic with typed loops. A
+// konst operand is read at index i&0. It returns false when some non-NULL
+// row fails (overflow, division by zero), leaving the caller to report it.
+func fastArith(op byte, l, r, out *vec) bool {
+	lm, rm := -1, -1
+	if l.konst {
+		lm = 0
+	}
+	if r.konst {
+		rm = 0
+	}
+	nulls := out.nulls
+	bad := false
+	if out.t == tInt {
+		a, b, z := l.i, r.i, out.i
+		switch op {
+		case '+':
+			for i := range z {
+				x, y := a[i&lm], b[i&rm]
+				s := x + y
+				z[i] = s
+				if (s^x)&(s^y) < 0 && (nulls == nil || !nulls[i]) {
+					bad = true
+				}
+			}
+		case '-':
+			for i := range z {
+				x, y := a[i&lm], b[i&rm]
+				s := x - y
+				z[i] = s
+				if (x^y)&(s^x) < 0 && (nulls == nil || !nulls[i]) {
+					bad = true
+				}
+			}
+		case '*':
+			for i := range z {
+				x, y := a[i&lm], b[i&rm]
+				hi, lo := bits.Mul64(uint64(abs64(x)), uint64(abs64(y)))
+				z[i] = x * y
+				if (hi != 0 || lo > math.MaxInt64 || x == math.MinInt64 || y == math.MinInt64) && x != 0 && y != 0 && (nulls == nil || !nulls[i]) {
+					// Exact check for the edge cases in arith.
+					if _, err := arith('*', tInt, value{i: x}, value{i: y}); err != nil {
+						bad = true
+					}
+				}
+			}
+		default:
+			return false
+		}
+		return !bad
+	}
+	a, b, z := l.f, r.f, out.f
+	for i := range z {
+		x, y := a[i&lm], b[i&rm]
+		var s float64
+		switch op {
+		case '+':
+			s = x + y
+		case '-':
+			s = x - y
+		case '*':
+			s = x * y
+		default:
+			s = x / y
+			if y == 0 && (nulls == nil || !nulls[i]) {
+				bad = true
+			}
+		}
+		z[i] = s
+		if math.IsInf(s, 0) || math.IsNaN(s) {
+			if !math.IsInf(x, 0) && !math.IsNaN(x) && !math.IsInf(y, 0) && !math.IsNaN(y) && (nulls == nil || !nulls[i]) {
+				bad = true
+			}
+		}
+	}
+	return !bad
 }

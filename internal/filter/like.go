@@ -96,7 +96,7 @@ func (m *likeMatcher) match(s string) bool {
 	case likeSuffix:
 		return strings.HasSuffix(s, m.lit)
 	case likeContains:
-		return strings.Contains(s, m.lit)
+		return containsLit(s, m.lit)
 	case likeAll:
 		return true
 	}
@@ -109,7 +109,7 @@ func (m *likeMatcher) matchAll(ss []string, out []bool) {
 	case likeContains:
 		lit := m.lit
 		for i, s := range ss {
-			out[i] = strings.Contains(s, lit)
+			out[i] = containsLit(s, lit)
 		}
 	case likePrefix:
 		lit := m.lit
@@ -195,7 +195,7 @@ func (m *likeMatcher) matchCol(off []int32, data []byte, out []bool) {
 	case likeContains:
 		lit := m.lit
 		for i := range out {
-			out[i] = strings.Contains(bytesToString(data[off[i]:off[i+1]]), lit)
+			out[i] = containsLit(bytesToString(data[off[i]:off[i+1]]), lit)
 		}
 	case likePrefix:
 		lit := m.lit

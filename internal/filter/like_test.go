@@ -71,3 +71,20 @@ func TestLikeMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+func TestContainsLit(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for iter := 0; iter < 50000; iter++ {
+		var s strings.Builder
+		for k := r.IntN(80); k > 0; k-- {
+			s.WriteByte("abc\x00\xff"[r.IntN(5)])
+		}
+		var lit strings.Builder
+		for k := r.IntN(5); k > 0; k-- {
+			lit.WriteByte("abc\x00\xff"[r.IntN(5)])
+		}
+		if got, want := containsLit(s.String(), lit.String()), strings.Contains(s.String(), lit.String()); got != want {
+			t.Fatalf("containsLit(%q, %q) = %v, want %v", s.String(), lit.String(), got, want)
+		}
+	}
+}
