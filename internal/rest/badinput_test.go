@@ -236,3 +236,29 @@ func FuzzTableInsert(f *testing.F) {
 		}
 	})
 }
+
+// TestPutReplaces checks tables.update and datasets.update (PUT): members
+// absent from the body are cleared, unlike PATCH; the schema stays.
+func TestPutReplaces(t *testing.T) {
+	e := newEnv(t)
+	base := e.srv.URL
+	if code, b := do(t, base, "POST", "/projects/p/datasets", `{"datasetReference":{"datasetId":"d"},"description":"x","labels":{"a":"1"}}`); code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	if code, b := do(t, base, "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"t"},"description":"x","friendlyName":"f","labels":{"a":"1","b":"2"},"schema":{"fields":[{"name":"a","type":"STRING"}]}}`); code != 200 {
+		t.Fatalf("%d %s", code, b)
+	}
+	code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"labels":{"a":null,"c":"3"}}`)
+	if code != 200 || !strings.Contains(string(b), `"labels":{"b":"2","c":"3"}`) || !strings.Contains(string(b), `"description":"x"`) {
+		t.Fatalf("PATCH: %d %s", code, b)
+	}
+	code, b = do(t, base, "PUT", "/projects/p/datasets/d/tables/t", `{"labels":{"z":"9"}}`)
+	if code != 200 || !strings.Contains(string(b), `"labels":{"z":"9"}`) || strings.Contains(string(b), `"description"`) ||
+		strings.Contains(string(b), `"friendlyName"`) || !strings.Contains(string(b), `"fields":[{"name":"a"`) {
+		t.Fatalf("PUT: %d %s", code, b)
+	}
+	code, b = do(t, base, "PUT", "/projects/p/datasets/d", `{"friendlyName":"g"}`)
+	if code != 200 || strings.Contains(string(b), `"labels"`) || strings.Contains(string(b), `"description"`) || !strings.Contains(string(b), `"friendlyName":"g"`) {
+		t.Fatalf("PUT dataset: %d %s", code, b)
+	}
+}

@@ -341,3 +341,47 @@ func dump(s bigquery.Schema) string {
 	b, _ := s.ToJSONFields()
 	return string(b)
 }
+
+// TestConcurrentConditionalUpdates races conditional updates carrying the
+// same etag: exactly one wins, the others get 412.
+func TestConcurrentConditionalUpdates(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	ds := e.client.Dataset("d")
+	if err := ds.Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	tb := ds.Table("t")
+	if err := tb.Create(ctx, &bigquery.TableMetadata{Schema: bigquery.Schema{{Name: "a", Type: bigquery.StringFieldType}}}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := tb.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			s := append(deepCopy(md.Schema), &bigquery.FieldSchema{Name: "c" + strings.Repeat("x", i), Type: bigquery.IntegerFieldType})
+			_, err := tb.Update(ctx, bigquery.TableMetadataToUpdate{Schema: s}, md.ETag)
+			errs <- err
+		}()
+	}
+	won := 0
+	for range n {
+		err := <-errs
+		if err == nil {
+			won++
+			continue
+		}
+		wantCode(t, err, 412, "")
+	}
+	if won != 1 {
+		t.Fatalf("%d conditional updates succeeded, want 1", won)
+	}
+	got, err := tb.Metadata(ctx)
+	if err != nil || len(got.Schema) != 2 {
+		t.Fatalf("schema after the race: %v %v", got, err)
+	}
+}
