@@ -77,7 +77,9 @@ type Dataset struct {
 	Modified                 time.Time `json:"lastModifiedTime"`
 }
 
-// Table is a table's metadata with every version of its schema.
+// Table is a table's metadata with every version of its schema. Tables
+// returned by the catalog are copies, except the *schema.Schema values in
+// Schemas, which are shared and must not be modified.
 type Table struct {
 	// ID is the internal id: 32 hex digits, unique for the life of the
 	// data directory (a re-created table gets a new one). The storage
@@ -230,7 +232,8 @@ func (c *Catalog) current() *state {
 	return c.mu.state
 }
 
-// commit makes next durable and publishes it.
+// commitLocked makes next durable and publishes it. On error nothing is
+// published; the file holds either the old or the new catalog.
 // REQUIRES: c.writeMu held.
 func (c *Catalog) commitLocked(next *state) error {
 	if err := c.save(next); err != nil {
@@ -266,7 +269,7 @@ func notFoundTable(p, d, t string) error {
 	return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf("Not found: Table %s:%s.%s", p, d, t)}
 }
 
-// ensureProjectLocked adds project p to next if it is new.
+// ensureProject adds project p to next if it is new.
 func (c *Catalog) ensureProject(next *state, p string, now time.Time) (added bool, err error) {
 	if err := ValidateProjectID(p); err != nil {
 		return false, err
