@@ -331,7 +331,7 @@ func (c *Catalog) CreateDataset(ctx context.Context, ds Dataset) (*Dataset, erro
 	if err := validateDatasetRef(ds.ProjectID, ds.DatasetID); err != nil {
 		return nil, err
 	}
-	if err := validateLabels(ds.Labels); err != nil {
+	if err := validateMeta(ds.Description, ds.FriendlyName, ds.Labels); err != nil {
 		return nil, err
 	}
 	c.writeMu.Lock()
@@ -426,7 +426,7 @@ func (c *Catalog) PatchDataset(ctx context.Context, p, d string, patch DatasetPa
 		n.DefaultTableExpirationMs = *patch.DefaultTableExpirationMs
 	}
 	n.Labels = applyLabels(n.Labels, patch.Labels, patch.ReplaceLabels)
-	if err := validateLabels(n.Labels); err != nil {
+	if err := validateMeta(n.Description, n.FriendlyName, n.Labels); err != nil {
 		return nil, err
 	}
 	etag, err := c.newETag()
@@ -501,7 +501,7 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 	if err != nil {
 		return nil, schemaError(err)
 	}
-	if err := validateLabels(spec.Labels); err != nil {
+	if err := validateMeta(spec.Description, spec.FriendlyName, spec.Labels); err != nil {
 		return nil, err
 	}
 	c.writeMu.Lock()
@@ -685,7 +685,7 @@ func (c *Catalog) UpdateTable(ctx context.Context, p, d, t string, patch TablePa
 		}
 	}
 	n.Labels = applyLabels(n.Labels, patch.Labels, patch.ReplaceLabels)
-	if err := validateLabels(n.Labels); err != nil {
+	if err := validateMeta(n.Description, n.FriendlyName, n.Labels); err != nil {
 		return nil, err
 	}
 	etag, err := c.newETag()
@@ -754,6 +754,20 @@ func applyLabels(cur map[string]string, patch map[string]*string, replace bool) 
 		return nil
 	}
 	return out
+}
+
+// MaxDescriptionLen is the longest dataset or table description (and
+// friendly name), in characters: BigQuery's limit for table descriptions.
+const MaxDescriptionLen = 16384
+
+func validateMeta(description, friendlyName string, labels map[string]string) error {
+	if utf8.RuneCountInString(description) > MaxDescriptionLen {
+		return invalidf("The description is longer than %d characters", MaxDescriptionLen)
+	}
+	if utf8.RuneCountInString(friendlyName) > MaxDescriptionLen {
+		return invalidf("The friendly name is longer than %d characters", MaxDescriptionLen)
+	}
+	return validateLabels(labels)
 }
 
 // validateLabels applies BigQuery's label rules: at most 64 labels; keys

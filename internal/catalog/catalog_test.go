@@ -221,6 +221,11 @@ func TestCatalogNames(t *testing.T) {
 	wantKind(t, err, ErrInvalid, "Invalid label key")
 	_, err = c.CreateTable(ctx, TableSpec{ProjectID: "p", DatasetID: "d", TableID: "s", Schema: sch(t, &schema.Field{Name: "a", Type: "NOPE"})})
 	wantKind(t, err, ErrInvalid, `invalid type "NOPE"`)
+	_, err = c.CreateTable(ctx, TableSpec{ProjectID: "p", DatasetID: "d", TableID: "long", Description: strings.Repeat("é", MaxDescriptionLen+1)})
+	wantKind(t, err, ErrInvalid, "description is longer")
+	long := strings.Repeat("x", MaxDescriptionLen+1)
+	_, err = c.PatchDataset(ctx, "p", "d", DatasetPatch{FriendlyName: &long}, "")
+	wantKind(t, err, ErrInvalid, "friendly name is longer")
 	// An error message does not echo a huge name in full.
 	_, err = c.CreateDataset(ctx, Dataset{ProjectID: "p", DatasetID: strings.Repeat("\x00", 1<<20)})
 	if err == nil || len(err.Error()) > 1024 {
