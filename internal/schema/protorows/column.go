@@ -2,6 +2,7 @@ package protorows
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -331,4 +332,34 @@ func (c *Column) Truncate(n int) {
 		c.child[0].Truncate(int(c.offs[n]))
 	}
 	c.n = n
+}
+
+// lastInt returns the last value of an int64 or date32 column, and whether
+// it is non-NULL.
+func (c *Column) lastInt() (int64, bool) {
+	if c.n == 0 || len(c.nulls) > 0 && int(c.nulls[len(c.nulls)-1]) == c.n-1 {
+		return 0, false
+	}
+	switch c.kind {
+	case kInt64:
+		return c.i64[c.n-1], true
+	case kInt32:
+		return int64(c.i32[c.n-1]), true
+	}
+	return 0, false
+}
+
+// CheckRangeTail checks the RANGE value being built in a struct<start,
+// end> column: its children hold one more value than the struct. A bounded
+// range's start must be before its end.
+func CheckRangeTail(c *Column) error {
+	if c.kind != kStruct || len(c.child) != 2 {
+		return nil
+	}
+	s, okS := c.child[0].lastInt()
+	e, okE := c.child[1].lastInt()
+	if okS && okE && s >= e {
+		return fmt.Errorf("RANGE start must be before its end")
+	}
+	return nil
 }

@@ -84,6 +84,7 @@ type fieldPlan struct {
 	wt       protowire.Type // wire type of one (unpacked) value
 	repeated bool
 	op       op
+	isRange  bool       // opRecord of a RANGE column: start < end
 	sub      *msgPlan   // opRecord
 	inner    *fieldPlan // opWrapper: the wrapper's `value` field
 	enum     map[int32]string
@@ -468,7 +469,7 @@ func (c *compiler) field(fd *descriptorpb.FieldDescriptorProto, col *schema.Fiel
 			if err != nil {
 				return nil, err
 			}
-			fp.op, fp.sub = opRecord, sub
+			fp.op, fp.sub, fp.isRange = opRecord, sub, true
 		case col.Type == schema.Timestamp && isSecondsNanos(msg):
 			fp.op = opTsMsg
 		case col.Type == schema.Interval && isSecondsNanos(msg):

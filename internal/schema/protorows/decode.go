@@ -542,6 +542,11 @@ func (s *decodeState) value(fp *fieldPlan, wt protowire.Type, u uint64, b []byte
 		if err := s.message(fp.sub, b, c.child); err != nil {
 			return err
 		}
+		if fp.isRange {
+			if err := CheckRangeTail(c); err != nil {
+				return badValue(fp, "%v", err)
+			}
+		}
 		c.AppendValid()
 	case opWrapper:
 		in := fp.inner
