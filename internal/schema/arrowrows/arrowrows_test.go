@@ -243,7 +243,10 @@ func TestCompileErrors(t *testing.T) {
 		{"extra", arrow.Field{Name: "nope", Type: arrow.PrimitiveTypes.Int64},
 			func(err error) bool { var e *protorows.ExtraFieldError; return errors.As(err, &e) && e.Field == "nope" }},
 		{"extra nested", arrow.Field{Name: "rec", Type: arrow.StructOf(arrow.Field{Name: "zz", Type: arrow.PrimitiveTypes.Int64})},
-			func(err error) bool { var e *protorows.ExtraFieldError; return errors.As(err, &e) && e.Field == "rec.zz" }},
+			func(err error) bool {
+				var e *protorows.ExtraFieldError
+				return errors.As(err, &e) && e.Field == "rec.zz"
+			}},
 		{"timestamp ms", arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}},
 			func(err error) bool { var e *protorows.FieldTypeError; return errors.As(err, &e) && e.Field == "ts" }},
 		{"timestamp no zone", arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond}},
