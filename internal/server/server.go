@@ -28,9 +28,13 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/readapi"
 	"github.com/bqstore/bqstore/internal/rest"
 	"github.com/bqstore/bqstore/internal/storage"
+	"github.com/bqstore/bqstore/internal/writeapi"
 )
 
 // Config is the server's configuration. The zero value of a field means its
@@ -95,6 +99,7 @@ type Server struct {
 	db      *storage.DB
 	cat     *catalog.Catalog
 	backend *backend
+	read    *readapi.Service
 
 	grpcLis  net.Listener
 	httpLis  net.Listener
@@ -148,6 +153,10 @@ func Start(cfg Config) (_ *Server, err error) {
 	)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
+	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, writeapi.New(s.backend, s.db,
+		writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log}))
+	s.read = readapi.New(readTables{s.backend}, s.db, readapi.Options{Logger: s.log, Registerer: s.registry})
+	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
 
 	mux := http.NewServeMux()
 	mux.Handle("/", rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log}))
@@ -283,6 +292,10 @@ func (s *Server) closeResources() error {
 		if s.httpLis != nil {
 			errs = append(errs, s.httpLis.Close())
 		}
+	}
+	if s.read != nil {
+		s.read.Close()
+		s.read = nil
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())
