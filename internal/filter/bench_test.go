@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/schema"
@@ -115,5 +116,36 @@ func BenchmarkParse(b *testing.B) {
 		if _, err := Parse(expr); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func BenchmarkEvalNumeric(b *testing.B) {
+	sch := arrow.NewSchema([]arrow.Field{{Name: "n", Type: &arrow.Decimal128Type{Precision: 38, Scale: 9}, Nullable: true}}, nil)
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, sch)
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := 0; i < benchRows; i++ {
+		rb.Field(0).(*array.Decimal128Builder).Append(decimal128.FromI64(r.Int64N(10_000_000_000)))
+	}
+	rec := rb.NewRecordBatch()
+	rb.Release()
+	defer rec.Release()
+	ts := &schema.Schema{Fields: []*schema.Field{{Name: "n", Type: schema.Numeric}}}
+	for _, expr := range []string{"n BETWEEN 1.0 AND 5.0", "n > NUMERIC '5'"} {
+		f, err := Compile(expr, ts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("expr="+strings.ReplaceAll(expr, " ", "_"), func(b *testing.B) {
+			b.SetBytes(16 * benchRows)
+			b.ReportAllocs()
+			for b.Loop() {
+				sel, err := f.Eval(rec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sel.Release()
+			}
+			b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mrows/s")
+		})
 	}
 }

@@ -71,6 +71,26 @@ func (n *castNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 		return out, nil
 	}
+	if x.d128 != nil && n.to == tFloat {
+		// |v| < 2^53 and 10^scale are exact doubles, so one IEEE division
+		// is correctly rounded, as big.Rat.Float64 is.
+		p10 := math.Pow10(int(x.dscale))
+		ok := x.dscale <= 22
+		for i, d := range x.d128 {
+			hi, lo := d.HighBits(), d.LowBits()
+			v := int64(lo)
+			if !ok || hi != v>>63 || v > 1<<53 || v < -(1<<53) {
+				if x.isNull(i) {
+					continue
+				}
+				f, _ := x.rats()[i].Float64()
+				out.f[i] = f
+				continue
+			}
+			out.f[i] = float64(v) / p10
+		}
+		return out, nil
+	}
 	if from == tDate && n.to == tDatetime {
 		for i, v := range x.i[:x.n] {
 			out.i[i] = v * microsPerDay

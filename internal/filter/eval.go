@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -262,16 +263,12 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 			v.g = make([]*geometry, n)
 		}
 	case tNumeric, tBigNumeric:
-		v.r = make([]*big.Rat, n)
 		switch a := arr.(type) {
 		case *array.Decimal128:
-			den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.DataType().(*arrow.Decimal128Type).Scale)), nil)
-			for i := range v.r {
-				if !a.IsNull(i) {
-					v.r[i] = new(big.Rat).SetFrac(a.Value(i).BigInt(), den)
-				}
-			}
+			v.d128 = a.Values()[:n]
+			v.dscale = a.DataType().(*arrow.Decimal128Type).Scale
 		case *array.Decimal256:
+			v.r = make([]*big.Rat, n)
 			den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(a.DataType().(*arrow.Decimal256Type).Scale)), nil)
 			for i := range v.r {
 				if !a.IsNull(i) {
@@ -425,6 +422,8 @@ func (n *cmpNode) eval(ctx *evalCtx) (*vec, error) {
 		default:
 			cmpOrdered(n.op, l.strs(), l.konst, r.strs(), r.konst, out.b)
 		}
+	case l.d128 != nil && r.konst && decimalFastCmp(n.op, l, r.get(0), out.b):
+	case r.d128 != nil && l.konst && decimalFastCmp(n.op.flip(), r, l.get(0), out.b):
 	default:
 		for i := range out.b {
 			if out.nulls != nil && out.nulls[i] {
@@ -434,6 +433,37 @@ func (n *cmpNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 	}
 	return out, nil
+}
+
+// decimalFastCmp compares a decimal128 column with a constant without
+// leaving 128-bit integers; false when the constant has no exact
+// representation at the column's scale (the caller takes the slow path).
+func decimalFastCmp(op cmpOp, col *vec, c value, out []bool) bool {
+	if c.null {
+		return true // every row is NULL; the mask hides out
+	}
+	scaled := new(big.Rat).Mul(c.r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(col.dscale)), nil)))
+	if !scaled.IsInt() || scaled.Num().BitLen() > 126 {
+		return false
+	}
+	k := decimal128.FromBigInt(scaled.Num())
+	khi, klo := k.HighBits(), k.LowBits()
+	for i, d := range col.d128[:len(out)] {
+		hi, lo := d.HighBits(), d.LowBits()
+		c := 0
+		switch {
+		case hi < khi:
+			c = -1
+		case hi > khi:
+			c = 1
+		case lo < klo:
+			c = -1
+		case lo > klo:
+			c = 1
+		}
+		out[i] = op.test(c)
+	}
+	return true
 }
 
 // compareValues orders two non-NULL values of type t.
@@ -936,7 +966,7 @@ func (n *negNode) eval(ctx *evalCtx) (*vec, error) {
 		case tFloat:
 			out.f[i] = -x.f[i]
 		default:
-			out.r[i] = new(big.Rat).Neg(x.r[i])
+			out.r[i] = new(big.Rat).Neg(x.rats()[i])
 		}
 	}
 	return out, nil

@@ -3,6 +3,8 @@ package filter
 import (
 	"fmt"
 	"math/big"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"unsafe"
 )
 
@@ -116,6 +118,24 @@ type vec struct {
 	// materialised on first use by strs).
 	off  []int32
 	data []byte
+	// d128 holds a NUMERIC column as Arrow does, scaled by 10^dscale (r is
+	// then materialised on first use by rats).
+	d128   []decimal128.Num
+	dscale int32
+}
+
+// rats returns the decimal values, materialising them from d128.
+func (v *vec) rats() []*big.Rat {
+	if v.r == nil && v.d128 != nil {
+		den := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(v.dscale)), nil)
+		v.r = make([]*big.Rat, v.n)
+		for i, d := range v.d128 {
+			if v.nulls == nil || !v.nulls[i] {
+				v.r[i] = new(big.Rat).SetFrac(d.BigInt(), den)
+			}
+		}
+	}
+	return v.r
 }
 
 // strs returns the string values, materialising them from off and data
@@ -155,7 +175,7 @@ func (v *vec) get(i int) value {
 	case v.t == tFloat:
 		return value{f: v.f[i]}
 	case isDecimal(v.t):
-		return value{r: v.r[i]}
+		return value{r: v.rats()[i]}
 	case v.t == tGeo:
 		val := value{s: v.strs()[i]}
 		if v.g != nil {
