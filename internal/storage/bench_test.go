@@ -132,6 +132,140 @@ func BenchmarkRawGroupCommit(b *testing.B) {
 	}
 }
 
+// rawCommitter is the raw group-commit loop of BenchmarkRawGroupCommit,
+// reusable: one goroutine writes and fdatasyncs everything queued.
+type rawCommitter struct {
+	f     vfs.File
+	queue chan rawReq
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type rawReq struct {
+	buf  []byte
+	done chan error
+}
+
+func newRawCommitter(f vfs.File, depth int) *rawCommitter {
+	c := &rawCommitter{f: f, queue: make(chan rawReq, depth), stop: make(chan struct{})}
+	c.wg.Go(func() {
+		for {
+			var group []rawReq
+			select {
+			case r := <-c.queue:
+				group = append(group, r)
+			case <-c.stop:
+				return
+			}
+		drain:
+			for {
+				select {
+				case r := <-c.queue:
+					group = append(group, r)
+				default:
+					break drain
+				}
+			}
+			var err error
+			for _, r := range group {
+				if _, werr := c.f.Write(r.buf); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			if serr := c.f.Sync(); serr != nil && err == nil {
+				err = serr
+			}
+			for _, r := range group {
+				r.done <- err
+			}
+		}
+	})
+	return c
+}
+
+func (c *rawCommitter) commit(buf []byte) error {
+	done := make(chan error, 1)
+	c.queue <- rawReq{buf: buf, done: done}
+	return <-done
+}
+
+func (c *rawCommitter) close() {
+	close(c.stop)
+	c.wg.Wait()
+}
+
+// BenchmarkAppendVsRaw alternates, within one run, a round of engine
+// appends (N streams, one ~1 MB batch each) and a round of raw group
+// commits of the same bytes (N writers), timing each, so that the ratio
+// is measured under the same disk conditions (neighbours' load drifts
+// too much between separate benchmark runs on shared machines).
+func BenchmarkAppendVsRaw(b *testing.B) {
+	ctx := context.Background()
+	for _, streams := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
+			dir := b.TempDir()
+			db, err := Open(path.Join(dir, "db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			tb, err := db.CreateTable(ctx, "bench", benchSchema)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids := make([]string, streams)
+			for i := range ids {
+				s, err := tb.CreateStream(ctx, StreamCommitted)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i] = s.ID
+			}
+			rec := benchBatch(0)
+			defer rec.Release()
+			f, err := vfs.Default.Create(path.Join(dir, "raw.log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			raw := newRawCommitter(f, streams)
+			defer raw.close()
+			size := batchBytes(rec)
+			buf := make([]byte, size)
+			var engine, disk time.Duration
+			b.SetBytes(2 * int64(streams) * size)
+			b.ReportAllocs()
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for _, id := range ids {
+					wg.Go(func() {
+						if _, err := tb.Append(ctx, AppendRequest{Stream: id, Offset: -1, Batch: rec}); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				mid := time.Now()
+				for range streams {
+					wg.Go(func() {
+						if err := raw.commit(buf); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				engine += mid.Sub(start)
+				disk += time.Since(mid)
+			}
+			mb := float64(b.N*streams) * float64(size) / 1e6
+			b.ReportMetric(mb/engine.Seconds(), "engine-MB/s")
+			b.ReportMetric(mb/disk.Seconds(), "raw-MB/s")
+			b.ReportMetric(disk.Seconds()/engine.Seconds(), "engine/raw")
+		})
+	}
+}
+
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
 	for _, streams := range []int{1, 4, 16} {
