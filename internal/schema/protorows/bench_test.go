@@ -77,3 +77,26 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestDecodeAllocs guards the hot path: allocations per request do not grow
+// with the number of rows.
+func TestDecodeAllocs(t *testing.T) {
+	d, rows, _ := benchRows(t)
+	rows = rows[:len(rows)/4]
+	decode := func() {
+		rec, _, err := d.Decode(rows, MissingValues{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+	}
+	decode()
+	small := testing.AllocsPerRun(10, decode)
+	rows = rows[:1]
+	if one := testing.AllocsPerRun(10, decode); small > one+4 {
+		t.Fatalf("%v allocations for %d rows, %v for one row", small, len(rows), one)
+	}
+	if small > 64 {
+		t.Fatalf("%v allocations per request", small)
+	}
+}
