@@ -298,15 +298,7 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 	case tTime:
 		switch a := arr.(type) {
 		case *array.Time64:
-			raw := a.Time64Values()
-			v.i = make([]int64, n)
-			div := int64(1)
-			if a.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
-				div = 1000
-			}
-			for i, x := range raw {
-				v.i[i] = int64(x) / div
-			}
+			v.i = scaleTimes(a.Time64Values(), a.DataType().(*arrow.Time64Type).Unit)
 		default:
 			return mismatch()
 		}
@@ -317,6 +309,9 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 }
 
 func scaleTimes[T ~int64](raw []T, unit arrow.TimeUnit) []int64 {
+	if unit == arrow.Microsecond {
+		return unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw))
+	}
 	out := make([]int64, len(raw))
 	switch unit {
 	case arrow.Second:
@@ -330,10 +325,6 @@ func scaleTimes[T ~int64](raw []T, unit arrow.TimeUnit) []int64 {
 	case arrow.Nanosecond:
 		for i, x := range raw {
 			out[i] = floorDiv(int64(x), 1000)
-		}
-	default:
-		for i, x := range raw {
-			out[i] = int64(x)
 		}
 	}
 	return out
