@@ -3,6 +3,7 @@ package protorows
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -162,8 +163,9 @@ func (d *Decoder) Schema() *arrow.Schema { return d.arrow }
 const maxDepth = 16
 
 type compiler struct {
-	types map[string]*descriptorpb.DescriptorProto
-	root  string
+	types    map[string]*descriptorpb.DescriptorProto
+	root     string
+	rootDesc *descriptorpb.DescriptorProto
 }
 
 // Compile compiles an AppendRows writer_schema.proto_descriptor against the
@@ -180,9 +182,12 @@ func Compile(desc *descriptorpb.DescriptorProto, table *schema.Schema) (*Decoder
 	if table == nil {
 		return nil, fmt.Errorf("protorows: no table schema")
 	}
-	c := &compiler{types: map[string]*descriptorpb.DescriptorProto{}, root: desc.GetName()}
+	c := &compiler{types: map[string]*descriptorpb.DescriptorProto{}, root: desc.GetName(), rootDesc: desc}
 	if err := c.index("", desc, 0); err != nil {
 		return nil, err
+	}
+	if _, taken := c.types[c.root]; !taken && c.root != "" {
+		c.types[c.root] = desc // the root may be referenced by its own name
 	}
 	root, err := c.message(desc, table.Fields, "", true, 0)
 	if err != nil {
@@ -257,8 +262,14 @@ func (c *compiler) resolveEnum(name string) *descriptorpb.EnumDescriptorProto {
 			scopes = append(scopes, m)
 		}
 	}
-	for _, m := range c.types {
-		scopes = append(scopes, m)
+	scopes = append(scopes, c.rootDesc)
+	names := make([]string, 0, len(c.types))
+	for n := range c.types {
+		names = append(names, n)
+	}
+	sort.Strings(names) // deterministic when several scopes declare the name
+	for _, n := range names {
+		scopes = append(scopes, c.types[n])
 	}
 	for _, m := range scopes {
 		for _, e := range m.GetEnumType() {

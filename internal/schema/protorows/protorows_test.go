@@ -280,3 +280,36 @@ func TestDecodeProto3Wrappers(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeEveryTypeAdaptProto3(t *testing.T) {
+	tbl := allTypes()
+	md, dp := adaptDescriptor(t, tbl, true)
+	d := mustCompile(t, dp, tbl)
+	m := newMsg(t, md)
+	m.set("s", "req") // REQUIRED: a plain proto3 string
+	m.sub("b").set("value", []byte("x"))
+	m.sub("n").set("value", NumericBytes(scaled("0.000000001", 9)))
+	m.sub("bn").set("value", NumericBytes(scaled("-0.00000000000000000000000000000000000001", 38)))
+	m.sub("bo").set("value", false)
+	m.sub("d").set("value", int32(MaxDate))
+	m.sub("t").set("value", EncodePackedTime(0))
+	m.sub("dt").set("value", EncodePackedDatetime(MaxMicros))
+	m.sub("ts").set("value", int64(MinMicros))
+	m.sub("g").set("value", "MULTIPOINT((1 2), (3 4))")
+	m.sub("j").set("value", "3")
+	m.sub("r").sub("end").set("value", int32(1))
+	m.add("rep", int64(-1))
+	rec := decodeOK(t, d, [][]byte{m.bytes()}, MissingValues{})
+	for col, w := range map[string]string{
+		"s": "req", "b": "eA==", "i": "NULL", "f": "NULL", "n": "1e-09", "bo": "false",
+		"d": "9999-12-31", "t": "00:00:00.000000", "dt": "9999-12-31T23:59:59.999999", "ts": "0001-01-01T00:00:00Z",
+		"g": "MULTIPOINT(1 2, 3 4)", "j": "3", "r": `{"end":"1970-01-02","start":null}`, "rep": "[-1]",
+	} {
+		if got := cell(rec, col, 0); got != w {
+			t.Errorf("%s = %q, want %q", col, got, w)
+		}
+	}
+	if got := rec.Column(5).(*array.Decimal256).Value(0).BigInt().String(); got != "-1" {
+		t.Errorf("bn = %s", got)
+	}
+}
