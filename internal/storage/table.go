@@ -870,7 +870,7 @@ func (t *Table) readSealed(lf *logFile, size int64) (*segment.Footer, *checkpoin
 	if cf.Type != recCheckpoint {
 		return nil, nil, &wal.CorruptionError{File: lf.name, Offset: foot.CheckpointOffset, Reason: "footer points at " + recName(cf.Type)}
 	}
-	ck, err := decodeCheckpoint(lf.name, cf.Payload)
+	ck, err := decodeCheckpoint(lf.name, cf.Payload, decodeSchema)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -933,7 +933,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 		}
 		switch fr.Type {
 		case recCheckpoint:
-			ck, err := decodeCheckpoint(lf.name, fr.Payload)
+			ck, err := decodeCheckpoint(lf.name, fr.Payload, decodeSchema)
 			if err != nil {
 				return err
 			}
@@ -945,7 +945,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 		if t.mu.durable == nil {
 			return &wal.CorruptionError{File: lf.name, Offset: fr.Offset, Reason: recName(fr.Type) + " before any checkpoint"}
 		}
-		r, err := decodeRec(fr.Type, fr.Payload)
+		r, err := decodeRec(fr.Type, fr.Payload, decodeSchema)
 		if err != nil {
 			return &wal.CorruptionError{File: lf.name, Offset: fr.Offset, Reason: fmt.Sprintf("%s: %v", recName(fr.Type), err)}
 		}
