@@ -122,9 +122,16 @@ func runMk(ctx context.Context, env *Env, args []string) error {
 	expiration := fs.Int64("expiration", 0, "table expiration, in seconds from now (0: never)")
 	labels := labelsFlag{}
 	fs.Var(labels, "label", "a label key:value (repeatable)")
+	schemaFlag := fs.String("schema", "", "table schema: a JSON schema file or name:TYPE,... (instead of the SCHEMA argument)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *schemaFlag != "" {
+		if len(pos) != 1 {
+			return usagef("--schema and a SCHEMA argument are exclusive")
+		}
+		pos = append(pos, *schemaFlag)
 	}
 	if len(pos) == 0 || len(pos) > 2 {
 		return usagef("want a reference and, for a table, an optional SCHEMA (see bqstore mk -h)")
@@ -450,9 +457,16 @@ func runUpdate(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "update", "[project:]dataset.table SCHEMA")
 	af := addAPIFlags(env, fs)
 	description := fs.String("description", "", "new description")
+	schemaFlag := fs.String("schema", "", "new table schema: a JSON schema file or name:TYPE,... (instead of the SCHEMA argument)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if *schemaFlag != "" {
+		if len(pos) != 1 {
+			return usagef("--schema and a SCHEMA argument are exclusive")
+		}
+		pos = append(pos, *schemaFlag)
 	}
 	descSet := false
 	fs.Visit(func(f *flag.Flag) { descSet = descSet || f.Name == "description" })
