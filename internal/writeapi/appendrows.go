@@ -19,6 +19,7 @@ import (
 	"github.com/bqstore/bqstore/internal/apierr"
 	"github.com/bqstore/bqstore/internal/resource"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/schema/arrowrows"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
 	"github.com/bqstore/bqstore/internal/storage"
 )
@@ -102,6 +103,8 @@ type connStream struct {
 	desc      *protorows.Decoder
 	descErr   error
 	arrowSch  []byte // serialized Arrow writer schema (arrow_rows)
+	arrowDec  *arrowrows.Decoder
+	arrowErr  error
 	// pendingSchemaUpdate is set when the table schema changed since this
 	// connection last told the client; the next response carries it.
 	pendingSchemaUpdate bool
@@ -271,7 +274,8 @@ func (c *conn) refreshSchema(st *connStream) error {
 	if info.SchemaVersion != st.info.SchemaVersion {
 		st.info = info
 		st.pendingSchemaUpdate = true
-		st.desc, st.descErr, st.descBytes = nil, nil, nil
+		st.desc, st.descErr = nil, nil
+		st.arrowDec, st.arrowErr = nil, nil
 	}
 	return nil
 }
@@ -311,8 +315,9 @@ func (c *conn) missingValues(req *storagepb.AppendRowsRequest) (protorows.Missin
 // descriptor or Arrow schema) for its stream; the proto descriptor is
 // compiled against the table schema when it differs from the last one.
 func (c *conn) noteWriterSchema(st *connStream, req *storagepb.AppendRowsRequest) error {
-	if ws := req.GetArrowRows().GetWriterSchema().GetSerializedSchema(); len(ws) > 0 {
-		st.arrowSch = ws
+	if ws := req.GetArrowRows().GetWriterSchema().GetSerializedSchema(); len(ws) > 0 && !bytes.Equal(ws, st.arrowSch) {
+		st.arrowSch = bytes.Clone(ws)
+		st.arrowDec, st.arrowErr = arrowrows.Compile(st.arrowSch, st.info.Schema)
 	}
 	ws := req.GetProtoRows().GetWriterSchema().GetProtoDescriptor()
 	if ws == nil {
@@ -359,7 +364,28 @@ func (c *conn) decodeProto(st *connStream, pr *storagepb.AppendRowsRequest_Proto
 }
 
 func (c *conn) decodeArrow(st *connStream, ar *storagepb.AppendRowsRequest_ArrowData, mv protorows.MissingValues) (arrow.Record, error) {
-	return nil, apierr.InvalidArgument("arrow_rows: TODO")
+	if st.arrowSch == nil {
+		return nil, apierr.InvalidArgument("arrow_rows.writer_schema: required on the first request for stream %s", st.name)
+	}
+	if st.arrowDec == nil && st.arrowErr == nil {
+		// The table schema changed under a known writer schema.
+		st.arrowDec, st.arrowErr = arrowrows.Compile(st.arrowSch, st.info.Schema)
+	}
+	if st.arrowErr != nil {
+		return nil, writerSchemaError(st.arrowErr, st.name)
+	}
+	rec, rowErrs, err := st.arrowDec.Decode(ar.GetRows().GetSerializedRecordBatch(), mv)
+	if err != nil {
+		return nil, apierr.InvalidArgument("arrow_rows.rows: %v", err)
+	}
+	if len(rowErrs) > 0 {
+		return nil, &rowErrorsError{errs: rowErrs}
+	}
+	if rec.NumRows() == 0 {
+		rec.Release()
+		return nil, apierr.InvalidArgument("arrow_rows.rows: at least one row is required")
+	}
+	return rec, nil
 }
 
 // writerSchemaError maps a descriptor or Arrow schema that does not fit the
