@@ -731,12 +731,18 @@ func (s *state) value(c *conv, src arrow.Array, i int, dst *protorows.Column) er
 		b.Mul(b, pow10(to-c.scale).BigInt())
 		if c.kind == kDec128Num {
 			n, err := protorows.ParseNumeric(decString(b, to))
+			if err == nil {
+				n, err = protorows.ConstrainNumeric(n, int(c.field.Precision), int(c.field.Scale))
+			}
 			if err != nil {
 				return badf(c, "%v", err)
 			}
 			dst.AppendDecimal128(n)
 		} else {
 			n, err := protorows.ParseBigNumeric(decString(b, to))
+			if err == nil {
+				n, err = protorows.ConstrainBigNumeric(n, int(c.field.Precision), int(c.field.Scale))
+			}
 			if err != nil {
 				return badf(c, "%v", err)
 			}

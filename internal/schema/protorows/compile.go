@@ -90,6 +90,8 @@ type fieldPlan struct {
 	inner    *fieldPlan // opWrapper: the wrapper's `value` field
 	enum     map[int32]string
 	maxLen   int // STRING/BYTES maxLength (characters / bytes)
+	prec     int // parameterized NUMERIC/BIGNUMERIC precision and scale (0: none)
+	scale    int
 	def      *slot
 }
 
@@ -494,7 +496,8 @@ func (c *compiler) field(fd *descriptorpb.FieldDescriptorProto, col *schema.Fiel
 				return nil, typeErr("wrapper value must be a scalar")
 			}
 			ifd := &descriptorpb.FieldDescriptorProto{Name: inner.Name, Number: inner.Number, Type: inner.Type}
-			ip, err := c.field(ifd, &schema.Field{Name: col.Name, Type: col.Type, MaxLength: col.MaxLength}, path, depth)
+			ip, err := c.field(ifd, &schema.Field{Name: col.Name, Type: col.Type, MaxLength: col.MaxLength,
+				Precision: col.Precision, Scale: col.Scale}, path, depth)
 			if err != nil {
 				return nil, typeErr("wrapper " + fd.GetTypeName() + " holds " + inner.GetType().String())
 			}
@@ -564,6 +567,7 @@ func (c *compiler) field(fd *descriptorpb.FieldDescriptorProto, col *schema.Fiel
 			fp.op = opTsStr
 		}
 	case schema.Numeric, schema.BigNumeric:
+		fp.prec, fp.scale = int(col.Precision), int(col.Scale)
 		big := col.Type == schema.BigNumeric
 		switch {
 		case isInt || isUint64:

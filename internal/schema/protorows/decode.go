@@ -1,6 +1,7 @@
 package protorows
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/decimal256"
 )
 
 // valueError is a bad value in a row: the row error's field and message.
@@ -378,6 +381,12 @@ func quote(b []byte) string {
 
 // value converts one raw field value and appends it to c.
 func (s *decodeState) value(fp *fieldPlan, wt protowire.Type, u uint64, b []byte, c *Column) error {
+	if fp.prec != 0 || fp.scale != 0 {
+		switch fp.op {
+		case opNumInt, opNumFloat, opNumStr, opNumBytes, opBigNumInt, opBigNumFloat, opBigNumStr, opBigNumBytes:
+			return s.constrained(fp, wt, u, b, c)
+		}
+	}
 	switch fp.op {
 	case opInt64:
 		c.AppendInt64(intOf(fp.ptype, u))
@@ -616,4 +625,33 @@ func secondsNanos(b []byte) (sec int64, nanos int32, err error) {
 		b = b[m:]
 	}
 	return sec, nanos, nil
+}
+
+// constrained decodes a decimal for a parameterized NUMERIC/BIGNUMERIC
+// column: decoded into scratch, then rounded and checked.
+func (s *decodeState) constrained(fp *fieldPlan, wt protowire.Type, u uint64, b []byte, c *Column) error {
+	plain := *fp
+	plain.prec, plain.scale = 0, 0
+	tmp := NewColumn(c.typ, 1, 0)
+	if err := s.value(&plain, wt, u, b, tmp); err != nil {
+		return err
+	}
+	if c.typ.ID() == arrow.DECIMAL128 {
+		v, err := ConstrainNumeric(decimal128.New(int64(binary.LittleEndian.Uint64(tmp.data[8:])), binary.LittleEndian.Uint64(tmp.data)), fp.prec, fp.scale)
+		if err != nil {
+			return badValue(fp, "NUMERIC %v", err)
+		}
+		c.AppendDecimal128(v)
+		return nil
+	}
+	var w [4]uint64
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(tmp.data[8*i:])
+	}
+	v, err := ConstrainBigNumeric(decimal256.New(w[3], w[2], w[1], w[0]), fp.prec, fp.scale)
+	if err != nil {
+		return badValue(fp, "BIGNUMERIC %v", err)
+	}
+	c.AppendDecimal256(v)
+	return nil
 }

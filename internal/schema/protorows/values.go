@@ -729,3 +729,56 @@ func parseISOInterval(t string) (arrow.MonthDayNanoInterval, error) {
 	iv.Months, iv.Days, iv.Nanoseconds = int32(months), int32(days), nanos
 	return iv, nil
 }
+
+// constrainScaled applies a parameterized NUMERIC(P, S) / BIGNUMERIC(P, S)
+// column's precision and scale to a value scaled by 10^typeScale: the value
+// is rounded half away from zero to S digits after the point (as BigQuery
+// does when it assigns to a parameterized type), and more than P-S digits
+// before the point is an error.
+func constrainScaled(v *big.Int, typeScale, prec, scale int) (*big.Int, error) {
+	if scale < typeScale {
+		div := new(big.Int).Exp(bigTen, big.NewInt(int64(typeScale-scale)), nil)
+		q, r := new(big.Int).QuoRem(v, div, new(big.Int))
+		r2 := new(big.Int).Mul(new(big.Int).Abs(r), big.NewInt(2))
+		if r2.Cmp(div) >= 0 {
+			if v.Sign() < 0 {
+				q.Sub(q, big.NewInt(1))
+			} else {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+		v = q.Mul(q, div)
+	}
+	if prec > 0 {
+		limit := new(big.Int).Exp(bigTen, big.NewInt(int64(prec-scale+typeScale)), nil)
+		if new(big.Int).Abs(v).Cmp(limit) >= 0 {
+			return nil, fmt.Errorf("value %s does not fit precision %d and scale %d", scaledString(v, typeScale), prec, scale)
+		}
+	}
+	return v, nil
+}
+
+// ConstrainNumeric applies a NUMERIC(P, S) column's parameters (P = 0:
+// none).
+func ConstrainNumeric(v decimal128.Num, prec, scale int) (decimal128.Num, error) {
+	if prec == 0 && scale == 0 {
+		return v, nil
+	}
+	b, err := constrainScaled(v.BigInt(), NumericScale, prec, scale)
+	if err != nil {
+		return decimal128.Num{}, err
+	}
+	return numericFromScaled(b)
+}
+
+// ConstrainBigNumeric applies a BIGNUMERIC(P, S) column's parameters.
+func ConstrainBigNumeric(v decimal256.Num, prec, scale int) (decimal256.Num, error) {
+	if prec == 0 && scale == 0 {
+		return v, nil
+	}
+	b, err := constrainScaled(v.BigInt(), BigNumericScale, prec, scale)
+	if err != nil {
+		return decimal256.Num{}, err
+	}
+	return bigNumericFromScaled(b)
+}

@@ -326,3 +326,22 @@ func TestRowErrors(t *testing.T) {
 		t.Errorf("rec = %s", got)
 	}
 }
+
+func TestParameterizedNumeric(t *testing.T) {
+	tbl := &schema.Schema{Fields: []*schema.Field{
+		{Name: "n", Type: schema.Numeric, Precision: 5, Scale: 2},
+		{Name: "bn", Type: schema.BigNumeric, Precision: 40, Scale: 1},
+	}}
+	d := mustCompile(t, msgDesc("root", fld("n", 1, tString), fld("bn", 2, tDouble)), tbl)
+	rec := decodeOK(t, d, [][]byte{row{}.str(1, "123.455").fixed64(2, math.Float64bits(-2.25))}, MissingValues{})
+	if got := cell(rec, "n", 0); got != "123.46" {
+		t.Errorf("n = %s", got)
+	}
+	if got := rec.Column(1).(*array.Decimal256).Value(0).BigInt().String(); got != "-230000000000000000000000000000000000000" {
+		t.Errorf("bn = %s", got)
+	}
+	_, rowErrs, _ := d.Decode([][]byte{row{}.str(1, "1000"), row{}.str(1, "-999.994")}, MissingValues{})
+	if len(rowErrs) != 1 || rowErrs[0].Index != 0 || !strings.Contains(rowErrs[0].Message, "precision 5") {
+		t.Fatalf("row errors %v", rowErrs)
+	}
+}
