@@ -31,6 +31,8 @@ type command struct {
 
 // commands lists every subcommand. Keep it sorted by name.
 var commands = []command{
+	{"bench", "load generator: bench write|read against a server, through the official clients", runBench},
+	{"ingest", "exactly-once ingestion from files or Kafka into PENDING streams", runIngest},
 	{"ls", "list datasets, or the tables of a dataset", runLs},
 	{"mk", "create a dataset or a table", runMk},
 	{"rm", "remove a dataset or a table", runRm},
