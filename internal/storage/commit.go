@@ -76,6 +76,10 @@ func (t *Table) finish(ops []*op, err error) {
 	for _, o := range ops {
 		o.err = err
 		t.db.budget.release(o.budget)
+		if o.r != nil && o.r.typ == recRows {
+			frameBufs.put(o.buf)
+			o.buf = nil
+		}
 		close(o.done)
 	}
 }

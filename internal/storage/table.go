@@ -459,7 +459,7 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	rows := req.Batch.NumRows()
 
 	// Encode and checksum outside the lock.
-	buf := make([]byte, wal.HeaderSize, wal.HeaderSize+recordBytes(req.Batch)+4096)
+	buf := frameBufs.get(wal.HeaderSize, wal.HeaderSize+recordBytes(req.Batch)+4096)
 	buf, err := appendBatchIPC(buf, req.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
