@@ -55,7 +55,6 @@ type Decoder struct {
 	schemaBytes []byte
 	cols        []*conv // per table column
 	srcIdx      []int   // input column of each table column, -1 if absent
-	topNames    []string
 
 	// Now is the clock of CURRENT_TIMESTAMP() and friends in defaults;
 	// time.Now when nil.

@@ -143,10 +143,9 @@ func (p *msgPlan) lookup(n protowire.Number) *fieldPlan {
 // A Decoder keeps scratch state between calls: it is safe for use by one
 // goroutine at a time. The records it returns own their memory.
 type Decoder struct {
-	table  *schema.Schema
-	arrow  *arrow.Schema
-	root   *msgPlan
-	topIdx map[string]int // lower-cased column name -> index
+	table *schema.Schema
+	arrow *arrow.Schema
+	root  *msgPlan
 
 	// Now is the clock for CURRENT_TIMESTAMP() and friends in default
 	// values; time.Now when nil.
@@ -196,13 +195,9 @@ func Compile(desc *descriptorpb.DescriptorProto, table *schema.Schema) (*Decoder
 		return nil, err
 	}
 	d := &Decoder{
-		table:  table,
-		arrow:  schema.ToArrow(table),
-		root:   root,
-		topIdx: make(map[string]int, len(table.Fields)),
-	}
-	for i, f := range table.Fields {
-		d.topIdx[strings.ToLower(f.Name)] = i
+		table: table,
+		arrow: schema.ToArrow(table),
+		root:  root,
 	}
 	return d, nil
 }

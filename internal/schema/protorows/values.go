@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	_ "time/tzdata" // IANA zones in TIMESTAMP literals, whatever the host has
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -269,7 +270,7 @@ func ParseTimestamp(s string) (int64, error) {
 			return 0, fmt.Errorf("invalid TIMESTAMP %q: bad time zone offset", s)
 		}
 		var m int64
-		if q.eat(':') {
+		if q.eat(':') || q.i == 3 && len(rest) == 5 { // +HH:MM or +HHMM
 			if m, ok = q.digits(2, 2); !ok {
 				return 0, fmt.Errorf("invalid TIMESTAMP %q: bad time zone offset", s)
 			}
