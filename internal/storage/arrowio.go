@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -359,9 +360,10 @@ func columnStats(a arrow.Array) segment.ColumnStats {
 		}
 		s.Kind = segment.KindBool
 	case *array.String:
-		statsBytes(&s, c, func(i int) []byte { return []byte(c.Value(i)) })
-	case *array.Binary:
+		// Value is a view of the column's bytes: no copy per row.
 		statsBytes(&s, c, c.Value)
+	case *array.Binary:
+		statsBytes(&s, c, func(i int) string { return unsafeString(c.Value(i)) })
 	}
 	return s
 }
@@ -384,8 +386,10 @@ func statsInt(s *segment.ColumnStats, a arrow.Array, v func(int) int64) {
 	s.Kind = segment.KindInt
 }
 
-func statsBytes(s *segment.ColumnStats, a arrow.Array, v func(int) []byte) {
-	var lo, hi []byte
+// statsBytes computes byte-order bounds; v returns views of the column's
+// data (valid while the array is), copied only for the two bounds.
+func statsBytes(s *segment.ColumnStats, a arrow.Array, v func(int) string) {
+	var lo, hi string
 	first := true
 	for i := range a.Len() {
 		if a.IsNull(i) {
@@ -395,14 +399,18 @@ func statsBytes(s *segment.ColumnStats, a arrow.Array, v func(int) []byte) {
 		if len(x) > maxStatBytes {
 			return
 		}
-		if first || bytes.Compare(x, lo) < 0 {
+		if first || x < lo {
 			lo = x
 		}
-		if first || bytes.Compare(x, hi) > 0 {
+		if first || x > hi {
 			hi = x
 		}
 		first = false
 	}
 	s.Kind = segment.KindBytes
-	s.MinB, s.MaxB = bytes.Clone(lo), bytes.Clone(hi)
+	s.MinB, s.MaxB = []byte(lo), []byte(hi)
 }
+
+// unsafeString views b as a string without copying; b must not change
+// while the string is in use.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
