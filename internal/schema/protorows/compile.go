@@ -361,6 +361,7 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 		}
 	}
 	seenNum := map[int32]bool{}
+	writer := make([]string, len(cols)) // the descriptor field writing each column
 	maxNum := int32(0)
 	for _, fd := range m.GetField() {
 		num := fd.GetNumber()
@@ -385,10 +386,10 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 		if ci < 0 {
 			return nil, &ExtraFieldError{Field: joinPath(prefix, name)}
 		}
-		if p.cols[ci].fp != nil {
-			return nil, descErrorf("fields %s and %s both write column %s",
-				p.fields[len(p.fields)-1].path, fd.GetName(), p.cols[ci].path)
+		if writer[ci] != "" {
+			return nil, descErrorf("fields %s and %s both write column %s", writer[ci], fd.GetName(), p.cols[ci].path)
 		}
+		writer[ci] = fd.GetName()
 		fp, err := c.field(fd, cols[ci], p.cols[ci].path, depth)
 		if err != nil {
 			return nil, err
@@ -398,11 +399,6 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 		if num > maxNum {
 			maxNum = num
 		}
-		// The column's fp is filled in after p.fields stops growing.
-		p.cols[ci].fp = &fieldPlan{}
-	}
-	for i := range p.cols {
-		p.cols[i].fp = nil
 	}
 	for i := range p.fields {
 		p.cols[p.fields[i].col].fp = &p.fields[i]

@@ -143,7 +143,6 @@ func (s *decodeState) message(p *msgPlan, b []byte, cols []*Column) error {
 	for i := range p.slots {
 		p.slots[i].set = false
 	}
-	// Remember where each list started so missing lists can be told apart.
 	for len(b) > 0 {
 		var num protowire.Number
 		var wt protowire.Type

@@ -458,13 +458,17 @@ func BigNumericFromUint(v uint64) decimal256.Num {
 	return decimal256.FromU64(v).Mul(decimal256.GetScaleMultiplier(BigNumericScale))
 }
 
-// floatDecimal formats a float for decimal conversion: the shortest decimal
-// that round-trips, rounded half away from zero to the scale (a double has
-// no exact decimal value, so rounding rather than rejecting is the useful
-// reading).
+// floatScaled converts a double to value×10^scale: the shortest decimal
+// that round-trips (so 0.1 is 0.1, not 0.1000000000000000055511151231257827),
+// rounded half away from zero to the scale when it has more digits (a double
+// has no exact decimal value, so rounding rather than rejecting is the
+// useful reading).
 func floatScaled(f float64, scale int) (*big.Int, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return nil, fmt.Errorf("%v is not a number BigQuery can store", f)
+	}
+	if v, err := parseScaled(strconv.FormatFloat(f, 'f', -1, 64), scale); err == nil {
+		return v, nil
 	}
 	bf := new(big.Float).SetPrec(1024).SetFloat64(f)
 	bf.Mul(bf, new(big.Float).SetPrec(1024).SetInt(new(big.Int).Exp(bigTen, big.NewInt(int64(scale)), nil)))
@@ -472,14 +476,8 @@ func floatScaled(f float64, scale int) (*big.Int, error) {
 	if f < 0 {
 		half.Neg(half)
 	}
-	// Use the shortest round-trip decimal, not the binary expansion, so that
-	// 0.1 is 0.1 and not 0.1000000000000000055511151231257827.
-	dec, err := parseScaled(strconv.FormatFloat(f, 'f', -1, 64), scale)
-	if err == nil {
-		return dec, nil
-	}
 	bf.Add(bf, half)
-	v, _ := bf.Int(nil)
+	v, _ := bf.Int(nil) // truncates toward zero: with ±0.5 added, rounds half away
 	return v, nil
 }
 
