@@ -54,15 +54,16 @@ type TypedLiteral struct {
 	P     int
 }
 
-// Unary is NOT x, -x or +x.
+// Unary is NOT x, -x, +x or ~x.
 type Unary struct {
-	Op string // "NOT", "-", "+"
+	Op string // "NOT", "-", "+", "~"
 	X  Expr
 	P  int
 }
 
 // Binary is an infix operator: AND, OR, comparisons (=, !=, <>, <, <=, >,
-// >=), arithmetic (+, -, *, /) and concatenation (||).
+// >=), arithmetic (+, -, *, /), concatenation (||) and the bitwise
+// operators (&, |, ^, <<, >>).
 type Binary struct {
 	Op   string
 	L, R Expr

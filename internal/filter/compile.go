@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
@@ -221,6 +222,12 @@ func (c *checker) check(e Expr) (node, error) {
 				return nil, err
 			}
 			return c.fold(&notNode{x: x, p: e.P}, x)
+		case "~":
+			if x, err = c.coerce(x, tInt, "operator ~"); err != nil {
+				return nil, c.errf(e.P, "No matching signature for operator ~ for argument types: %s", x.typ())
+			}
+			return c.fold(&callNode{name: "~", args: []node{x}, t: tInt, strict: true, p: e.P,
+				impl: func(a []value) (value, error) { return value{i: ^a[0].i}, nil }}, x)
 		case "+":
 			if !isNumeric(x.typ()) && x.typ() != tNull {
 				return nil, c.errf(e.P, "No matching signature for operator unary plus for argument types: %s", x.typ())
@@ -446,6 +453,8 @@ func (c *checker) binary(e *Binary) (node, error) {
 		return c.compare(e.Op, l, r, e.P)
 	case "||":
 		return c.callNodes(&Call{Name: "CONCAT", P: e.P}, []node{l, r})
+	case "&", "|", "^", "<<", ">>":
+		return c.bitwise(e.Op, l, r, e.P)
 	}
 	return c.arith(e.Op, l, r, e.P)
 }
@@ -633,3 +642,36 @@ var (
 	tenPow9  = new(big.Int).Exp(big.NewInt(10), big.NewInt(9), nil)
 	tenPow38 = new(big.Int).Exp(big.NewInt(10), big.NewInt(38), nil)
 )
+
+// bitwise checks &, |, ^, << and >> on INT64. >> shifts in zeros (no sign
+// extension), as GoogleSQL documents; shifting by 64 or more gives 0 and
+// by a negative amount is an error.
+func (c *checker) bitwise(op string, l, r node, p int) (node, error) {
+	l2, err1 := c.coerce(l, tInt, "operator "+op)
+	r2, err2 := c.coerce(r, tInt, "operator "+op)
+	if err1 != nil || err2 != nil || l.typ() == tFloat || r.typ() == tFloat {
+		return nil, c.errf(p, "No matching signature for operator %s for argument types: %s, %s", op, l.typ(), r.typ())
+	}
+	impl := func(a []value) (value, error) {
+		x, y := a[0].i, a[1].i
+		switch op {
+		case "&":
+			return value{i: x & y}, nil
+		case "|":
+			return value{i: x | y}, nil
+		case "^":
+			return value{i: x ^ y}, nil
+		}
+		if y < 0 {
+			return value{}, fmt.Errorf("Bit shift by negative amount: %d", y)
+		}
+		if y >= 64 {
+			return value{i: 0}, nil
+		}
+		if op == "<<" {
+			return value{i: x << uint(y)}, nil
+		}
+		return value{i: int64(uint64(x) >> uint(y))}, nil
+	}
+	return c.fold(&callNode{name: op, args: []node{l2, r2}, t: tInt, strict: true, impl: impl, p: p}, l2, r2)
+}

@@ -18,6 +18,10 @@ const (
 	bpAnd     = 2
 	bpNot     = 3
 	bpCompare = 4
+	bpBitOr   = 5
+	bpBitXor  = 6
+	bpBitAnd  = 7
+	bpShift   = 8
 	bpAdd     = 9
 	bpMul     = 10
 	bpUnary   = 11
@@ -115,6 +119,14 @@ func (p *parser) infixBP() (int, *Error) {
 		switch p.tok.text {
 		case "=", "!=", "<>", "<", "<=", ">", ">=":
 			return bpCompare, nil
+		case "|":
+			return bpBitOr, nil
+		case "^":
+			return bpBitXor, nil
+		case "&":
+			return bpBitAnd, nil
+		case "<<", ">>":
+			return bpShift, nil
 		case "+", "-":
 			return bpAdd, nil
 		case "*", "/", "||":
@@ -335,7 +347,7 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 				return nil, err
 			}
 			return e, nil
-		case "-", "+":
+		case "-", "+", "~":
 			if err := p.advance(); err != nil {
 				return nil, err
 			}

@@ -228,6 +228,9 @@ func parseTimestamp(s string, zone *time.Location) (int64, error) {
 
 // parseZone accepts Z, UTC, ±H[H][:MM] and IANA names.
 func parseZone(z string) (*time.Location, error) {
+	if z == "" || z == "Local" || strings.Contains(z, "..") {
+		return nil, errBadFormat
+	}
 	if z == "Z" || z == "z" || strings.EqualFold(z, "UTC") {
 		return time.UTC, nil
 	}
