@@ -345,3 +345,69 @@ func TestParameterizedNumeric(t *testing.T) {
 		t.Fatalf("row errors %v", rowErrs)
 	}
 }
+
+func TestQualifiedNamesAndSparseNumbers(t *testing.T) {
+	tbl := &schema.Schema{Fields: []*schema.Field{
+		{Name: "rec", Type: schema.Record, Fields: []*schema.Field{
+			{Name: "inner", Type: schema.Record, Fields: []*schema.Field{{Name: "v", Type: schema.Integer}}},
+		}},
+		{Name: "far", Type: schema.String},
+	}}
+	// A descriptor as protodesc emits it, not normalized: nested types
+	// inside nested types, fully qualified references.
+	inner := msgDesc("Inner", fld("v", 1, tSint32))
+	outer := msgDesc("Outer", fld("inner", 7, tMessage, ".my.pkg.Event.Outer.Inner"))
+	outer.NestedType = []*descriptorpb.DescriptorProto{inner}
+	root := msgDesc("Event", fld("rec", 1, tMessage, ".my.pkg.Event.Outer"), fld("far", 100000, tString))
+	root.NestedType = []*descriptorpb.DescriptorProto{outer}
+	d := mustCompile(t, root, tbl)
+	r := row{}.bytes(1, row{}.bytes(7, row{}.varint(1, protowire.EncodeZigZag(-3)))).str(100000, "far away")
+	rec := decodeOK(t, d, [][]byte{r}, MissingValues{})
+	if got := cell(rec, "rec", 0) + " " + cell(rec, "far", 0); got != `{"inner":{"v":-3}} far away` {
+		t.Errorf("got %s", got)
+	}
+}
+
+func TestMoreRowErrors(t *testing.T) {
+	tbl := &schema.Schema{Fields: []*schema.Field{
+		{Name: "e", Type: schema.String},
+		{Name: "rep", Type: schema.Integer, Mode: schema.Repeated},
+		{Name: "r", Type: schema.Range, RangeElementType: &schema.RangeElementType{Type: schema.Timestamp}},
+		{Name: "iv", Type: schema.Interval},
+	}}
+	dp := msgDesc("root", fld("e", 1, tEnum, "E_E.E"), fld("rep", 2, tInt64, "repeated"), fld("r", 3, tMessage, "R"), fld("iv", 4, tString))
+	dp.NestedType = []*descriptorpb.DescriptorProto{
+		{Name: proto.String("E_E"), EnumType: []*descriptorpb.EnumDescriptorProto{{Name: proto.String("E"),
+			Value: []*descriptorpb.EnumValueDescriptorProto{{Name: proto.String("A"), Number: proto.Int32(0)}}}}},
+		msgDesc("R", fld("start", 1, tInt64), fld("end", 2, tInt64)),
+	}
+	d := mustCompile(t, dp, tbl)
+	cases := []struct {
+		r     row
+		field string
+		msg   string
+	}{
+		{row{}.varint(1, 5), "e", "enum value 5"},
+		{row{}.fixed64(2, 1), "rep", "wire type"},
+		{row{}.bytes(2, []byte{0x80}), "", "valid protocol buffer"}, // truncated packed varint
+		{row{}.bytes(3, row{}.varint(1, 10).varint(2, 10)), "r", "start must be before"},
+		{row{}.str(4, "1 2 3 4"), "iv", "invalid INTERVAL"},
+	}
+	var rows [][]byte
+	for _, c := range cases {
+		rows = append(rows, c.r)
+	}
+	_, rowErrs, err := d.Decode(rows, MissingValues{})
+	if err != nil || len(rowErrs) != len(cases) {
+		t.Fatalf("row errors %v, err %v", rowErrs, err)
+	}
+	for i, c := range cases {
+		if rowErrs[i].Field != c.field || !strings.Contains(rowErrs[i].Message, c.msg) {
+			t.Errorf("row %d: %+v, want %s / %s", i, rowErrs[i], c.field, c.msg)
+		}
+	}
+	rec := decodeOK(t, d, [][]byte{row{}.bytes(3, row{}.varint(2, 10))}, MissingValues{})
+	if got := cell(rec, "r", 0); got != `{"end":"1970-01-01T00:00:00.00001Z","start":null}` {
+		t.Errorf("r = %s", got)
+	}
+}
