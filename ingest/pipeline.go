@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/protobuf/proto"
 
@@ -84,8 +83,14 @@ type pipeline struct {
 // or ctx is cancelled (Kafka), with each source record committed exactly
 // once to the table, across any number of crashes and restarts.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Client == nil || cfg.Source == nil || cfg.Ledger == nil {
-		return errors.New("ingest: Config needs Client, Source and Ledger")
+	if cfg.Client == nil || cfg.Source == nil {
+		return errors.New("ingest: Config needs Client and Source")
+	}
+	if cfg.Ledger == nil {
+		cfg.Ledger = cfg.Source.Ledger()
+	}
+	if cfg.Ledger == nil {
+		return errors.New("ingest: the source needs a Ledger (a state directory)")
 	}
 	if !tableName.MatchString(cfg.Table) {
 		return fmt.Errorf("ingest: table %q is not projects/P/datasets/D/tables/T", cfg.Table)
@@ -133,13 +138,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if p.metrics == nil {
 		p.metrics = NewMetrics(nil)
 	}
-	parts, err := cfg.Source.Partitions(ctx)
-	if err != nil {
-		return err
-	}
-	p.single = len(parts) == 1
+	p.single = cfg.Source.Single()
 	p.committer = newCommitter(p)
 
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var cwg sync.WaitGroup
@@ -148,16 +150,22 @@ func Run(ctx context.Context, cfg Config) error {
 		defer cwg.Done()
 		p.committer.run(ctx)
 	}()
-	g, gctx := errgroup.WithContext(ctx)
-	for _, part := range parts {
-		g.Go(func() error {
-			w := &worker{p: p, part: part, key: part.Key()}
-			return w.run(gctx)
-		})
-	}
-	err = g.Wait()
+	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
+		w := &worker{p: p, part: part, key: part.Key()}
+		err := w.run(ctx)
+		if errors.Is(err, ErrFenced) || (err != nil && ctx.Err() != nil) {
+			// The partition moved to another member (or was revoked):
+			// whatever it left is resolved by its next owner.
+			p.log.Info("partition released", "partition", part.Key(), "reason", err)
+			return nil
+		}
+		return err
+	})
 	cancel()
 	cwg.Wait()
+	if err == nil && parent.Err() != nil {
+		return parent.Err()
+	}
 	return err
 }
 

@@ -275,76 +275,106 @@ func TestCrashTable(t *testing.T) {
 	}
 }
 
-// stallSource freezes the first reader once, at a given record, until its
-// context ends: a hung connection or a slow source.
-type stallSource struct {
-	ingest.Source
-	at      int
-	stalled atomic.Bool
+// hangingClient is the real Write client whose first FinalizeWriteStream
+// hangs until its context ends: a hung connection.
+type hangingClient struct {
+	storagepb.BigQueryWriteClient
+	hung atomic.Bool
 }
 
-func (s *stallSource) Partitions(ctx context.Context) ([]ingest.Partition, error) {
-	ps, err := s.Source.Partitions(ctx)
-	for i := range ps {
-		ps[i] = stallPartition{ps[i], s}
-	}
-	return ps, err
-}
-
-type stallPartition struct {
-	ingest.Partition
-	s *stallSource
-}
-
-func (p stallPartition) Open(ctx context.Context, from int64) (ingest.RecordReader, error) {
-	r, err := p.Partition.Open(ctx, from)
-	return &stallReader{RecordReader: r, s: p.s}, err
-}
-
-type stallReader struct {
-	ingest.RecordReader
-	s *stallSource
-	n int
-}
-
-func (r *stallReader) Next(ctx context.Context) ([]byte, int64, error) {
-	r.n++
-	if r.n == r.s.at && r.s.stalled.CompareAndSwap(false, true) {
+func (c *hangingClient) FinalizeWriteStream(ctx context.Context, req *storagepb.FinalizeWriteStreamRequest, opts ...grpc.CallOption) (*storagepb.FinalizeWriteStreamResponse, error) {
+	if c.hung.CompareAndSwap(false, true) {
 		<-ctx.Done()
-		return nil, 0, ctx.Err()
+		return nil, status.FromContextError(ctx.Err()).Err()
 	}
-	return r.RecordReader.Next(ctx)
+	return c.BigQueryWriteClient.FinalizeWriteStream(ctx, req, opts...)
 }
 
-// TestStalledWorkerLosesLease: a worker frozen mid-batch loses its lease;
-// its stream is never sealed or committed, its range is replayed, and the
-// run completes (no deadlock) with every record exactly once.
+// TestStalledWorkerLosesLease: a worker whose connection hangs loses its
+// lease; its stream is never sealed or committed, its range is replayed,
+// and the run completes (no deadlock) with every record exactly once.
 func TestStalledWorkerLosesLease(t *testing.T) {
 	e := newEnv(t)
 	table := e.table(t, "stall")
 	const n = 120
 	src, _ := writeEvents(t, n, 0)
 	dir := t.TempDir()
-	stall := &stallSource{at: 50}
+	hc := &hangingClient{BigQueryWriteClient: e.write}
+	m := ingest.NewMetrics(nil)
 	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
 		deadLetter: filepath.Join(dir, "dead.ndjson"),
-		wrapSource: func(s ingest.Source) ingest.Source { stall.Source = s; return stall },
 		mutate: func(c *ingest.Config) {
-			c.MaxBatchAge = 50 * time.Millisecond
-			c.Lease = 200 * time.Millisecond
-			c.Metrics = ingest.NewMetrics(nil)
+			c.Client = hc
+			c.Lease = 300 * time.Millisecond
+			c.Metrics = m
 		}}
-	var m *ingest.Metrics
-	inner := r.mutate
-	r.mutate = func(c *ingest.Config) { inner(c); m = c.Metrics }
 	if err := r.do(t); err != nil {
 		t.Fatal(err)
 	}
-	if !stall.stalled.Load() {
-		t.Fatal("the source never stalled")
+	if !hc.hung.Load() {
+		t.Fatal("the connection never hung")
 	}
 	if got := counterValue(t, m.BatchesAbandoned); got < 1 {
 		t.Errorf("batches abandoned = %v, want >= 1", got)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
+
+// slowSource makes the first read wait until its context ends: a source
+// with nothing to read closes the batch at its age bound, with no loss.
+type slowSource struct {
+	ingest.Source
+	at     int
+	waited atomic.Bool
+}
+
+func (s *slowSource) Run(ctx context.Context, assign func(context.Context, ingest.Partition) error) error {
+	return s.Source.Run(ctx, func(ctx context.Context, p ingest.Partition) error {
+		return assign(ctx, slowPartition{p, s})
+	})
+}
+
+type slowPartition struct {
+	ingest.Partition
+	s *slowSource
+}
+
+func (p slowPartition) Open(ctx context.Context, from int64) (ingest.RecordReader, error) {
+	r, err := p.Partition.Open(ctx, from)
+	return &slowReader{RecordReader: r, s: p.s}, err
+}
+
+type slowReader struct {
+	ingest.RecordReader
+	s *slowSource
+	n int
+}
+
+func (r *slowReader) Next(ctx context.Context) ([]byte, int64, error) {
+	r.n++
+	if r.n == r.s.at && r.s.waited.CompareAndSwap(false, true) {
+		<-ctx.Done()
+		return nil, 0, ctx.Err()
+	}
+	return r.RecordReader.Next(ctx)
+}
+
+func TestSlowSourceClosesBatchAtAge(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "slow")
+	const n = 100
+	src, _ := writeEvents(t, n, 0)
+	dir := t.TempDir()
+	slow := &slowSource{at: 30}
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+		deadLetter: filepath.Join(dir, "dead.ndjson"),
+		wrapSource: func(s ingest.Source) ingest.Source { slow.Source = s; return slow },
+		mutate:     func(c *ingest.Config) { c.MaxBatchAge = 50 * time.Millisecond; c.MaxBatchRows = 1000 }}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	if !slow.waited.Load() {
+		t.Fatal("the source never waited")
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), n)
 }

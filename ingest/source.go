@@ -12,9 +12,17 @@ import (
 // Source yields the partitions to ingest. A file source has one partition;
 // a Kafka source hands out partitions as the group assigns them.
 type Source interface {
-	// Partitions returns the partitions to run. A finite source returns all
-	// of them at once.
-	Partitions(ctx context.Context) ([]Partition, error)
+	// Run calls assign for every partition this process owns, each in its
+	// own goroutine, with a context that ends when the partition is
+	// revoked. Run returns when ctx ends, when an assign call fails (with
+	// that error), or, for a finite source, when every assign call
+	// returned. Run returns only after every assign call returned.
+	Run(ctx context.Context, assign func(ctx context.Context, p Partition) error) error
+	// Ledger returns where the source's partition states live, or nil when
+	// the caller must provide one (files: a state directory).
+	Ledger() Ledger
+	// Single reports whether the source has exactly one partition.
+	Single() bool
 }
 
 // Partition is one ordered, replayable sequence of records addressed by
@@ -47,13 +55,19 @@ type FileSource struct {
 	Stdin io.Reader // used when Path is "-"
 }
 
-// Partitions implements Source.
-func (s *FileSource) Partitions(context.Context) ([]Partition, error) {
+// Run implements Source: the file is one partition, run to its end.
+func (s *FileSource) Run(ctx context.Context, assign func(ctx context.Context, p Partition) error) error {
 	if s.Path == "" {
-		return nil, errors.New("ingest: file source needs a path")
+		return errors.New("ingest: file source needs a path")
 	}
-	return []Partition{filePartition{s}}, nil
+	return assign(ctx, filePartition{s})
 }
+
+// Ledger implements Source: files keep their state in a state directory.
+func (s *FileSource) Ledger() Ledger { return nil }
+
+// Single implements Source.
+func (s *FileSource) Single() bool { return true }
 
 type filePartition struct{ s *FileSource }
 

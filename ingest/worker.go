@@ -233,13 +233,12 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		w.reader, w.at = r, x
 	}
 
-	app, err := newAppender(lease, p, ws.GetName(), mapper.Descriptor())
-	if err != nil {
-		return batchResult{}, abandon("%v", err)
-	}
+	// The AppendRows connection opens with the first request, so an idle
+	// partition costs no RPCs.
+	var app *appender
 	ok := false
 	defer func() {
-		if !ok {
+		if !ok && app != nil {
 			app.abort()
 		}
 	}()
@@ -257,6 +256,12 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		if len(rowsOf) == 0 {
 			return nil
 		}
+		if app == nil {
+			var err error
+			if app, err = newAppender(lease, p, ws.GetName(), mapper.Descriptor()); err != nil {
+				return err
+			}
+		}
 		first := app.sent == 0
 		if err := app.send(lease, buf, rowsOf); err != nil {
 			return err
@@ -271,11 +276,17 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		}
 		return nil
 	}
-	for n < p.cfg.MaxBatchRows && bytes < p.cfg.MaxBatchBytes && time.Since(start) < p.cfg.MaxBatchAge {
-		rec, end, err := w.reader.Next(lease)
+	// The age bound also interrupts a source that has nothing to read.
+	ageCtx, ageCancel := context.WithDeadline(lease, start.Add(p.cfg.MaxBatchAge))
+	defer ageCancel()
+	for n < p.cfg.MaxBatchRows && bytes < p.cfg.MaxBatchBytes {
+		rec, end, err := w.reader.Next(ageCtx)
 		if err == io.EOF {
 			eof = true
 			break
+		}
+		if err != nil && ageCtx.Err() != nil && lease.Err() == nil && ctx.Err() == nil {
+			break // the age bound
 		}
 		if err != nil {
 			w.closeReader()
@@ -308,9 +319,11 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		return batchResult{}, w.sendFailure(ctx, lease, err)
 	}
 	ok = true
-	if err := app.close(); err != nil {
-		w.closeReader()
-		return batchResult{}, abandon("%v", err)
+	if app != nil {
+		if err := app.close(); err != nil {
+			w.closeReader()
+			return batchResult{}, abandon("%v", err)
+		}
 	}
 
 	if n == 0 {

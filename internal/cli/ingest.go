@@ -19,7 +19,8 @@ import (
 )
 
 const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SOURCE --state-dir DIR [flags]\n\n" +
-	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input).\n" +
+	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input)\n" +
+	"or kafka://BROKER[,BROKER]/TOPIC?group=G (one JSON record per message).\n" +
 	"Re-running the same command after a crash continues where it stopped: every\n" +
 	"record is committed to the table exactly once."
 
@@ -29,8 +30,8 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	endpoint := fs.String("endpoint", envDefault(env, "BQSTORE_ENDPOINT", ""), "Storage API gRPC endpoint, e.g. bigquerystorage.googleapis.com:443 or 127.0.0.1:9060 (env BQSTORE_ENDPOINT)")
 	plaintext := fs.Bool("insecure", false, "plaintext gRPC without credentials (for bqstore serve)")
 	tableFlag := fs.String("table", "", "destination table as project:dataset.table")
-	sourceFlag := fs.String("source", "", "file:PATH or file:- (standard input)")
-	stateDir := fs.String("state-dir", "", "directory for the partitions' durable state (seals)")
+	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC?group=G")
+	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
@@ -48,7 +49,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	for _, req := range []struct{ name, v string }{{"endpoint", *endpoint}, {"table", *tableFlag}, {"source", *sourceFlag}, {"state-dir", *stateDir}} {
+	for _, req := range []struct{ name, v string }{{"endpoint", *endpoint}, {"table", *tableFlag}, {"source", *sourceFlag}} {
 		if req.v == "" {
 			return usagef("--%s is required", req.name)
 		}
@@ -86,14 +87,26 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		}
 		src = &ingest.FileSource{Path: path, Stdin: env.Stdin}
 	case strings.HasPrefix(*sourceFlag, "kafka://"):
-		return usagef("--source %q: Kafka sources are not available in this build yet", *sourceFlag)
+		ks, err := ingest.ParseKafkaURL(*sourceFlag)
+		if err != nil {
+			return usagef("--source: %v", err)
+		}
+		ks.Logger = logger
+		src = ks
 	default:
 		return usagef("--source %q: want file:PATH or kafka://BROKER/TOPIC?group=G", *sourceFlag)
 	}
 
-	ledger, err := ingest.OpenFileLedger(*stateDir)
-	if err != nil {
-		return err
+	// Kafka keeps the partitions' state in the group's committed offsets;
+	// files keep it in the state directory.
+	var ledger ingest.Ledger
+	if src.Ledger() == nil {
+		if *stateDir == "" {
+			return usagef("--state-dir is required for file sources")
+		}
+		if ledger, err = ingest.OpenFileLedger(*stateDir); err != nil {
+			return err
+		}
 	}
 	var dl *ingest.DeadLetters
 	if *deadLetter != "" {

@@ -25,6 +25,7 @@ func TestIngestUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{},
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "file:a"},
+		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "kafka://h/t"},
 		{"--endpoint", "x:1", "--table", "d", "--source", "file:a", "--state-dir", "s"},
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "ftp:a", "--state-dir", "s"},
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "file:a", "--state-dir", "s", "--memory-budget", "lots"},

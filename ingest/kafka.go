@@ -1,0 +1,462 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KafkaSource consumes one topic as a member of a consumer group. Each
+// assigned partition is a Partition; its state (IDLE or SEALED) lives in
+// the group's committed offset and its metadata, written only with
+// member OffsetCommit requests carrying this member's ID and generation,
+// so a member that lost the partition cannot seal (EXACTLY-ONCE.md 3.2).
+//
+// The client runs with auto-commit off and BlockRebalanceOnPoll; seeks
+// (SetOffsets) and pauses happen only on the polling goroutine, between a
+// poll and AllowRebalance.
+type KafkaSource struct {
+	Brokers []string
+	Topic   string
+	Group   string
+	// Opts are extra franz-go options (tests shorten the session timeout).
+	Opts []kgo.Opt
+	// MaxBuffered is the bytes fetched and not yet read per partition
+	// before its fetching pauses (default 8 MiB).
+	MaxBuffered int64
+	Logger      *slog.Logger
+
+	cl      *kgo.Client
+	adm     *kadm.Client
+	topicID [16]byte
+	log     *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		parts  map[int32]*kafkaPartition
+		wake   context.CancelFunc // interrupts the current poll
+		runErr error
+	}
+	wg sync.WaitGroup // assign goroutines
+}
+
+// ParseKafkaURL parses kafka://BROKER[,BROKER]/TOPIC?group=G.
+func ParseKafkaURL(s string) (*KafkaSource, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "kafka" {
+		return nil, fmt.Errorf("ingest: %q is not kafka://BROKER[,BROKER]/TOPIC?group=G", s)
+	}
+	topic := strings.Trim(u.Path, "/")
+	group := u.Query().Get("group")
+	if u.Host == "" || topic == "" || strings.Contains(topic, "/") || group == "" {
+		return nil, fmt.Errorf("ingest: %q: want kafka://BROKER[,BROKER]/TOPIC?group=G", s)
+	}
+	for k := range u.Query() {
+		if k != "group" {
+			return nil, fmt.Errorf("ingest: %q: unknown parameter %q", s, k)
+		}
+	}
+	return &KafkaSource{Brokers: strings.Split(u.Host, ","), Topic: topic, Group: group}, nil
+}
+
+// Single implements Source.
+func (s *KafkaSource) Single() bool { return false }
+
+// Ledger implements Source: the group's committed offsets.
+func (s *KafkaSource) Ledger() Ledger { return kafkaLedger{s} }
+
+func (s *KafkaSource) key(p int32) string { return "kafka:" + s.Topic + "/" + strconv.Itoa(int(p)) }
+
+// Run implements Source.
+func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, p Partition) error) error {
+	s.log = s.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.MaxBuffered <= 0 {
+		s.MaxBuffered = 8 << 20
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.parts = map[int32]*kafkaPartition{}
+	fail := func(err error) {
+		s.mu.Lock()
+		if s.mu.runErr == nil {
+			s.mu.runErr = err
+		}
+		s.mu.Unlock()
+		cancel()
+	}
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(s.Brokers...),
+		kgo.ConsumerGroup(s.Group),
+		kgo.ConsumeTopics(s.Topic),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			for _, p := range m[s.Topic] {
+				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1)}
+				kp.mu.seekTo = -1
+				kp.ctx, kp.cancel = context.WithCancel(ctx)
+				s.mu.Lock()
+				s.mu.parts[p] = kp
+				s.mu.Unlock()
+				s.log.Info("partition assigned", "partition", s.key(p))
+				s.wg.Add(1)
+				go func() {
+					defer s.wg.Done()
+					defer close(kp.done)
+					if err := assign(kp.ctx, kp); err != nil {
+						fail(err)
+					}
+				}()
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "revoked") }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "lost") }),
+	}, s.Opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("ingest: kafka client: %w", err)
+	}
+	s.cl, s.adm = cl, kadm.NewClient(cl)
+	defer func() {
+		cancel()
+		s.releaseAll()
+		s.wg.Wait()
+		cl.CloseAllowingRebalance()
+	}()
+	topics, err := s.adm.ListTopics(ctx, s.Topic)
+	if err == nil {
+		err = topics[s.Topic].Err
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: kafka topic %s: %w", s.Topic, err)
+	}
+	s.topicID = topics[s.Topic].ID
+
+	for ctx.Err() == nil {
+		pctx, pcancel := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.mu.wake = pcancel
+		s.mu.Unlock()
+		fetches := cl.PollRecords(pctx, 10000)
+		pcancel()
+		if fetches.IsClientClosed() {
+			break
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			s.log.Warn("kafka fetch error", "topic", t, "partition", p, "err", err)
+		})
+		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
+			if ftp.Topic != s.Topic || len(ftp.Records) == 0 {
+				return
+			}
+			s.mu.Lock()
+			kp := s.mu.parts[ftp.Partition]
+			s.mu.Unlock()
+			if kp != nil {
+				kp.push(ftp.Records)
+			}
+		})
+		s.applySeeksAndPauses()
+		cl.AllowRebalance()
+	}
+	s.mu.Lock()
+	err = s.mu.runErr
+	s.mu.Unlock()
+	return err
+}
+
+// release stops the workers of revoked or lost partitions and waits for
+// them: a worker that had sealed leaves the seal to the next owner.
+func (s *KafkaSource) release(ps []int32, why string) {
+	var stopped []*kafkaPartition
+	s.mu.Lock()
+	for _, p := range ps {
+		if kp := s.mu.parts[p]; kp != nil {
+			delete(s.mu.parts, p)
+			stopped = append(stopped, kp)
+		}
+	}
+	s.mu.Unlock()
+	for _, kp := range stopped {
+		kp.cancel()
+		<-kp.done
+		s.log.Info("partition "+why, "partition", s.key(kp.p))
+	}
+}
+
+func (s *KafkaSource) releaseAll() {
+	s.mu.Lock()
+	var ps []int32
+	for p := range s.mu.parts {
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	s.release(ps, "released")
+}
+
+func (s *KafkaSource) wake() {
+	s.mu.Lock()
+	if s.mu.wake != nil {
+		s.mu.wake()
+	}
+	s.mu.Unlock()
+}
+
+// applySeeksAndPauses runs on the polling goroutine.
+func (s *KafkaSource) applySeeksAndPauses() {
+	s.mu.Lock()
+	parts := make([]*kafkaPartition, 0, len(s.mu.parts))
+	for _, kp := range s.mu.parts {
+		parts = append(parts, kp)
+	}
+	s.mu.Unlock()
+	seeks := map[int32]kgo.EpochOffset{}
+	var pause, resume []int32
+	for _, kp := range parts {
+		kp.mu.Lock()
+		if kp.mu.seekTo >= 0 {
+			seeks[kp.p] = kgo.EpochOffset{Epoch: -1, Offset: kp.mu.seekTo}
+			kp.mu.queue, kp.mu.queued = nil, 0
+			kp.mu.epoch = kp.mu.wantEpoch
+			kp.mu.seekTo = -1
+		}
+		switch {
+		case !kp.mu.paused && kp.mu.queued > s.MaxBuffered:
+			kp.mu.paused = true
+			pause = append(pause, kp.p)
+		case kp.mu.paused && kp.mu.queued <= s.MaxBuffered/2:
+			kp.mu.paused = false
+			resume = append(resume, kp.p)
+		}
+		kp.mu.Unlock()
+		kp.signal()
+	}
+	if len(seeks) > 0 {
+		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.Topic: seeks})
+	}
+	if len(pause) > 0 {
+		s.cl.PauseFetchPartitions(map[string][]int32{s.Topic: pause})
+	}
+	if len(resume) > 0 {
+		s.cl.ResumeFetchPartitions(map[string][]int32{s.Topic: resume})
+	}
+}
+
+// kafkaPartition buffers one partition's fetched records for its worker.
+type kafkaPartition struct {
+	s      *KafkaSource
+	p      int32
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	notify chan struct{} // buffered(1): records arrived or a seek applied
+	mu     struct {
+		sync.Mutex
+		queue     []*kgo.Record
+		queued    int64 // bytes in queue
+		seekTo    int64 // pending seek, -1 if none
+		epoch     int64 // seeks applied
+		wantEpoch int64 // seeks requested
+		paused    bool
+	}
+}
+
+func (kp *kafkaPartition) Key() string { return kp.s.key(kp.p) }
+
+func (kp *kafkaPartition) signal() {
+	select {
+	case kp.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (kp *kafkaPartition) push(recs []*kgo.Record) {
+	kp.mu.Lock()
+	for _, r := range recs {
+		kp.mu.queue = append(kp.mu.queue, r)
+		kp.mu.queued += int64(len(r.Value))
+	}
+	kp.mu.Unlock()
+	kp.signal()
+}
+
+// Open implements Partition: it asks the polling goroutine to seek to from
+// and returns a reader that waits for the seek to apply.
+func (kp *kafkaPartition) Open(_ context.Context, from int64) (RecordReader, error) {
+	kp.mu.Lock()
+	kp.mu.wantEpoch++
+	kp.mu.seekTo = from
+	epoch := kp.mu.wantEpoch
+	kp.mu.Unlock()
+	kp.s.wake()
+	return &kafkaReader{kp: kp, epoch: epoch, next: from}, nil
+}
+
+type kafkaReader struct {
+	kp    *kafkaPartition
+	epoch int64
+	next  int64 // records below it were already returned (or skipped)
+}
+
+// Next implements RecordReader. It blocks until a record arrives or ctx ends.
+func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
+	kp := r.kp
+	for {
+		kp.mu.Lock()
+		if kp.mu.epoch > r.epoch {
+			kp.mu.Unlock()
+			return nil, r.next, errors.New("ingest: kafka reader superseded by a newer seek")
+		}
+		if kp.mu.epoch == r.epoch {
+			for len(kp.mu.queue) > 0 {
+				rec := kp.mu.queue[0]
+				kp.mu.queue[0] = nil
+				kp.mu.queue = kp.mu.queue[1:]
+				kp.mu.queued -= int64(len(rec.Value))
+				if rec.Offset < r.next {
+					continue // fetched before a seek, or a re-delivery
+				}
+				wasPaused := kp.mu.paused && kp.mu.queued <= kp.s.MaxBuffered/2
+				kp.mu.Unlock()
+				if wasPaused {
+					kp.s.wake()
+				}
+				r.next = rec.Offset + 1
+				return rec.Value, r.next, nil
+			}
+		}
+		kp.mu.Unlock()
+		select {
+		case <-kp.notify:
+		case <-ctx.Done():
+			return nil, r.next, ctx.Err()
+		}
+	}
+}
+
+func (r *kafkaReader) Close() error { return nil }
+
+// kafkaLedger stores partition states as the group's committed offsets.
+type kafkaLedger struct{ s *KafkaSource }
+
+func (l kafkaLedger) partition(key string) (int32, error) {
+	prefix := "kafka:" + l.s.Topic + "/"
+	if !strings.HasPrefix(key, prefix) {
+		return 0, fmt.Errorf("ingest: %q is not a partition of %s", key, l.s.Topic)
+	}
+	p, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: %q is not a partition of %s", key, l.s.Topic)
+	}
+	return int32(p), nil
+}
+
+// Load implements Ledger with an OffsetFetch (RequireStable). A partition
+// that never committed starts at its log start offset.
+func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
+	p, err := l.partition(key)
+	if err != nil {
+		return State{}, err
+	}
+	resps, err := l.s.adm.FetchOffsets(kadm.RequireStable(ctx), l.s.Group)
+	if err != nil {
+		return State{}, fmt.Errorf("ingest: OffsetFetch %s: %w", key, err)
+	}
+	o, ok := resps.Lookup(l.s.Topic, p)
+	if ok && o.Err != nil {
+		return State{}, fmt.Errorf("ingest: OffsetFetch %s: %w", key, o.Err)
+	}
+	if !ok || o.At < 0 {
+		starts, err := l.s.adm.ListStartOffsets(ctx, l.s.Topic)
+		if err != nil {
+			return State{}, fmt.Errorf("ingest: ListOffsets %s: %w", key, err)
+		}
+		so, ok := starts.Lookup(l.s.Topic, p)
+		if !ok || so.Err != nil || so.Offset < 0 {
+			return State{}, fmt.Errorf("ingest: no start offset for %s: %v", key, so.Err)
+		}
+		return State{Offset: so.Offset, DeadLetterEnd: -1}, nil
+	}
+	st, err := DecodeState([]byte(o.Metadata))
+	if err != nil {
+		if !strings.HasPrefix(o.Metadata, "{") {
+			// Committed by another tool (no seal): IDLE at its offset.
+			return State{Offset: o.At, DeadLetterEnd: -1}, nil
+		}
+		return State{}, fmt.Errorf("ingest: %s: %w", key, err)
+	}
+	if st.Offset != o.At {
+		if st.Sealed {
+			return State{}, fmt.Errorf("ingest: %s: committed offset %d differs from the seal's start %d (offsets reset by hand?)", key, o.At, st.Offset)
+		}
+		st.Offset = o.At
+	}
+	return st, nil
+}
+
+// Store implements Ledger with a member OffsetCommit: fenced by the
+// group generation, it fails with ErrFenced once the partition moved.
+func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
+	p, err := l.partition(key)
+	if err != nil {
+		return err
+	}
+	member, gen := l.s.cl.GroupMetadata()
+	if member == "" || gen < 0 {
+		return fmt.Errorf("%w: not a group member", ErrFenced)
+	}
+	st.Generation = gen
+	meta, err := st.Encode()
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = l.s.Group
+	req.Generation = gen
+	req.MemberID = member
+	t := kmsg.NewOffsetCommitRequestTopic()
+	t.Topic = l.s.Topic
+	t.TopicID = l.s.topicID
+	pp := kmsg.NewOffsetCommitRequestTopicPartition()
+	pp.Partition = p
+	pp.Offset = st.Offset
+	pp.LeaderEpoch = -1
+	m := string(meta)
+	pp.Metadata = &m
+	t.Partitions = append(t.Partitions, pp)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, l.s.cl)
+	if err != nil {
+		return fmt.Errorf("ingest: OffsetCommit %s: %w", key, err)
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				switch {
+				case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.UnknownMemberID),
+					errors.Is(err, kerr.StaleMemberEpoch), errors.Is(err, kerr.FencedInstanceID):
+					return fmt.Errorf("%w: OffsetCommit %s: %v", ErrFenced, key, err)
+				}
+				return fmt.Errorf("ingest: OffsetCommit %s: %w", key, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/ingest/rows"
+)
+
+func TestParseKafkaURL(t *testing.T) {
+	s, err := ingest.ParseKafkaURL("kafka://127.0.0.1:9092,127.0.0.1:9093/events?group=g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Brokers) != 2 || s.Brokers[1] != "127.0.0.1:9093" || s.Topic != "events" || s.Group != "g1" {
+		t.Fatalf("parsed %+v", s)
+	}
+	for _, bad := range []string{"kafka://h/t", "kafka:///t?group=g", "kafka://h/?group=g", "http://h/t?group=g",
+		"kafka://h/t/u?group=g", "kafka://h/t?group=g&x=1"} {
+		if _, err := ingest.ParseKafkaURL(bad); err == nil {
+			t.Errorf("ParseKafkaURL(%q) accepted", bad)
+		}
+	}
+}
+
+// kafkaEnv is an in-process Kafka (kfake) with a topic of events.
+type kafkaEnv struct {
+	c     *kfake.Cluster
+	topic string
+	parts int32
+}
+
+func newKafka(t *testing.T, parts int32, n int, badEvery int) *kafkaEnv {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(parts, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: "events", Value: fmt.Appendf(nil, `{"id":%d,"name":"k%d","tags":[]}`, i, i)})
+		if badEvery > 0 && i%badEvery == badEvery-1 {
+			recs = append(recs, &kgo.Record{Topic: "events", Value: []byte(`{"id":[]}`)})
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return &kafkaEnv{c: c, topic: "events", parts: parts}
+}
+
+// waitCommitted waits until the group's committed offsets reach the end of
+// every partition (the pipeline has committed everything) or fails.
+func (k *kafkaEnv) waitCommitted(t *testing.T, group string, errc <-chan error) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	ends, err := adm.ListEndOffsets(ctx, k.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err == nil {
+			done := true
+			ends.Each(func(e kadm.ListedOffset) {
+				o, ok := offs.Lookup(e.Topic, e.Partition)
+				if !ok || o.At != e.Offset {
+					done = false
+				}
+			})
+			if done {
+				return
+			}
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("pipeline ended before committing everything: %v", err)
+		case <-deadline:
+			t.Fatalf("committed offsets %v never reached the ends %v", offs, ends)
+		case <-tick.C:
+		}
+	}
+}
+
+func (k *kafkaEnv) config(e *env, table, group string, dl *ingest.DeadLetters) (ingest.Config, *ingest.KafkaSource) {
+	src := &ingest.KafkaSource{Brokers: k.c.ListenAddrs(), Topic: k.topic, Group: group,
+		Opts: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond)}}
+	return ingest.Config{
+		Client: e.write, Table: table, Source: src, DeadLetters: dl, Unknown: rows.UnknownReject,
+		MaxBatchRows: 50, MaxBatchAge: 100 * time.Millisecond, RequestBytes: 1 << 10, MemoryBudget: 1 << 20,
+		CommitWindow: time.Millisecond,
+		Backoff:      ingest.Backoff{Base: time.Millisecond, Max: 10 * time.Millisecond},
+	}, src
+}
+
+func TestKafkaExactlyOnce(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "kafka_events")
+	const n = 600
+	k := newKafka(t, 3, n, 100)
+	dl, err := ingest.OpenDeadLetters(filepath.Join(t.TempDir(), "dead.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Close()
+	cfg, _ := k.config(e, table, "g", dl)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(ctx, cfg) }()
+	k.waitCommitted(t, "g", errc)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
+
+// TestKafkaCrashAfterSeal crashes one partition's worker after its seal,
+// then restarts: the new run resolves the seal from the committed-offset
+// metadata, commits, and continues at its end.
+func TestKafkaCrashTable(t *testing.T) {
+	e := newEnv(t)
+	const n = 300
+	k := newKafka(t, 2, n, 0)
+	for i, p := range []ingest.Point{ingest.AfterFinalize, ingest.AfterSeal, ingest.AfterCommit} {
+		t.Run("point="+string(p), func(t *testing.T) {
+			table := e.table(t, fmt.Sprintf("kafka_crash_%d", i))
+			group := fmt.Sprintf("crash%d", i)
+			cfg, _ := k.config(e, table, group, nil)
+			cfg.Hooks = &crashAt{point: p, batch: 2}
+			err := ingest.Run(context.Background(), cfg)
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("first run: %v, want the injected crash", err)
+			}
+			cfg, _ = k.config(e, table, group, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() { errc <- ingest.Run(ctx, cfg) }()
+			k.waitCommitted(t, group, errc)
+			cancel()
+			<-errc
+			checkExactlyOnce(t, e.readIDs(t, table), n)
+		})
+	}
+}
+
+// TestKafkaTwoMembers runs two pipelines in one group: partitions are
+// spread (and rebalanced when the second joins) and every record lands
+// exactly once.
+func TestKafkaTwoMembers(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "kafka_two")
+	const n = 1200
+	k := newKafka(t, 4, n, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		cfg, _ := k.config(e, table, "two", nil)
+		cfg.MaxBatchRows = 20
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errc <- ingest.Run(ctx, cfg)
+		}()
+	}
+	k.waitCommitted(t, "two", errc)
+	cancel()
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
