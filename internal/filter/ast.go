@@ -221,9 +221,7 @@ func (e *Call) String() string {
 		args[i] = x.String()
 	}
 	name := e.Name
-	if isReserved(name) && name != "IF" {
-		name = quoteIdent(name)
-	}
+
 	return name + "(" + strings.Join(args, ", ") + ")"
 }
 

@@ -73,7 +73,7 @@ func (c *checker) call(e *Call) (node, error) {
 		case *Interval:
 			continue
 		case *Ident:
-			if isDiffFunc[e.Name] && i == 2 {
+			if (isDiffFunc[e.Name] && i == 2) || (isTruncFunc[e.Name] && i == 1) {
 				continue
 			}
 		}
@@ -94,8 +94,9 @@ func (c *checker) callNodes(e *Call, args []node) (node, error) {
 var isAggregate = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
 	"ARRAY_AGG": true, "STRING_AGG": true, "ANY_VALUE": true, "COUNTIF": true, "LOGICAL_AND": true, "LOGICAL_OR": true}
 
-var isDiffFunc = map[string]bool{"DATE_DIFF": true, "DATETIME_DIFF": true, "TIMESTAMP_DIFF": true, "TIME_DIFF": true,
-	"DATE_TRUNC": true, "TIMESTAMP_TRUNC": true, "DATETIME_TRUNC": true}
+var isDiffFunc = map[string]bool{"DATE_DIFF": true, "DATETIME_DIFF": true, "TIMESTAMP_DIFF": true}
+
+var isTruncFunc = map[string]bool{"DATE_TRUNC": true, "TIMESTAMP_TRUNC": true, "DATETIME_TRUNC": true}
 
 func (c *checker) noSig(e *Call, args []node) *Error {
 	ts := make([]string, len(args))
@@ -383,6 +384,7 @@ func init() {
 	registerConditional()
 	registerTime()
 	registerGeo()
+	registerMore()
 }
 
 func asciiLower(s string) string {

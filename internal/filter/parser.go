@@ -299,6 +299,9 @@ var typedLiteralTypes = map[string]string{
 	"JSON": "JSON",
 }
 
+// keywordFuncs are reserved keywords that are also function names.
+var keywordFuncs = map[string]bool{"IF": true, "LEFT": true, "RIGHT": true}
+
 // nilaryCalls may be written without parentheses.
 var nilaryCalls = map[string]bool{
 	"CURRENT_DATE": true, "CURRENT_TIMESTAMP": true, "CURRENT_DATETIME": true, "CURRENT_TIME": true,
@@ -413,7 +416,7 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 		}
 		return &TypedLiteral{Type: ty, Value: v, P: t.pos}, nil
 	}
-	if nt.kind == kOp && nt.text == "(" && (!isReserved(up) || up == "IF") {
+	if nt.kind == kOp && nt.text == "(" && (!isReserved(up) || keywordFuncs[up]) {
 		return p.parseCall()
 	}
 	if nilaryCalls[up] {
