@@ -53,6 +53,9 @@ type Config struct {
 	// Storage tunes the engine (zero: defaults). FS, Clock and Logger are
 	// filled in by the server when unset.
 	Storage storage.Options
+	// Read tunes the Read API (zero: defaults; session TTL 6 h). Logger
+	// and Registerer are the server's.
+	Read readapi.Options
 }
 
 // Defaults for Config.
@@ -155,11 +158,15 @@ func Start(cfg Config) (_ *Server, err error) {
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
 	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, writeapi.New(s.backend, s.db,
 		writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log}))
-	s.read = readapi.New(readTables{s.backend}, s.db, readapi.Options{Logger: s.log, Registerer: s.registry})
+	ropts := cfg.Read
+	ropts.Logger, ropts.Registerer = s.log, s.registry
+	s.read = readapi.New(readTables{s.backend}, s.db, ropts)
 	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
 
 	mux := http.NewServeMux()
-	mux.Handle("/", rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log}))
+	rh := rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log})
+	rh.ServeTableData(s.db)
+	mux.Handle("/", rh)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
