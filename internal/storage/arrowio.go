@@ -114,7 +114,16 @@ func (m *staticMessages) Release() {}
 // decodeBatchIPC decodes an encapsulated record batch message against a
 // schema (given as its encoded IPC stream). The record's buffers alias b
 // (zero-copy).
-func decodeBatchIPC(schemaIPC, b []byte) (rec arrow.Record, err error) {
+func decodeBatchIPC(schemaIPC, b []byte) (arrow.Record, error) {
+	return decodeBatchIPCBuf(schemaIPC, memory.NewBufferBytes(b), len(b))
+}
+
+// decodeBatchIPCBuf decodes the encapsulated record batch message in the
+// first n bytes of parent; the record's buffers are slices of parent,
+// which they retain (reference-counted), so a pooled parent is recycled
+// only when the record's last array is released.
+func decodeBatchIPCBuf(schemaIPC []byte, parent *memory.Buffer, n int) (rec arrow.Record, err error) {
+	b := parent.Bytes()[:n]
 	defer func() {
 		if p := recover(); p != nil {
 			rec, err = nil, fmt.Errorf("storage: decode batch: %v", p)
@@ -130,7 +139,15 @@ func decodeBatchIPC(schemaIPC, b []byte) (rec arrow.Record, err error) {
 		return nil, err
 	}
 	sm := ipc.NewMessage(memory.NewBufferBytes(smeta), memory.NewBufferBytes(nil))
-	bm := ipc.NewMessage(memory.NewBufferBytes(bmeta), memory.NewBufferBytes(body))
+	metaBuf := memory.SliceBuffer(parent, 8, len(bmeta))
+	bodyBuf := memory.SliceBuffer(parent, 8+len(bmeta), len(body))
+	bm := ipc.NewMessage(metaBuf, bodyBuf)
+	metaBuf.Release()
+	bodyBuf.Release()
+	// The ipc.Reader never releases the messages it reads: drop our
+	// references once the record (which retains what it uses) is built.
+	defer bm.Release()
+	defer sm.Release()
 	if sm.Type() != ipc.MessageSchema || bm.Type() != ipc.MessageRecordBatch {
 		return nil, fmt.Errorf("storage: decode batch: unexpected IPC message types %v, %v", sm.Type(), bm.Type())
 	}

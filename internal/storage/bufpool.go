@@ -48,3 +48,27 @@ func (p *bufPool) put(b []byte) {
 	b = b[:0]
 	p.classes[c].Put(&b)
 }
+
+// readBufs backs the buffers ReadChunk reads frames into. Unlike
+// frameBufs, a read buffer's lifetime is decided by Arrow reference
+// counting: the decoded arrays are zero-copy slices of it (retaining it),
+// and readAllocator.Free returns it only when the last of them is
+// released. A record never released is simply garbage-collected.
+var readBufs bufPool
+
+// readAllocator is the memory.Allocator of read buffers.
+type readAllocator struct{}
+
+func (readAllocator) Allocate(size int) []byte { return readBufs.get(size, size) }
+
+func (readAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := readBufs.get(size, size)
+	copy(nb, b)
+	readBufs.put(b)
+	return nb
+}
+
+func (readAllocator) Free(b []byte) { readBufs.put(b) }

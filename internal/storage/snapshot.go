@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/storage/segment"
 	"github.com/bqstore/bqstore/internal/storage/stream"
@@ -179,7 +180,13 @@ func (s *Snapshot) ReadChunk(ctx context.Context, c Chunk, rowStart, rowEnd int6
 	if !ok {
 		return nil, fmt.Errorf("storage: %s at offset %d: batch of unknown schema version %d: %w", c.f.name, c.off, c.sv, ErrCorruption)
 	}
-	fr, err := wal.ReadAt(c.f.f, c.off+c.len, c.f.name, c.off, make([]byte, c.len-wal.HeaderSize))
+	// The frame is read into a pooled buffer that the decoded arrays
+	// slice (zero-copy) and retain; it returns to the pool when the
+	// caller releases the last of them.
+	parent := memory.NewResizableBuffer(readAllocator{})
+	defer parent.Release()
+	parent.Resize(int(c.len - wal.HeaderSize))
+	fr, err := wal.ReadAt(c.f.f, c.off+c.len, c.f.name, c.off, parent.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +194,7 @@ func (s *Snapshot) ReadChunk(ctx context.Context, c Chunk, rowStart, rowEnd int6
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}
-	rec, err := decodeBatchIPC(bsv.ipc, msg)
+	rec, err := decodeBatchIPCBuf(bsv.ipc, parent, len(msg))
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}
