@@ -111,7 +111,10 @@ const (
 // Compile reads the writer schema (an IPC-encapsulated Schema message) and
 // compiles it against the table.
 func Compile(serializedSchema []byte, table *schema.Schema) (*Decoder, error) {
-	r, err := ipc.NewReader(bytes.NewReader(serializedSchema))
+	// No message can be larger than the bytes we hold: say so, or the
+	// reader allocates whatever a corrupt length prefix claims.
+	limit := int64(len(serializedSchema))
+	r, err := newReader(bytes.NewReader(serializedSchema), limit)
 	if err != nil {
 		return nil, fmt.Errorf("arrowrows: invalid Arrow schema: %w", err)
 	}
@@ -150,6 +153,14 @@ func Compile(serializedSchema []byte, table *schema.Schema) (*Decoder, error) {
 		d.cols[i] = c
 	}
 	return d, nil
+}
+
+// newReader is an IPC stream reader whose messages may not claim more than
+// limit bytes. (ipc.NewReader does not pass its size limits on to its
+// message reader, so build the message reader ourselves.)
+func newReader(r io.Reader, limit int64) (*ipc.Reader, error) {
+	mr := ipc.NewMessageReader(r, ipc.WithMetadataSizeLimit(limit), ipc.WithBodySizeLimit(limit))
+	return ipc.NewReaderFromMessageReader(mr) // on error it has released mr
 }
 
 // Schema is the Arrow schema of the records Decode returns.
@@ -427,7 +438,8 @@ func (s *state) interp(c *conv) protorows.Interpretation {
 // (one per bad row, the first found) and no record. The caller owns the
 // returned record.
 func (d *Decoder) Decode(serializedBatch []byte, mv protorows.MissingValues) (arrow.Record, []protorows.RowError, error) {
-	r, err := ipc.NewReader(io.MultiReader(bytes.NewReader(d.schemaBytes), bytes.NewReader(serializedBatch)))
+	limit := int64(len(d.schemaBytes) + len(serializedBatch))
+	r, err := newReader(io.MultiReader(bytes.NewReader(d.schemaBytes), bytes.NewReader(serializedBatch)), limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("arrowrows: invalid Arrow input: %w", err)
 	}

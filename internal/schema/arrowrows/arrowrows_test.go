@@ -3,6 +3,7 @@ package arrowrows
 import (
 	"bytes"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,30 @@ func FuzzConform(f *testing.F) {
 			rec.Release()
 		}
 	})
+}
+
+// TestCorruptLengthsAllocateLittle: a length prefix claiming gigabytes must
+// not make the reader allocate them.
+func TestCorruptLengthsAllocateLittle(t *testing.T) {
+	d, sm := compile(t)
+	in := build(t, []inputRow{{id: 1, d: "2024-01-01", j: "{}", g: "POINT(0 0)", rs: 1}})
+	defer in.Release()
+	_, batch := serialize(t, in)
+	huge := bytes.Clone(batch)
+	copy(huge[4:8], []byte{0xff, 0xff, 0xff, 0x7f}) // metadata length
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := Compile(append([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, sm[8:]...), table()); err == nil {
+		t.Error("corrupt schema accepted")
+	}
+	if _, err := Compile([]byte("garbage"), table()); err == nil {
+		t.Error("garbage schema accepted")
+	}
+	if _, _, err := d.Decode(huge, protorows.MissingValues{}); err == nil {
+		t.Error("corrupt batch accepted")
+	}
+	runtime.ReadMemStats(&after)
+	if grown := after.TotalAlloc - before.TotalAlloc; grown > 16<<20 {
+		t.Fatalf("corrupt input allocated %d bytes", grown)
+	}
 }
