@@ -223,9 +223,11 @@ func (c *checker) check(e Expr) (node, error) {
 			}
 			return c.fold(&notNode{x: x, p: e.P}, x)
 		case "~":
-			if x, err = c.coerce(x, tInt, "operator ~"); err != nil {
+			xi, err := c.coerce(x, tInt, "operator ~")
+			if err != nil || x.typ() == tFloat {
 				return nil, c.errf(e.P, "No matching signature for operator ~ for argument types: %s", x.typ())
 			}
+			x = xi
 			return c.fold(&callNode{name: "~", args: []node{x}, t: tInt, strict: true, p: e.P,
 				impl: func(a []value) (value, error) { return value{i: ^a[0].i}, nil }}, x)
 		case "+":
