@@ -220,6 +220,9 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 		Batch:         rec,
 		SchemaVersion: st.info.SchemaVersion,
 	})
+	// The engine has encoded the batch into its log frame: the decoder's
+	// pooled column buffers can be reused.
+	rec.Release()
 	if err != nil {
 		return fail(err)
 	}
