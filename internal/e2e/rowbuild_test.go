@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"math/big"
+	"slices"
 	"testing"
+	"time"
+
+	"cloud.google.com/go/civil"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -73,6 +78,69 @@ func protoValue(fd protoreflect.FieldDescriptor, v any, _ func() protoreflect.Va
 		return protoreflect.ValueOfString(x), nil
 	case []byte:
 		return protoreflect.ValueOfBytes(x), nil
+	case time.Time:
+		return protoreflect.ValueOfInt64(x.UnixMicro()), nil
+	case civil.Date:
+		return protoreflect.ValueOfInt32(int32(x.DaysSince(unixEpochDate))), nil
+	case civil.Time:
+		return protoreflect.ValueOfInt64(packedTime(x)), nil
+	case civil.DateTime:
+		return protoreflect.ValueOfInt64(packedDatetime(x)), nil
+	case numeric:
+		b, err := decimalBytes(x.r, 9)
+		return protoreflect.ValueOfBytes(b), err
+	case bignumeric:
+		b, err := decimalBytes(x.r, 38)
+		return protoreflect.ValueOfBytes(b), err
 	}
 	return protoreflect.Value{}, fmt.Errorf("unsupported value %T", v)
 }
+
+// Logical input values that marshalRow encodes as managedwriter users do.
+type (
+	// numeric is a NUMERIC value: bytes, two's complement little-endian
+	// of value×10^9 (BigDecimalByteStringEncoder).
+	numeric struct{ r *big.Rat }
+	// bignumeric is a BIGNUMERIC value: value×10^38, as numeric.
+	bignumeric struct{ r *big.Rat }
+)
+
+func rat(s string) *big.Rat {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		panic("bad rational " + s)
+	}
+	return r
+}
+
+// decimalBytes is r×10^scale as two's-complement little-endian bytes.
+func decimalBytes(r *big.Rat, scale int) ([]byte, error) {
+	v := new(big.Rat).Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(scale)), nil)))
+	if !v.IsInt() {
+		return nil, fmt.Errorf("%s has more than %d fractional digits", r.FloatString(scale+2), scale)
+	}
+	n := v.Num()
+	// Two's complement big-endian in the fewest bytes, then reversed.
+	size := n.BitLen()/8 + 1
+	var be []byte
+	if n.Sign() >= 0 {
+		be = n.FillBytes(make([]byte, size))
+	} else {
+		m := new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), uint(size*8)), n)
+		be = m.FillBytes(make([]byte, size))
+	}
+	slices.Reverse(be)
+	return be, nil
+}
+
+// packedTime is CivilTimeEncoder's 64-bit TIME.
+func packedTime(t civil.Time) int64 {
+	return int64(t.Hour)<<32 | int64(t.Minute)<<26 | int64(t.Second)<<20 | int64(t.Nanosecond/1000)
+}
+
+// packedDatetime is CivilTimeEncoder's 64-bit DATETIME.
+func packedDatetime(dt civil.DateTime) int64 {
+	return int64(dt.Date.Year)<<46 | int64(dt.Date.Month)<<42 | int64(dt.Date.Day)<<37 | packedTime(dt.Time)
+}
+
+var unixEpochDate = civil.Date{Year: 1970, Month: 1, Day: 1}
