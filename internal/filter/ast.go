@@ -130,6 +130,38 @@ type Interval struct {
 	P    int
 }
 
+// Case is CASE [operand] WHEN ... THEN ... [ELSE ...] END.
+type Case struct {
+	Operand Expr // nil for the searched form
+	Whens   []When
+	Else    Expr // nil: no ELSE
+	P       int
+}
+
+// When is one WHEN ... THEN ... arm of a Case.
+type When struct {
+	Cond, Result Expr
+}
+
+func (e *Case) Pos() int { return e.P }
+func (*Case) exprNode()  {}
+
+func (e *Case) String() string {
+	var b strings.Builder
+	b.WriteString("CASE ")
+	if e.Operand != nil {
+		b.WriteString(e.Operand.String() + " ")
+	}
+	for _, w := range e.Whens {
+		b.WriteString("WHEN " + w.Cond.String() + " THEN " + w.Result.String() + " ")
+	}
+	if e.Else != nil {
+		b.WriteString("ELSE " + e.Else.String() + " ")
+	}
+	b.WriteString("END")
+	return b.String()
+}
+
 func (e *Ident) Pos() int        { return e.P }
 func (e *Literal) Pos() int      { return e.P }
 func (e *TypedLiteral) Pos() int { return e.P }

@@ -296,6 +296,8 @@ func (c *checker) check(e Expr) (node, error) {
 		return c.call(e)
 	case *Extract:
 		return c.extract(e)
+	case *Case:
+		return c.caseExpr(e)
 	case *Interval:
 		return nil, c.errf(e.P, "INTERVAL is only supported as an argument of DATE_ADD, DATE_SUB, DATETIME_ADD, DATETIME_SUB, TIMESTAMP_ADD and TIMESTAMP_SUB")
 	}
@@ -676,4 +678,44 @@ func (c *checker) bitwise(op string, l, r node, p int) (node, error) {
 		return value{i: int64(uint64(x) >> uint(y))}, nil
 	}
 	return c.fold(&callNode{name: op, args: []node{l2, r2}, t: tInt, strict: true, impl: impl, p: p}, l2, r2)
+}
+
+func (c *checker) caseExpr(e *Case) (node, error) {
+	var operand node
+	if e.Operand != nil {
+		var err error
+		if operand, err = c.check(e.Operand); err != nil {
+			return nil, err
+		}
+	}
+	conds := make([]node, len(e.Whens))
+	results := make([]node, len(e.Whens))
+	for i, w := range e.Whens {
+		cond, err := c.check(w.Cond)
+		if err != nil {
+			return nil, err
+		}
+		if operand != nil {
+			cond, err = c.compare("=", operand, cond, w.Cond.Pos())
+		} else {
+			cond, err = c.coerce(cond, tBool, "CASE WHEN")
+		}
+		if err != nil {
+			return nil, err
+		}
+		conds[i] = cond
+		if results[i], err = c.check(w.Result); err != nil {
+			return nil, err
+		}
+	}
+	var els node
+	if e.Else != nil {
+		var err error
+		if els, err = c.check(e.Else); err != nil {
+			return nil, err
+		}
+	}
+	return c.cond(e.P, conds, results, els, func() *Error {
+		return c.errf(e.P, "No matching signature for CASE: the THEN and ELSE results have no common supertype")
+	})
 }

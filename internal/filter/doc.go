@@ -14,7 +14,8 @@
 //
 // Comparisons (=, !=, <>, <, <=, >, >=), AND, OR, NOT, IS [NOT]
 // NULL/TRUE/FALSE, [NOT] BETWEEN, [NOT] IN (list), [NOT] LIKE, + - * / and
-// unary minus, || , CAST and SAFE_CAST, EXTRACT, typed literals (DATE,
+// unary minus, ||, bitwise & | ^ << >> ~, CASE, CAST and SAFE_CAST,
+// EXTRACT, typed literals (DATE,
 // DATETIME, TIME, TIMESTAMP, NUMERIC, BIGNUMERIC, JSON), every string and
 // bytes literal form (quoted, triple-quoted, raw, bytes, with GoogleSQL's
 // escapes), decimal and hex integers, floats, backtick identifiers, paths
@@ -52,9 +53,14 @@
 //     NUMERIC for NUMERIC inputs of POW).
 //   - TIMESTAMP and DATETIME strings accept up to 9 fractional digits;
 //     digits past the microsecond are truncated.
-//   - Not supported: CASE, bitwise operators, IN UNNEST / subqueries, JSON
-//     functions other than TO_JSON_STRING, RANGE and INTERVAL values (only
-//     IS [NOT] NULL on such columns), STRUCT and ARRAY comparisons.
+//   - CASE and IF evaluate a branch only for the rows that take it (after
+//     a failure over the whole batch), as BigQuery's lazy evaluation does.
+//   - JSON_VALUE/JSON_QUERY support $, .name, ."name", ['name'] and [n]
+//     paths; CONTAINS_SUBSTR compares lower-cased text without Unicode
+//     normalisation.
+//   - Not supported: IN UNNEST / subqueries, other JSON functions, RANGE
+//     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
+//     ARRAY comparisons, SAFE. function prefixes, FORMAT_* / PARSE_*.
 package filter
 
 import _ "time/tzdata" // time zone names work on hosts without a tz database

@@ -633,53 +633,15 @@ func (n *logicNode) eval(ctx *evalCtx) (*vec, error) {
 // this makes the guard idiom work as users expect. The other rows of the
 // result are never read.
 func (n *logicNode) evalUndecided(ctx *evalCtx, l *vec, err error) (*vec, error) {
-	if ctx.rec == nil || l.konst {
+	if l.konst {
 		return nil, err
 	}
 	dom := !n.and
 	keep := make([]bool, ctx.n)
-	kept := 0
 	for i := range keep {
 		keep[i] = l.isNull(i) || l.b[i] != dom
-		if keep[i] {
-			kept++
-		}
 	}
-	if kept == ctx.n {
-		return nil, err
-	}
-	bb := array.NewBooleanBuilder(memory.DefaultAllocator)
-	bb.AppendValues(keep, nil)
-	mask := bb.NewBooleanArray()
-	bb.Release()
-	defer mask.Release()
-	sub, ferr := compute.FilterRecordBatch(context.Background(), ctx.rec, mask, compute.DefaultFilterOptions())
-	if ferr != nil {
-		return nil, err
-	}
-	defer sub.Release()
-	subCtx := &evalCtx{rec: sub, n: int(sub.NumRows()), src: ctx.src, cols: map[string]*vec{}}
-	rv, err := n.r.eval(subCtx)
-	if err != nil {
-		return nil, err
-	}
-	out := newVec(tBool, ctx.n)
-	j := 0
-	for i, k := range keep {
-		if !k {
-			continue
-		}
-		if rv.isNull(j) {
-			if out.nulls == nil {
-				out.nulls = make([]bool, ctx.n)
-			}
-			out.nulls[i] = true
-		} else {
-			out.b[i] = rv.b[rv.idx(j)]
-		}
-		j++
-	}
-	return out, nil
+	return evalSubset(ctx, n.r, keep, err)
 }
 
 type notNode struct {

@@ -839,17 +839,7 @@ func registerConditional() {
 		if err != nil {
 			return nil, err
 		}
-		t, ok := c.supertype(args[1], args[2])
-		if !ok {
-			return nil, c.noSig(e, args)
-		}
-		args[0] = cond
-		return c.sigStrict(e, args, []typ{tBool, t, t}, t, false, func(a []value) (value, error) {
-			if !a[0].null && a[0].b {
-				return a[1], nil
-			}
-			return a[2], nil
-		})
+		return c.cond(e.P, []node{cond}, []node{args[1]}, args[2], func() *Error { return c.noSig(e, args) })
 	}
 	coalesce := func(name string, min, max int) builtin {
 		return func(c *checker, e *Call, args []node) (node, error) {
@@ -994,7 +984,13 @@ func (n *dateAddNode) eval(ctx *evalCtx) (*vec, error) {
 }
 
 func addPart(t typ, v, k int64, part string) (int64, bool) {
+	if k == math.MinInt64 {
+		return 0, false
+	}
 	if t == tDate {
+		if abs64(k) > 4*(maxDate-minDate) {
+			return 0, false // beyond the DATE range whatever the part
+		}
 		var d int64
 		switch part {
 		case "DAY":

@@ -380,6 +380,8 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 		return &Unary{Op: "NOT", X: x, P: t.pos}, nil
 	case "CAST":
 		return p.parseCast(false)
+	case "CASE":
+		return p.parseCase()
 	case "EXTRACT":
 		return p.parseExtract()
 	case "INTERVAL":
@@ -548,4 +550,52 @@ func (p *parser) parseExtract() (Expr, *Error) {
 		return nil, err
 	}
 	return &Extract{Part: part, X: x, P: pos}, nil
+}
+
+func (p *parser) parseCase() (Expr, *Error) {
+	e := &Case{P: p.tok.pos}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	if !p.isKw("WHEN") {
+		op, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		e.Operand = op
+	}
+	for p.isKw("WHEN") {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		cond, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expectKw("THEN"); err != nil {
+			return nil, err
+		}
+		res, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		e.Whens = append(e.Whens, When{Cond: cond, Result: res})
+	}
+	if len(e.Whens) == 0 {
+		return nil, p.errf(p.tok.pos, "Syntax error: Expected keyword WHEN but got %s", p.tok.describe())
+	}
+	if p.isKw("ELSE") {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		els, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		e.Else = els
+	}
+	if err := p.expectKw("END"); err != nil {
+		return nil, err
+	}
+	return e, nil
 }
