@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -866,3 +867,218 @@ func TestReadRowsOffsetResume(t *testing.T) {
 }
 
 func ipcReader(b []byte) (*ipc.Reader, error) { return ipc.NewReader(bytes.NewReader(b)) }
+
+func idSet(t *testing.T, e *env, tp string, opts *storagepb.ReadSession_TableReadOptions, mods *storagepb.ReadSession_TableModifiers) []int64 {
+	t.Helper()
+	ids := idsOf(t, e.readAll(tp, 3, opts, mods))
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func TestReadRowRestriction(t *testing.T) {
+	e := newEnv(t)
+	tp, _ := writeAllTypes(t, e, "t_filter")
+	for _, tc := range []struct {
+		expr string
+		want []int64
+	}{
+		// The reference's examples, on this table's columns.
+		{"i > 5", []int64{1, 2}},
+		{"d = CAST('2024-2-29' as DATE)", []int64{1}},
+		{"i is not NULL", []int64{1, 2, 3}},
+		{`st_equals(g, st_geofromtext("POINT(1 2)"))`, []int64{1}},
+		{"n BETWEEN -200 AND 5.0", []int64{1, 4}},
+		// NULL semantics and the other types.
+		{"NOT b", []int64{2}},
+		{"b IS NULL", []int64{0, 3, 4}},
+		{"NOT (i > 5)", []int64{3}},
+		{"i > 5 OR i IS NULL", []int64{0, 1, 2, 4}},
+		{"s LIKE 'h%'", []int64{1}},
+		{"ts < TIMESTAMP '1970-01-02'", []int64{3, 4}},
+		{"rec.a = 'x'", []int64{1}},
+		{"bn > 0", []int64{1, 2}},
+		{"tm > TIME '12:00:00'", []int64{1, 2}},
+		{"dt >= DATETIME '9999-12-31 00:00:00'", []int64{2}},
+		{"id IN (0, 4, 7)", []int64{0, 4}},
+		{"`by` IS NOT NULL AND id > 1", []int64{2, 3}},
+	} {
+		got := idSet(t, e, tp, &storagepb.ReadSession_TableReadOptions{RowRestriction: tc.expr}, nil)
+		if !slices64Equal(got, tc.want) {
+			t.Errorf("row_restriction %q: ids %v, want %v", tc.expr, got, tc.want)
+		}
+	}
+	for _, expr := range []string{"nope > 1", "i >", "i > 5 AND", "st_equals(g)", "(i > 1", "rec.nope = 1", "i > 1 ; DROP TABLE x"} {
+		_, err := e.session(tp, storagepb.DataFormat_ARROW, 1, 0, &storagepb.ReadSession_TableReadOptions{RowRestriction: expr}, nil)
+		wantCodes(t, fmt.Sprintf("row_restriction %q", expr), err, codes.InvalidArgument, 0)
+	}
+}
+
+func TestReadSelectedFields(t *testing.T) {
+	e := newEnv(t)
+	tp, all := writeAllTypes(t, e, "t_select")
+	opts := &storagepb.ReadSession_TableReadOptions{SelectedFields: []string{"rec.inner.x", "id", "REPS", "rd"}}
+	// Table order whatever the selection's order; nested paths keep only
+	// the selected children.
+	projected := bigquery.Schema{
+		allTypesSchema[0],
+		allTypesSchema[14],
+		{Name: "rec", Type: bigquery.RecordFieldType, Schema: bigquery.Schema{
+			{Name: "inner", Type: bigquery.RecordFieldType, Schema: bigquery.Schema{{Name: "x", Type: bigquery.IntegerFieldType}}},
+		}},
+		allTypesSchema[17],
+	}
+	var want []map[string]any
+	for _, r := range all {
+		rec, _ := r["rec"].(map[string]any)
+		var x any
+		var sub any
+		if rec != nil {
+			if in, _ := rec["inner"].(map[string]any); in != nil {
+				x = map[string]any{"x": in["x"]}
+			} else {
+				x = nil
+			}
+			sub = map[string]any{"inner": x}
+		}
+		want = append(want, map[string]any{"id": r["id"], "rd": r["rd"], "rec": sub, "reps": r["reps"]})
+	}
+	recs := e.readAll(tp, 1, opts, nil)
+	got := canonArrowRows(t, projected, recs)
+	sortByID(got)
+	diffRows(t, "ARROW selected_fields", got, want)
+
+	_, avroRows := e.readAvro(tp, 1, opts)
+	got = nil
+	for _, m := range avroRows {
+		if len(m) != len(projected) {
+			t.Fatalf("Avro row has %d fields, want %d: %v", len(m), len(projected), m)
+		}
+		row := map[string]any{}
+		for _, f := range projected {
+			c, err := canonAvro(f, m[f.Name], false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			row[f.Name] = c
+		}
+		got = append(got, row)
+	}
+	sortByID(got)
+	diffRows(t, "AVRO selected_fields", got, want)
+
+	for _, sel := range [][]string{{"nope"}, {"id", "rec.nope"}, {"id.x"}, {"rec..a"}} {
+		for _, f := range []storagepb.DataFormat{storagepb.DataFormat_ARROW, storagepb.DataFormat_AVRO} {
+			_, err := e.session(tp, f, 1, 0, &storagepb.ReadSession_TableReadOptions{SelectedFields: sel}, nil)
+			wantCodes(t, fmt.Sprintf("%v selected_fields %v", f, sel), err, codes.InvalidArgument, 0)
+		}
+	}
+}
+
+func TestReadSnapshotTime(t *testing.T) {
+	e := newEnv(t)
+	tp, md, ms := fillSimple(t, e, "t_snap", 100)
+	before, err := e.session(tp, storagepb.DataFormat_ARROW, 1, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := before.GetTableModifiers().GetSnapshotTime()
+	if t1 == nil {
+		t.Fatalf("session without snapshot_time reports none")
+	}
+
+	// After T1: more rows on the default stream, a committed PENDING
+	// stream, and a new column.
+	e.appendSimple(tp, md, ms, 100, 50)
+	dp, _ := descriptor(t, simpleSchema)
+	ps, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
+		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	r, err := ps.AppendRows(e.ctx, rows(t, md, 150, 10), managedwriter.WithOffset(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GetResult(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.Finalize(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.mw.BatchCommitWriteStreams(e.ctx, &storagepb.BatchCommitWriteStreamsRequest{Parent: tp, WriteStreams: []string{ps.StreamName()}}); err != nil {
+		t.Fatal(err)
+	}
+	tbl := e.bq.Dataset("d").Table("t_snap")
+	meta, err := tbl.Metadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wider := append(append(bigquery.Schema{}, meta.Schema...), &bigquery.FieldSchema{Name: "extra", Type: bigquery.StringFieldType})
+	if _, err := tbl.Update(e.ctx, bigquery.TableMetadataToUpdate{Schema: wider}, meta.ETag); err != nil {
+		t.Fatal(err)
+	}
+
+	// The session created before the writes still reads its snapshot.
+	ids, _ := e.streamRead(before.GetArrowSchema().GetSerializedSchema(), before.GetStreams()[0].GetName(), 0)
+	exactlyOnce(t, "session created before the writes", ids, 100)
+
+	// A session at T1: the rows and the schema of T1.
+	mods := &storagepb.ReadSession_TableModifiers{SnapshotTime: t1}
+	recs := e.readAll(tp, 2, nil, mods)
+	if len(recs) == 0 || recs[0].NumCols() != 3 {
+		t.Fatalf("session at T1: %d records, schema %v; want the 3-column schema of T1", len(recs), recs[0].Schema())
+	}
+	exactlyOnce(t, "snapshot at T1", idsOf(t, recs), 100)
+	sess, err := e.session(tp, storagepb.DataFormat_AVRO, 1, 0, nil, mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sess.GetAvroSchema().GetSchema(), "extra") {
+		t.Fatalf("Avro schema at T1 has the later column: %s", sess.GetAvroSchema().GetSchema())
+	}
+	if !sess.GetTableModifiers().GetSnapshotTime().AsTime().Equal(t1.AsTime()) {
+		t.Fatalf("session snapshot_time %v, asked %v", sess.GetTableModifiers().GetSnapshotTime().AsTime(), t1.AsTime())
+	}
+
+	// Now: every row and the new column (NULL in the old rows).
+	recs = e.readAll(tp, 2, nil, nil)
+	if recs[0].NumCols() != 4 {
+		t.Fatalf("current schema: %v", recs[0].Schema())
+	}
+	for _, rec := range recs {
+		if rec.Column(3).NullN() != int(rec.NumRows()) {
+			t.Fatalf("old rows have a non-NULL extra")
+		}
+	}
+	exactlyOnce(t, "now", idsOf(t, recs), 160)
+}
+
+func TestReadSessionExpiry(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) { c.Read.Clock = clock }))
+	tp, _, _ := fillSimple(t, e, "t_expiry", 10)
+	sess, err := e.session(tp, storagepb.DataFormat_ARROW, 1, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sess.GetExpireTime().AsTime(), clock().Add(6*time.Hour); !got.Equal(want) {
+		t.Fatalf("expire_time %v, want %v (6 hours)", got, want)
+	}
+	name := sess.GetStreams()[0].GetName()
+	ids, _ := e.streamRead(sess.GetArrowSchema().GetSerializedSchema(), name, 0)
+	exactlyOnce(t, "before expiry", ids, 10)
+
+	now.Add(int64(6*time.Hour + time.Second))
+	stream, err := e.rc.ReadRows(e.ctx, &storagepb.ReadRowsRequest{ReadStream: name})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantCodes(t, "ReadRows after expiry", err, codes.FailedPrecondition, 0)
+	_, err = e.rc.SplitReadStream(e.ctx, &storagepb.SplitReadStreamRequest{Name: name, Fraction: 0.5})
+	wantCodes(t, "SplitReadStream after expiry", err, codes.FailedPrecondition, 0)
+}
