@@ -94,6 +94,11 @@ func BenchmarkEval(b *testing.B) {
 		defer rec.Release()
 		runFilterBench(b, "amount * 2 + 1 > 999", rec, 8*benchRows)
 	})
+	b.Run("expr=in_lists", func(b *testing.B) {
+		rec, _ := benchRecord(0)
+		defer rec.Release()
+		runFilterBench(b, "amount IN (1, 5, 17, 400, 999) OR category NOT IN ('beta', 'gamma')", rec, 8*benchRows)
+	})
 	b.Run("expr=payload_like_contains", func(b *testing.B) {
 		rec, _ := benchRecord(1100)
 		defer rec.Release()

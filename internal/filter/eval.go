@@ -768,6 +768,47 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 		out.nulls[i] = true
 	}
+	if n.set != nil && !x.konst && (isIntLike(x.t) || x.t == tString || x.t == tBytes) {
+		// Typed membership: no boxing per row.
+		if isIntLike(x.t) {
+			set := make(map[int64]struct{}, len(n.set))
+			for k := range n.set {
+				set[k.(int64)] = struct{}{}
+			}
+			for i, v := range x.i[:ctx.n] {
+				_, found := set[v]
+				out.b[i] = found
+			}
+		} else {
+			set := make(map[string]struct{}, len(n.set))
+			for k := range n.set {
+				set[k.(string)] = struct{}{}
+			}
+			for i := range out.b {
+				var v string
+				if x.off != nil {
+					v = bytesToString(x.data[x.off[i]:x.off[i+1]])
+				} else {
+					v = x.s[i]
+				}
+				_, found := set[v]
+				out.b[i] = found
+			}
+		}
+		for i, found := range out.b {
+			switch {
+			case x.isNull(i):
+				setNull(i)
+			case found:
+				out.b[i] = !n.not
+			case n.hasNull:
+				setNull(i)
+			default:
+				out.b[i] = n.not
+			}
+		}
+		return out, nil
+	}
 	if n.set != nil {
 		t := x.t
 		for i := range out.b {
