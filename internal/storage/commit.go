@@ -49,18 +49,7 @@ func (t *Table) round() bool {
 	}
 	failErr := t.mu.failErr
 	if failErr == nil {
-		now := t.db.clock().UnixMicro()
-		for _, o := range ops {
-			if o.buf == nil {
-				o.ts = t.mu.lastTS
-				continue
-			}
-			o.ts = max(now, t.mu.lastTS+1)
-			t.mu.lastTS = o.ts
-			if t.mu.inflight == 0 {
-				t.mu.inflight = o.ts
-			}
-		}
+		t.stampLocked(ops)
 	}
 	t.mu.Unlock()
 	if failErr != nil {
@@ -69,6 +58,40 @@ func (t *Table) round() bool {
 	}
 	t.writeGroup(ops)
 	return true
+}
+
+// stampLocked gives each record of ops its timestamp.
+// REQUIRES: t.mu held.
+func (t *Table) stampLocked(ops []*op) {
+	now := t.db.clock().UnixMicro()
+	for _, o := range ops {
+		if o.buf == nil {
+			o.ts = t.mu.lastTS
+			continue
+		}
+		o.ts = max(now, t.mu.lastTS+1)
+		t.mu.lastTS = o.ts
+		if t.mu.inflight == 0 {
+			t.mu.inflight = o.ts
+		}
+	}
+}
+
+// takeMore takes (and stamps) what was queued while the group was being
+// written, so that it joins the group's fdatasync: appenders that were
+// still encoding when the group started need not wait for a whole extra
+// sync. Called once per group, so a steady stream of arrivals cannot
+// postpone the sync.
+func (t *Table) takeMore() []*op {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.failErr != nil || len(t.mu.queue) == 0 {
+		return nil
+	}
+	ops := t.mu.queue
+	t.mu.queue = nil
+	t.stampLocked(ops)
+	return ops
 }
 
 // finish completes ops with err (nil: success) and returns their budget.
@@ -103,7 +126,20 @@ func (t *Table) failStop(ops []*op, cause error) {
 
 func (t *Table) writeGroup(ops []*op) {
 	start := 0 // first op not yet synced and applied
-	for i, o := range ops {
+	tookMore := false
+	for i := 0; ; i++ {
+		if i == len(ops) {
+			if tookMore {
+				break
+			}
+			tookMore = true
+			more := t.takeMore()
+			if len(more) == 0 {
+				break
+			}
+			ops = append(ops, more...)
+		}
+		o := ops[i]
 		if o.buf == nil {
 			continue
 		}
