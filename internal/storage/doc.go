@@ -58,6 +58,21 @@
 // *wal.CorruptionError naming the file and offset (errors.Is
 // ErrCorruption).
 //
+// Records returned by ReadChunk live in pooled read buffers that Arrow
+// reference counting returns to the pool when the last array using them
+// is released: callers must Retain what they keep (the Arrow contract);
+// bytes used after the final Release may be overwritten.
+//
+// Appends may be pipelined: AppendAsync does the checks, the offset
+// reservation and the queueing in the caller's order and returns a
+// PendingAppend whose Wait returns once the record is durable.
+//
+// Compaction (Table.Compact, explicit) rewrites the sealed files as one:
+// a stream's small batches merged (each merged batch keeps the append
+// time of each of its row runs, so time travel stays exact) and rows of
+// expired, never-committed PENDING streams dropped. See
+// docs/format/segment.md.
+//
 // # Rejected alternatives
 //
 //   - An LSM (pebble) holding rows as keys: measured at 250-315 MB/s and
