@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -523,14 +522,7 @@ func runUpdate(ctx context.Context, env *Env, args []string) error {
 
 // stdinIsTerminal reports whether r is an interactive terminal (a
 // variable so that tests can answer the prompt).
-var stdinIsTerminal = func(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+var stdinIsTerminal = isTerminal
 
 func runRm(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "rm", "[-r] [-f] [project:]dataset[.table]")
