@@ -11,8 +11,8 @@ import (
 // ~1 MB buffers keeps the append path from feeding the garbage collector
 // a megabyte per request (which, measured, cost more than the memcpy).
 //
-// Classes are powers of two from 64 KiB to 64 MiB; other sizes are not
-// pooled.
+// Classes are powers of two from 64 KiB to 64 MiB (a buffer may be up to
+// twice its request); smaller and larger requests are not pooled.
 var frameBufs bufPool
 
 const (
@@ -27,10 +27,9 @@ type bufPool struct {
 // get returns a buffer of length n and capacity >= capacity.
 func (p *bufPool) get(n, capacity int) []byte {
 	c := bits.Len(uint(capacity - 1))
-	if c < minPoolClass {
-		c = minPoolClass
-	}
-	if c > maxPoolClass {
+	if c < minPoolClass || c > maxPoolClass {
+		// Small buffers are cheap to allocate and would waste a whole
+		// class if pooled; huge ones are rare.
 		return make([]byte, n, capacity)
 	}
 	if v, ok := p.classes[c].Get().(*[]byte); ok {
