@@ -385,3 +385,31 @@ func TestConcurrentConditionalUpdates(t *testing.T) {
 		t.Fatalf("schema after the race: %v %v", got, err)
 	}
 }
+
+// TestBigQueryV2Prefix drives the server through the /bigquery/v2 prefix,
+// as the Node client and the Go client with that endpoint call it.
+func TestBigQueryV2Prefix(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c, err := bigquery.NewClient(ctx, "p", option.WithEndpoint(e.srv.URL+"/bigquery/v2/"), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Dataset("d").Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Dataset("d").Table("t").Create(ctx, &bigquery.TableMetadata{Schema: allTypes()}); err != nil {
+		t.Fatal(err)
+	}
+	// The other client sees it under the plain prefix.
+	md, err := e.client.Dataset("d").Table("t").Metadata(ctx)
+	if err != nil || !reflect.DeepEqual(md.Schema, allTypes()) {
+		t.Fatalf("%v %v", md, err)
+	}
+	if err := c.Dataset("d").Table("t").Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Dataset("d").Table("t").Metadata(ctx)
+	wantCode(t, err, 404, "Not found: Table p:d.t")
+}
