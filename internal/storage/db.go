@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"path"
 	"slices"
@@ -99,6 +100,7 @@ type DB struct {
 	}
 	budget *budget
 	m      counters
+	lock   io.Closer // the data directory's LOCK file
 }
 
 type counters struct {
@@ -170,8 +172,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := db.fs.MkdirAll(td); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
+	// One process per data directory: a second one would interleave
+	// its log writes with ours.
+	lock, err := db.fs.Lock(path.Join(dir, "LOCK"))
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	db.lock = lock
 	names, err := db.fs.List(td)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
 	}
 	for _, name := range names {
@@ -200,10 +210,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
+// closeTables closes the tables and the lock after a failed Open.
 func (db *DB) closeTables() {
 	for _, t := range db.mu.tables {
 		t.close()
 	}
+	db.lock.Close()
 }
 
 // Close closes every table, waiting for the log writers (queued appends
@@ -225,6 +237,9 @@ func (db *DB) Close() error {
 		if err := t.close(); err != nil && firstErr == nil {
 			firstErr = err
 		}
+	}
+	if err := db.lock.Close(); err != nil && firstErr == nil {
+		firstErr = err
 	}
 	return firstErr
 }

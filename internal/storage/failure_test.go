@@ -292,3 +292,25 @@ func TestConcurrentReadersWriters(t *testing.T) {
 	_ = tb
 	_ = ctx
 }
+
+// TestSingleOpener: a second Open of the same directory fails while the
+// first DB is open, and succeeds after Close.
+func TestSingleOpener(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, dir string) {
+		db, err := Open(dir, &Options{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(dir, &Options{FS: fs}); !errors.Is(err, vfs.ErrLocked) {
+			t.Fatalf("second Open = %v, want vfs.ErrLocked", err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		db, err = Open(dir, &Options{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	})
+}

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"io"
 )
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
@@ -117,6 +118,13 @@ func (e *errFS) SyncDir(dir string) error {
 }
 
 func (e *errFS) Exists(name string) bool { return e.fs.Exists(name) }
+
+func (e *errFS) Lock(name string) (io.Closer, error) {
+	if err := e.inject(OpOpen, name); err != nil {
+		return nil, err
+	}
+	return e.fs.Lock(name)
+}
 
 func (f *errFile) Write(p []byte) (int, error) {
 	if err := f.inject(OpWrite, f.name); err != nil {

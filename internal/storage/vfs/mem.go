@@ -31,6 +31,7 @@ type MemFS struct {
 		ops         int // mutating operations so far
 		crashAt     int // fail every mutating op after this many; <0: never
 		inject      Injector
+		locks       map[string]bool
 	}
 }
 
@@ -48,7 +49,35 @@ func NewMem() *MemFS {
 	m.mu.dirs = map[string]bool{".": true, "/": true}
 	m.mu.durableDirs = map[string]bool{".": true, "/": true}
 	m.mu.crashAt = -1
+	m.mu.locks = map[string]bool{}
 	return m
+}
+
+type memLock struct {
+	m    *MemFS
+	name string
+	once sync.Once
+}
+
+func (l *memLock) Close() error {
+	l.once.Do(func() {
+		l.m.mu.Lock()
+		delete(l.m.mu.locks, l.name)
+		l.m.mu.Unlock()
+	})
+	return nil
+}
+
+// Lock takes an in-process lock on name (a crash clone starts unlocked).
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	name = clean(name)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.locks[name] {
+		return nil, fmt.Errorf("vfs: lock %s: %w", name, ErrLocked)
+	}
+	m.mu.locks[name] = true
+	return &memLock{m: m, name: name}, nil
 }
 
 // SetCrashAfter makes every mutating operation after the next k fail with

@@ -60,7 +60,15 @@ type FS interface {
 	SyncDir(dir string) error
 	// Exists reports whether name exists.
 	Exists(name string) bool
+	// Lock takes an exclusive lock on the file name (created if
+	// missing), failing at once with ErrLocked if another holder (another
+	// process, for the disk) has it. Closing the returned value releases
+	// it; so does the process's death.
+	Lock(name string) (io.Closer, error)
 }
+
+// ErrLocked reports a lock held by someone else.
+var ErrLocked = errors.New("vfs: locked by another holder")
 
 // ErrNotExist is returned (wrapped) for a missing name. Disk errors also
 // satisfy errors.Is(err, fs.ErrNotExist).
