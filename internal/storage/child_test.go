@@ -17,6 +17,9 @@ import (
 // crash scenario against a real directory and reports every
 // acknowledgement on stdout, then kills it with SIGKILL at a random
 // moment. Lines written to the pipe before the kill reach the parent.
+// killSegmentSize makes the kill test seal (and compact) files often.
+const killSegmentSize = 64 << 10
+
 const (
 	childDirEnv  = "BQSTORE_STORAGE_KILL_CHILD_DIR"
 	childBaseEnv = "BQSTORE_STORAGE_KILL_CHILD_BASE"
@@ -30,7 +33,7 @@ func runChild() bool {
 		return false
 	}
 	base, _ := strconv.ParseInt(os.Getenv(childBaseEnv), 10, 64)
-	db, err := Open(dir, nil)
+	db, err := Open(dir, &Options{SegmentSize: killSegmentSize})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "child: open: %v\n", err)
 		os.Exit(2)
@@ -43,14 +46,15 @@ func runChild() bool {
 		_, _ = os.Stdout.WriteString(line) // unbuffered: one write(2) per line
 	}
 	fmt.Println("ready - ")
-	crashScenario(db, l, 1_000_000, base)
+	crashScenario(db, l, 1_000_000, base, 25)
 	_ = db.Close()
 	os.Exit(0)
 	return true
 }
 
 // TestKill9 runs 20 cycles of: start the engine in a child process under
-// concurrent load of every stream type, SIGKILL it at a random moment,
+// concurrent load of every stream type (with small log files, so files
+// are sealed and compacted under load), SIGKILL it at a random moment,
 // recover in the parent and check every acknowledged row is visible
 // exactly once and nothing uncommitted or partial is.
 func TestKill9(t *testing.T) {
@@ -111,7 +115,7 @@ func TestKill9(t *testing.T) {
 			t.Fatalf("cycle %d: reading child: %v", cycle, err)
 		}
 		_ = cmd.Wait()
-		db, err := Open(dir, nil)
+		db, err := Open(dir, &Options{SegmentSize: killSegmentSize})
 		if err != nil {
 			t.Fatalf("cycle %d: recovery: %v", cycle, err)
 		}

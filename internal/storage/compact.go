@@ -171,6 +171,7 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	t.mu.batches = refs
 	t.mu.files = append([]*logFile{lf}, t.mu.files[len(sealed):]...)
 	t.mu.Unlock()
+	t.db.m.compactions.Add(1)
 	for _, f := range sealed {
 		f.unref() // the table's reference
 	}

@@ -134,8 +134,9 @@ const (
 
 // crashScenario runs concurrent writers of every stream type for rounds
 // rounds or until the filesystem fails, recording acknowledgements in l.
-// base makes the row ids of this run unique.
-func crashScenario(db *DB, l *ledger, rounds int, base int64) {
+// base makes the row ids of this run unique. If compactEvery > 0, the
+// _default writer also compacts the table every compactEvery rounds.
+func crashScenario(db *DB, l *ledger, rounds int, base int64, compactEvery int) {
 	ctx := context.Background()
 	tb, err := db.CreateTable(ctx, "p/d/crash", testSchema)
 	if err != nil {
@@ -158,6 +159,11 @@ func crashScenario(db *DB, l *ledger, rounds int, base int64) {
 				return
 			}
 			l.add(true, idRange(from, 3)...)
+			if compactEvery > 0 && i%int64(compactEvery) == int64(compactEvery-1) {
+				if _, err := tb.Compact(ctx); err != nil {
+					return
+				}
+			}
 		}
 	})
 	// COMMITTED writer with offsets.
@@ -291,8 +297,12 @@ func checkRecovered(t testing.TB, db *DB, l *ledger, label string) {
 // visible.
 func TestCrashAtEveryWrite(t *testing.T) {
 	const rounds = 6
-	for _, segSize := range []int64{1 << 20, 4096} {
-		t.Run(fmt.Sprintf("segment=%d", segSize), func(t *testing.T) {
+	for _, tc := range []struct {
+		segSize      int64
+		compactEvery int
+	}{{1 << 20, 0}, {4096, 0}, {4096, 2}} {
+		segSize, compactEvery := tc.segSize, tc.compactEvery
+		t.Run(fmt.Sprintf("segment=%d/compact-every=%d", segSize, compactEvery), func(t *testing.T) {
 			opts := func(fs vfs.FS) *Options {
 				return &Options{FS: fs, SegmentSize: segSize}
 			}
@@ -303,15 +313,18 @@ func TestCrashAtEveryWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := newLedger()
-			crashScenario(db, l, rounds, 0)
+			crashScenario(db, l, rounds, 0, compactEvery)
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
 			total := fs.Ops()
 			m := db.Metrics()
-			t.Logf("scenario does %d mutating operations, %d syncs, %d frames, %d rolls", total, m.Syncs, m.SyncedFrames, m.Rolls)
+			t.Logf("scenario does %d mutating operations, %d syncs, %d frames, %d rolls, %d compactions", total, m.Syncs, m.SyncedFrames, m.Rolls, m.Compactions)
 			if segSize < 1<<20 && m.Rolls == 0 {
 				t.Fatalf("no log file was sealed")
+			}
+			if compactEvery > 0 && m.Compactions == 0 {
+				t.Fatalf("no compaction replaced files")
 			}
 			seed := uint64(42)
 			t.Logf("seed %d", seed)
@@ -324,7 +337,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 				}
 				fs.SetCrashAfter(k)
 				l := newLedger()
-				crashScenario(db, l, rounds, 0)
+				crashScenario(db, l, rounds, 0, compactEvery)
 				_ = db.Close()
 				crashed := fs.CrashClone(rng)
 				db2, err := Open("db", opts(crashed))

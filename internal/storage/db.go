@@ -107,6 +107,7 @@ type counters struct {
 	appends, appendedRows, appendedBytes atomic.Int64
 	syncs, syncedFrames, syncedBytes     atomic.Int64
 	failStops, rolls, budgetWaits        atomic.Int64
+	compactions                          atomic.Int64
 }
 
 // Metrics are cumulative counters of a DB.
@@ -121,6 +122,7 @@ type Metrics struct {
 	FailStops     int64 // tables put in fail-stop
 	Rolls         int64 // log files sealed
 	BudgetWaits   int64 // appends that waited for the in-flight budget
+	Compactions   int64 // compactions that replaced files
 	InflightBytes int64 // bytes of appends in flight now
 }
 
@@ -405,6 +407,7 @@ func (db *DB) Metrics() Metrics {
 		FailStops:     db.m.failStops.Load(),
 		Rolls:         db.m.rolls.Load(),
 		BudgetWaits:   db.m.budgetWaits.Load(),
+		Compactions:   db.m.compactions.Load(),
 		InflightBytes: db.budget.inUse(),
 	}
 }

@@ -250,7 +250,7 @@ func TestConcurrentReadersWriters(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(done)
-		crashScenario(db, l, 30, 0)
+		crashScenario(db, l, 30, 0, 4)
 	})
 	for range 2 {
 		wg.Go(func() {
