@@ -4,9 +4,13 @@ import (
 	"strings"
 )
 
-// maxDepth bounds the nesting of the expression so that hostile input
-// cannot exhaust the stack.
-const maxDepth = 200
+// maxDepth bounds the nesting of the syntax tree; maxParseDepth bounds the
+// parser's recursion, which parentheses deepen without adding nodes. The
+// printed form of any accepted tree parses within maxParseDepth.
+const (
+	maxDepth      = 200
+	maxParseDepth = 4 * maxDepth
+)
 
 // MaxLength is the longest row_restriction accepted, in bytes: BigQuery's
 // limit for the filter of CreateReadSession.
@@ -54,7 +58,53 @@ func Parse(expr string) (Expr, error) {
 	if p.tok.kind != kEOF {
 		return nil, p.errf(p.tok.pos, "Syntax error: Expected end of input but got %s", p.tok.describe())
 	}
+	if d, at := depth(e); d > maxDepth {
+		return nil, p.errf(at.Pos(), "Syntax error: Expression is nested too deeply")
+	}
 	return e, nil
+}
+
+// depth returns the height of the tree and its deepest node.
+func depth(e Expr) (int, Expr) {
+	best, at := 0, e
+	visit := func(kids ...Expr) {
+		for _, k := range kids {
+			if k == nil {
+				continue
+			}
+			if d, a := depth(k); d > best {
+				best, at = d, a
+			}
+		}
+	}
+	switch e := e.(type) {
+	case *Unary:
+		visit(e.X)
+	case *Binary:
+		visit(e.L, e.R)
+	case *Is:
+		visit(e.X)
+	case *Between:
+		visit(e.X, e.Lo, e.Hi)
+	case *In:
+		visit(append([]Expr{e.X}, e.List...)...)
+	case *Like:
+		visit(e.X, e.Pattern)
+	case *Call:
+		visit(e.Args...)
+	case *Cast:
+		visit(e.X)
+	case *Extract:
+		visit(e.X)
+	case *Interval:
+		visit(e.X)
+	case *Case:
+		visit(e.Operand, e.Else)
+		for _, w := range e.Whens {
+			visit(w.Cond, w.Result)
+		}
+	}
+	return best + 1, at
 }
 
 func (p *parser) errf(pos int, format string, args ...any) *Error {
@@ -160,7 +210,7 @@ func (p *parser) infixBP() (int, *Error) {
 func (p *parser) parseExpr(minBP int) (Expr, *Error) {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxDepth {
+	if p.depth > maxParseDepth {
 		return nil, p.errf(p.tok.pos, "Syntax error: Expression is nested too deeply")
 	}
 	left, err := p.parsePrefix()
