@@ -32,6 +32,8 @@ type command struct {
 // commands lists every subcommand. Keep it sorted by name.
 var commands = []command{
 	{"bench", "load generator: bench write|read against a server, through the official clients", runBench},
+	{"extract", "copy a table's rows into a Parquet, Arrow, CSV or NDJSON file through the Read API", runExtract},
+	{"head", "print the first rows of a table", runHead},
 	{"ingest", "exactly-once ingestion from files or Kafka into PENDING streams", runIngest},
 	{"ls", "list datasets, or the tables of a dataset", runLs},
 	{"mk", "create a dataset or a table", runMk},
