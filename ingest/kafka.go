@@ -89,6 +89,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.parts = map[int32]*kafkaPartition{}
+	ready := make(chan struct{}) // closed once cl, adm and topicID are set
 	fail := func(err error) {
 		s.mu.Lock()
 		if s.mu.runErr == nil {
@@ -117,6 +118,12 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 				go func() {
 					defer s.wg.Done()
 					defer close(kp.done)
+					// The group may assign before NewClient returned.
+					select {
+					case <-ready:
+					case <-kp.ctx.Done():
+						return
+					}
 					if err := assign(kp.ctx, kp); err != nil {
 						fail(err)
 					}
@@ -145,6 +152,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		return fmt.Errorf("ingest: kafka topic %s: %w", s.Topic, err)
 	}
 	s.topicID = topics[s.Topic].ID
+	close(ready)
 
 	for ctx.Err() == nil {
 		pctx, pcancel := context.WithCancel(ctx)
