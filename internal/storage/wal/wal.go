@@ -235,19 +235,30 @@ func (r *Reader) readAt(off int64) (Frame, string, error) {
 }
 
 // findValidAfter reports the offset of the first valid frame after off.
+// It scans the rest of the file in 1 MiB blocks, checking candidate
+// headers in memory and fully validating only those that pass the cheap
+// filter, so that classifying a large torn tail stays fast.
 func (r *Reader) findValidAfter(off int64) (int64, bool) {
 	probe := &Reader{r: r.r, size: r.size, file: r.file}
-	for p := off + Align; p+HeaderSize <= r.size; p += Align {
-		var h [HeaderSize]byte
-		if _, err := r.r.ReadAt(h[:], p); err != nil && !errors.Is(err, io.EOF) {
+	const block = 1 << 20
+	buf := make([]byte, block+HeaderSize)
+	for base := off + Align; base+HeaderSize <= r.size; base += block {
+		n := min(int64(len(buf)), r.size-base)
+		if _, err := r.r.ReadAt(buf[:n], base); err != nil && !errors.Is(err, io.EOF) {
 			return 0, false
 		}
-		// Cheap filter before reading a payload.
-		if h[8] == 0 || !allZero(h[9:16]) {
-			continue
-		}
-		if _, reason, err := probe.readAt(p); err == nil && reason == "" {
-			return p, true
+		for i := int64(0); i < block && i+HeaderSize <= n; i += Align {
+			h := buf[i : i+HeaderSize]
+			// Cheap filter before reading a payload.
+			if h[8] == 0 || !allZero(h[9:16]) {
+				continue
+			}
+			if int64(binary.LittleEndian.Uint32(h[4:])) > r.size-(base+i)-HeaderSize {
+				continue
+			}
+			if _, reason, err := probe.readAt(base + i); err == nil && reason == "" {
+				return base + i, true
+			}
 		}
 	}
 	return 0, false

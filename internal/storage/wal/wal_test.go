@@ -121,6 +121,26 @@ func TestReadAtRejectsDamage(t *testing.T) {
 	}
 }
 
+// TestLargeTornTail: a long garbage tail after valid frames (a big group
+// cut by a crash) is classified as torn, quickly; a valid frame far into
+// it makes it corruption.
+func TestLargeTornTail(t *testing.T) {
+	good := frames("a", "b")
+	tail := bytes.Repeat([]byte{0xAB, 0, 0, 0, 0x10, 0, 0, 0}, 3<<17) // 3 MiB of junk
+	b := append(append([]byte(nil), good...), tail...)
+	_, err := readAll(b)
+	var torn *TornError
+	if !errors.As(err, &torn) || torn.Offset != int64(len(good)) {
+		t.Fatalf("err = %v, want a torn tail at %d", err, len(good))
+	}
+	b = append(b, frames("late")...)
+	_, err = readAll(b)
+	var corrupt *CorruptionError
+	if !errors.As(err, &corrupt) || corrupt.Offset != int64(len(good)) {
+		t.Fatalf("err = %v, want corruption at %d", err, len(good))
+	}
+}
+
 // FuzzWALReader feeds arbitrary bytes to the reader: it must never panic,
 // every frame it returns must re-encode to the same bytes, and it must
 // end with EOF, a torn tail or a corruption error.
