@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/faults"
 	"github.com/bqstore/bqstore/internal/server"
 )
 
@@ -23,12 +25,23 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Project, "project", envDefault(env, "BQSTORE_PROJECT", server.DefaultProject), "a project that exists from the start (env BQSTORE_PROJECT)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
+	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults")
+	fs.Int64Var(&cfg.FaultSeed, "fault-seed", 1, "seed of the fault triggers: the same seed and the same calls give the same faults")
+	fs.IntVar(&cfg.Quota.MaxActiveStreams, "quota-active-streams", 0, "max concurrent active application-created write streams per project (the real default is 2000); 0: no limit")
+	fs.Float64Var(&cfg.Quota.CreateStreamRate, "quota-create-stream-rate", 0, "CreateWriteStream calls per second per project (the real service slows sharply above 40-50); 0: no limit")
+	fs.IntVar(&cfg.Quota.CreateStreamBurst, "quota-create-stream-burst", 0, "burst of --quota-create-stream-rate (default: one second's worth)")
+	createMode := fs.String("quota-create-stream-mode", "reject", "over --quota-create-stream-rate: reject (RESOURCE_EXHAUSTED) or delay (wait for a turn, as the real service slows down)")
+	connTput := fs.String("quota-conn-throughput", "", "AppendRows bytes per second per connection, such as 10MB; empty: no limit")
+	projTput := fs.String("quota-project-throughput", "", "AppendRows bytes per second per project, such as 300MB (the real regional default); empty: no limit")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	if err := serveFaultsAndQuotas(&cfg, *faultSpec, *createMode, *connTput, *projTput); err != nil {
+		return err
 	}
 	logger, err := newLogger(env, *logFormat, *logLevel)
 	if err != nil {
@@ -50,6 +63,46 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")
+	return nil
+}
+
+// serveFaultsAndQuotas fills in cfg's faults and quotas from the flags.
+func serveFaultsAndQuotas(cfg *server.Config, spec, createMode, connTput, projTput string) error {
+	if file, ok := strings.CutPrefix(spec, "@"); ok {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return usagef("--faults: %v", err)
+		}
+		spec = string(b)
+	}
+	s, err := faults.Parse(spec)
+	if err != nil {
+		return usagef("--faults: %v", err)
+	}
+	cfg.Faults = s
+	switch createMode {
+	case "reject":
+	case "delay":
+		cfg.Quota.CreateStreamDelay = true
+	default:
+		return usagef("--quota-create-stream-mode: %q is not reject or delay", createMode)
+	}
+	if cfg.Quota.MaxActiveStreams < 0 || cfg.Quota.CreateStreamRate < 0 || cfg.Quota.CreateStreamBurst < 0 {
+		return usagef("--quota-active-streams, --quota-create-stream-rate and --quota-create-stream-burst must not be negative")
+	}
+	for _, f := range []struct {
+		name, v string
+		dst     *int64
+	}{{"--quota-conn-throughput", connTput, &cfg.Quota.ConnBytesPerSec}, {"--quota-project-throughput", projTput, &cfg.Quota.ProjectBytesPerSec}} {
+		if f.v == "" {
+			continue
+		}
+		n, err := parseBytes(f.v)
+		if err != nil {
+			return usagef("%s: %v", f.name, err)
+		}
+		*f.dst = n
+	}
 	return nil
 }
 

@@ -32,7 +32,10 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/faults"
+	"github.com/bqstore/bqstore/internal/quota"
 	"github.com/bqstore/bqstore/internal/readapi"
+	"github.com/bqstore/bqstore/internal/resource"
 	"github.com/bqstore/bqstore/internal/rest"
 	"github.com/bqstore/bqstore/internal/storage"
 	"github.com/bqstore/bqstore/internal/writeapi"
@@ -57,6 +60,14 @@ type Config struct {
 	// Read tunes the Read API (zero: defaults; session TTL 6 h). Logger
 	// and Registerer are the server's.
 	Read readapi.Options
+	// Faults are injected into the Storage API from the start, with
+	// FaultSeed seeding their triggers (docs/faults.md). They can be read
+	// and replaced at run time on GET/PUT /admin/faults.
+	Faults    faults.Spec
+	FaultSeed int64
+	// Quota are the Storage Write API quotas; the zero value turns them
+	// all off.
+	Quota quota.Limits
 }
 
 // Defaults for Config.
@@ -104,6 +115,8 @@ type Server struct {
 	cat     *catalog.Catalog
 	backend *backend
 	read    *readapi.Service
+	faults  *faults.Injector
+	quota   *quota.Limiter
 
 	grpcLis  net.Listener
 	httpLis  net.Listener
@@ -144,7 +157,17 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: http listen: %w", err)
 	}
 
+	// Faults and quotas are interceptors in front of the services: the
+	// fault injector first (it sees what the client sent and what it will
+	// receive), then the quotas.
+	s.faults = faults.New(faults.Options{Logger: s.log, Registerer: s.registry, StreamTypes: streamTypes{s.backend}})
+	if err := s.faults.Set(cfg.Faults, cfg.FaultSeed); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.quota = quota.New(cfg.Quota, quota.Options{Registerer: s.registry})
 	s.grpcSrv = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(MaxSendMsgSize),
 		// Large windows: loopback gRPC is the scarcest resource on the
@@ -173,6 +196,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
+	mux.Handle("/admin/faults", s.faults.AdminHandler())
 	// Profiles, for `go tool pprof http://127.0.0.1:9050/debug/pprof/profile`.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -211,6 +235,31 @@ func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
 
 // Registry is the server's Prometheus registry, served on /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
+
+// Faults is the server's fault injector (also served on /admin/faults).
+func (s *Server) Faults() *faults.Injector { return s.faults }
+
+// streamTypes resolves write stream types for fault scopes.
+type streamTypes struct{ b *backend }
+
+func (st streamTypes) WriteStreamType(ctx context.Context, ws resource.WriteStream) (string, error) {
+	if ws.IsDefault() {
+		return "_default", nil
+	}
+	ct, err := st.b.lookup(ws.Project, ws.Dataset, ws.Table.Table)
+	if err != nil {
+		return "", err
+	}
+	tbl, err := st.b.db.Table(ct.ID)
+	if err != nil {
+		return "", err
+	}
+	info, err := tbl.Stream(ws.ID)
+	if err != nil {
+		return "", err
+	}
+	return info.Type.String(), nil
+}
 
 // Close stops accepting connections, lets in-flight requests finish (up to
 // ctx's deadline, after which they are cut), syncs and closes the storage,
