@@ -11,7 +11,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/ingest/rows"
@@ -47,6 +49,33 @@ func newKafka(t *testing.T, parts int32, n int, badEvery int) *kafkaEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
+	// kfake does not enforce real Kafka's offset.metadata.max.bytes (4096):
+	// refuse bigger metadata here, so a seal that only fits in kfake fails.
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		tooBig := false
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if rp.Metadata != nil && len(*rp.Metadata) > 4096 {
+					sp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+					tooBig = true
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		if !tooBig {
+			return nil, nil, false // let the cluster handle it
+		}
+		resp.SetVersion(req.Version)
+		return resp, nil, true
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
 		t.Fatal(err)
