@@ -16,7 +16,9 @@ import (
 
 type hookFunc func(p ingest.Point, partition string, batch uint64) error
 
-func (f hookFunc) At(p ingest.Point, partition string, batch uint64) error { return f(p, partition, batch) }
+func (f hookFunc) At(p ingest.Point, partition string, batch uint64) error {
+	return f(p, partition, batch)
+}
 
 // TestSchemaChangeMidStream adds a column while the pipeline runs (after
 // batch 2 is done). Batch 3 still uses the stream created ahead under the
