@@ -168,8 +168,9 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 	if err := c.noteWriterSchema(st, req); err != nil {
 		return fail(err)
 	}
-	if size := proto.Size(req); size > c.s.opts.MaxRequestBytes {
-		return fail(apierr.InvalidArgument("AppendRows request too large: %d bytes, the limit is %d bytes", size, c.s.opts.MaxRequestBytes))
+	item.bytes = proto.Size(req)
+	if item.bytes > c.s.opts.MaxRequestBytes {
+		return fail(apierr.InvalidArgument("AppendRows request too large: %d bytes, the limit is %d bytes", item.bytes, c.s.opts.MaxRequestBytes))
 	}
 	if err := c.refreshSchema(st); err != nil {
 		return fail(err)
@@ -213,7 +214,6 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 	if err != nil {
 		return fail(err)
 	}
-	item.bytes = proto.Size(req)
 	p, err := st.table.AppendAsync(c.ctx, storage.AppendRequest{
 		Stream:        st.ref.ID,
 		Offset:        offset,
