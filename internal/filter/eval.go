@@ -770,7 +770,20 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	if n.set != nil && !x.konst && (isIntLike(x.t) || x.t == tString || x.t == tBytes) {
 		// Typed membership: no boxing per row.
-		if isIntLike(x.t) {
+		if isIntLike(x.t) && len(n.set) <= 8 {
+			// A short list: compare with each item, no hashing.
+			items := make([]int64, 0, len(n.set))
+			for k := range n.set {
+				items = append(items, k.(int64))
+			}
+			for i, v := range x.i[:ctx.n] {
+				found := false
+				for _, it := range items {
+					found = found || v == it
+				}
+				out.b[i] = found
+			}
+		} else if isIntLike(x.t) {
 			set := make(map[int64]struct{}, len(n.set))
 			for k := range n.set {
 				set[k.(int64)] = struct{}{}
@@ -781,15 +794,29 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 			}
 		} else {
 			set := make(map[string]struct{}, len(n.set))
+			items := make([]string, 0, len(n.set))
 			for k := range n.set {
 				set[k.(string)] = struct{}{}
+				items = append(items, k.(string))
 			}
+			short := len(items) <= 8
 			for i := range out.b {
 				var v string
 				if x.off != nil {
 					v = bytesToString(x.data[x.off[i]:x.off[i+1]])
 				} else {
 					v = x.s[i]
+				}
+				if short {
+					found := false
+					for _, it := range items {
+						if len(it) == len(v) && it == v {
+							found = true
+							break
+						}
+					}
+					out.b[i] = found
+					continue
 				}
 				_, found := set[v]
 				out.b[i] = found
