@@ -31,7 +31,9 @@ type ColumnStats struct {
 
 // ColumnStatsFunc returns the zone map of a column path (one element for a
 // top-level column, more for a RECORD's field, in the schema's spelling);
-// ok is false when the batch has no stats for it.
+// ok is false when the batch has no stats for it. For a RECORD's field,
+// NullCount counts the rows where the field is NULL, including those
+// where an enclosing RECORD is NULL.
 type ColumnStatsFunc func(path []string) (ColumnStats, bool)
 
 // MayMatch reports whether any row of a batch with these column stats can
@@ -206,6 +208,20 @@ func (pr *pruner) poss(n node) (t, f, nl bool) {
 			return true, hit, nl
 		}
 		return hit, true, nl
+	case *callNode:
+		if n.name != "STARTS_WITH" {
+			break
+		}
+		x := pr.bound(n.args[0])
+		p, ok := constValue(n.args[1])
+		if x.allNull || (ok && p.null) {
+			return false, false, true
+		}
+		if !ok || !x.known {
+			return true, true, true
+		}
+		t := x.hi.s >= p.s && (x.lo.s <= p.s || strings.HasPrefix(x.lo.s, p.s))
+		return t, true, x.canNull
 	case *likeNode:
 		x := pr.bound(n.x)
 		if x.allNull {

@@ -150,6 +150,9 @@ func randomPredicate(r *rand.Rand, depth int) string {
 		return "i " + not + "IN (" + num() + ", " + num() + []string{"", ", NULL"}[r.IntN(2)] + ")"
 	case 9:
 		not := []string{"", "NOT "}[r.IntN(2)]
+		if r.IntN(3) == 0 {
+			return not + "STARTS_WITH(s, " + str() + ")"
+		}
 		return "s " + not + "LIKE " + []string{"'a%'", "'ab%'", "'%b'", "'b_'", "'é%'", "'%'", "''"}[r.IntN(7)]
 	case 10:
 		c := []string{"i", "f", "s", "d", "b"}[r.IntN(5)]
@@ -227,6 +230,7 @@ func TestMayMatchCases(t *testing.T) {
 		"s LIKE 'g%'": false, "s LIKE 'c%'": true, "s LIKE 'fz%'": false, "s LIKE 'ba%'": true,
 		"s = 'zzz' OR x = 1": false, "s = 'zzz' OR x = 11": true, "x + 0 > 100": true,
 		"(x > 100) IS NULL": true, "(x > 100) IS TRUE": false, "FALSE": false, "NULL": false,
+		"STARTS_WITH(s, 'g')": false, "STARTS_WITH(s, 'ca')": true, "NOT STARTS_WITH(s, 'g')": true,
 	} {
 		f, err := Compile(expr, sch)
 		if err != nil {
