@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	storage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -675,18 +676,18 @@ func newSink(format string, s *arrow.Schema, w io.Writer) (sink, error) {
 			if i > 0 {
 				hdr = append(hdr, ',')
 			}
-			hdr = appendCSV(hdr, f.Name)
+			hdr = appendCSV(hdr, []byte(f.Name))
 		}
 		if _, err := w.Write(append(hdr, '\n')); err != nil {
 			return nil, err
 		}
-		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int) []byte { return appendCSVRow(dst, bq, rec, i) }}, nil
+		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte { return appendCSVRow(dst, bq, rec, i, tmp) }}, nil
 	case "ndjson":
 		bq, err := schema.FromArrow(s)
 		if err != nil {
 			return nil, err
 		}
-		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int) []byte { return appendJSONRow(dst, bq, rec, i) }}, nil
+		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte { return appendJSONRow(dst, bq, rec, i, tmp) }}, nil
 	}
 	return nil, usagef("unknown format %q", format)
 }
@@ -713,16 +714,31 @@ func (s *recordSink) close() error { return s.closeFn() }
 // textSink formats rows into bytes on the stream goroutines.
 type textSink struct {
 	w   io.Writer
-	row func(dst []byte, rec arrow.Record, i int) []byte
+	row func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte
 }
 
 func (s *textSink) encode(rec arrow.Record) (any, error) {
-	var b []byte
+	b := make([]byte, 0, arrowencSize(rec)+int(rec.NumRows())*int(rec.NumCols())*4)
+	var tmp []byte
 	for i := 0; i < int(rec.NumRows()); i++ {
-		b = s.row(b, rec, i)
+		b = s.row(b, rec, i, &tmp)
 		b = append(b, '\n')
 	}
 	return b, nil
+}
+
+// arrowencSize estimates the bytes of a record's buffers (an output size
+// hint).
+func arrowencSize(rec arrow.Record) int {
+	n := 0
+	for _, c := range rec.Columns() {
+		for _, b := range c.Data().Buffers() {
+			if b != nil {
+				n += b.Len()
+			}
+		}
+	}
+	return n
 }
 
 func (s *textSink) write(c any) error {
@@ -734,19 +750,32 @@ func (s *textSink) close() error { return nil }
 
 // ---- cells ----
 
-func appendCSV(dst []byte, s string) []byte {
-	if !strings.ContainsAny(s, ",\"\r\n") && !strings.HasPrefix(s, " ") && !strings.HasSuffix(s, " ") {
-		return append(dst, s...)
+// appendCSV appends a CSV field, quoted when it holds a comma, a quote,
+// a line break or edge spaces (RFC 4180).
+func appendCSV(dst, v []byte) []byte {
+	quote := len(v) > 0 && (v[0] == ' ' || v[len(v)-1] == ' ')
+	for _, c := range v {
+		if c == ',' || c == '"' || c == '\n' || c == '\r' {
+			quote = true
+			break
+		}
+	}
+	if !quote {
+		return append(dst, v...)
 	}
 	dst = append(dst, '"')
-	dst = append(dst, strings.ReplaceAll(s, `"`, `""`)...)
+	for _, c := range v {
+		if c == '"' {
+			dst = append(dst, '"')
+		}
+		dst = append(dst, c)
+	}
 	return append(dst, '"')
 }
 
 // appendCSVRow writes row i as BigQuery's CSV export does: NULL as an
 // empty field, values in their text form, quoted when needed.
-func appendCSVRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int) []byte {
-	var tmp []byte
+func appendCSVRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int, tmp *[]byte) []byte {
 	for k, f := range bq.Fields {
 		if k > 0 {
 			dst = append(dst, ',')
@@ -755,11 +784,19 @@ func appendCSVRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int) []byte
 		if col.IsNull(i) {
 			continue
 		}
-		tmp = appendScalarText(tmp[:0], f, col, i)
-		dst = appendCSV(dst, string(tmp))
+		if a, ok := col.(*array.String); ok {
+			dst = appendCSV(dst, unsafeBytes(a.Value(i)))
+			continue
+		}
+		*tmp = appendScalarText((*tmp)[:0], f, col, i)
+		dst = appendCSV(dst, *tmp)
 	}
 	return dst
 }
+
+// unsafeBytes views s as bytes without copying; the bytes must not be
+// modified.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // appendScalarText appends the text form of a scalar cell.
 func appendScalarText(dst []byte, f *schema.Field, arr arrow.Array, i int) []byte {
@@ -800,7 +837,7 @@ func appendScalarText(dst []byte, f *schema.Field, arr arrow.Array, i int) []byt
 // FLOAT64 and BOOL as JSON numbers and booleans, JSON columns as embedded
 // JSON, every other scalar as its text form, RECORD as an object and
 // REPEATED as an array; NULL columns are omitted.
-func appendJSONRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int) []byte {
+func appendJSONRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int, tmp *[]byte) []byte {
 	dst = append(dst, '{')
 	first := true
 	for k, f := range bq.Fields {
@@ -812,14 +849,14 @@ func appendJSONRow(dst []byte, bq *schema.Schema, rec arrow.Record, i int) []byt
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, f.Name)
+		dst = appendJSONString(dst, unsafeBytes(f.Name))
 		dst = append(dst, ':')
-		dst = appendJSONValue(dst, f, col, i, false)
+		dst = appendJSONValue(dst, f, col, i, false, tmp)
 	}
 	return append(dst, '}')
 }
 
-func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem bool) []byte {
+func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem bool, tmp *[]byte) []byte {
 	if arr.IsNull(i) {
 		return append(dst, "null"...)
 	}
@@ -831,7 +868,7 @@ func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem b
 			if j > lo {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONValue(dst, f, l.ListValues(), int(j), true)
+			dst = appendJSONValue(dst, f, l.ListValues(), int(j), true, tmp)
 		}
 		return append(dst, ']')
 	}
@@ -850,28 +887,76 @@ func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem b
 			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, sf.Name)
+			dst = appendJSONString(dst, unsafeBytes(sf.Name))
 			dst = append(dst, ':')
-			dst = appendJSONValue(dst, sf, a.Field(k), i, false)
+			dst = appendJSONValue(dst, sf, a.Field(k), i, false, tmp)
 		}
 		return append(dst, '}')
+	case *array.Int64:
+		dst = append(dst, '"')
+		dst = strconv.AppendInt(dst, a.Value(i), 10)
+		return append(dst, '"')
 	case *array.Float64:
 		v := a.Value(i)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return appendJSONString(dst, string(rowjson.AppendFloat(nil, v)))
+			dst = append(dst, '"')
+			dst = rowjson.AppendFloat(dst, v)
+			return append(dst, '"')
 		}
 		return strconv.AppendFloat(dst, v, 'g', -1, 64)
 	case *array.Boolean:
 		return strconv.AppendBool(dst, a.Value(i))
 	case *array.String:
-		if f.Type == schema.JSON && json.Valid([]byte(a.Value(i))) {
+		if f.Type == schema.JSON && json.Valid(unsafeBytes(a.Value(i))) {
 			return append(dst, a.Value(i)...)
 		}
+		return appendJSONString(dst, unsafeBytes(a.Value(i)))
 	}
-	return appendJSONString(dst, string(appendScalarText(nil, f, arr, i)))
+	*tmp = appendScalarText((*tmp)[:0], f, arr, i)
+	return appendJSONString(dst, *tmp)
 }
 
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := json.Marshal(s)
-	return append(dst, b...)
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func appendJSONString(dst []byte, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
+
+const jsonHex = "0123456789abcdef"
