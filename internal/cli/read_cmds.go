@@ -681,13 +681,17 @@ func newSink(format string, s *arrow.Schema, w io.Writer) (sink, error) {
 		if _, err := w.Write(append(hdr, '\n')); err != nil {
 			return nil, err
 		}
-		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte { return appendCSVRow(dst, bq, rec, i, tmp) }}, nil
+		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte {
+			return appendCSVRow(dst, bq, rec, i, tmp)
+		}}, nil
 	case "ndjson":
 		bq, err := schema.FromArrow(s)
 		if err != nil {
 			return nil, err
 		}
-		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte { return appendJSONRow(dst, bq, rec, i, tmp) }}, nil
+		return &textSink{w: w, row: func(dst []byte, rec arrow.Record, i int, tmp *[]byte) []byte {
+			return appendJSONRow(dst, bq, rec, i, tmp)
+		}}, nil
 	}
 	return nil, usagef("unknown format %q", format)
 }
