@@ -67,28 +67,70 @@ func (w *worker) run(ctx context.Context) error {
 			return err
 		}
 	}
-	off, batch, dlEnd := st.Offset, st.Batch, st.DeadLetterEnd
+	off, batch := st.Offset, st.Batch
+
+	// S5-S7 of batch k run on the closer goroutine while this one appends
+	// batch k+1 (EXACTLY-ONCE.md 3.4: unsealed streams are always safe to
+	// throw away). Seals stay in order: the closer handles one batch at a
+	// time, so seal k+1 is written only after k is DONE.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	items := make(chan *closeItem, 1)
+	var closeErr error
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		dlEnd := st.DeadLetterEnd
+		for it := range items {
+			if closeErr != nil {
+				continue
+			}
+			end, err := w.close(ctx, it, dlEnd)
+			if err != nil {
+				closeErr = err
+				cancel()
+				continue
+			}
+			dlEnd = end
+		}
+	}()
+	finish := func(err error) error {
+		close(items)
+		<-closed
+		if closeErr != nil {
+			return closeErr
+		}
+		return err
+	}
 	for attempt := 0; ; {
-		res, err := w.batch(ctx, off, batch+1, dlEnd)
+		it, err := w.batch(wctx, off, batch+1)
 		var ab *abandonError
-		if errors.As(err, &ab) && ctx.Err() == nil {
+		if errors.As(err, &ab) && wctx.Err() == nil {
 			w.p.metrics.BatchesAbandoned.Inc()
 			w.p.log.Warn("batch abandoned, replaying its range", "partition", w.key, "batch", batch+1, "from", off, "err", ab.cause)
 			w.closeReader()
-			if err := w.p.cfg.Backoff.Wait(ctx, attempt); err != nil {
-				return err
+			if err := w.p.cfg.Backoff.Wait(wctx, attempt); err != nil {
+				return finish(err)
 			}
 			attempt++
 			continue
 		}
 		if err != nil {
-			return err
+			return finish(err)
 		}
 		attempt = 0
-		if res.to > off {
-			off, batch, dlEnd = res.to, batch+1, res.dlEnd
+		if it.to > off {
+			select {
+			case items <- it:
+			case <-wctx.Done():
+				return finish(wctx.Err())
+			}
+			off, batch = it.to, batch+1
 		}
-		if res.eof {
+		if it.eof {
+			if err := finish(nil); err != nil {
+				return err
+			}
 			w.p.log.Info("partition done", "partition", w.key, "offset", off, "batches", batch)
 			return nil
 		}
@@ -140,10 +182,16 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 	return done, nil
 }
 
-type batchResult struct {
-	to    int64
-	dlEnd int64
-	eof   bool
+// closeItem is a batch whose appends are done and whose stream (if any)
+// is finalized: what is left is S5-S7.
+type closeItem struct {
+	b        uint64
+	x, to    int64
+	eof      bool
+	stream   string // empty: no rows (only dead letters or blank lines)
+	n, bytes int64
+	start    time.Time
+	dls      []pendingDeadLetter
 }
 
 // stream returns a PENDING stream for the next batch: the unused one from
@@ -202,8 +250,8 @@ func (w *worker) closeReader() {
 	}
 }
 
-// batch runs S1-S7 for batch b starting at offset x.
-func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (batchResult, error) {
+// batch runs S1-S4 for batch b starting at offset x.
+func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, error) {
 	p := w.p
 	lease, cancel := context.WithTimeout(ctx, p.cfg.Lease)
 	defer cancel()
@@ -211,16 +259,16 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 	ws, err := w.stream(lease)
 	if err != nil {
 		if ctx.Err() == nil && lease.Err() != nil {
-			return batchResult{}, abandon("lease expired creating a stream: %v", err)
+			return nil, abandon("lease expired creating a stream: %v", err)
 		}
-		return batchResult{}, err
+		return nil, err
 	}
 	if err := hook(p.cfg.Hooks, AfterCreate, w.key, b); err != nil {
-		return batchResult{}, err
+		return nil, err
 	}
 	mapper, err := p.mapperFor(ws.GetTableSchema())
 	if err != nil {
-		return batchResult{}, err
+		return nil, err
 	}
 	w.createAhead(ctx)
 
@@ -228,7 +276,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		w.closeReader()
 		r, err := w.part.Open(ctx, x)
 		if err != nil {
-			return batchResult{}, err
+			return nil, err
 		}
 		w.reader, w.at = r, x
 	}
@@ -291,9 +339,9 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		if err != nil {
 			w.closeReader()
 			if ctx.Err() == nil && lease.Err() != nil {
-				return batchResult{}, abandon("lease expired reading the source: %v", err)
+				return nil, abandon("lease expired reading the source: %v", err)
 			}
-			return batchResult{}, err
+			return nil, err
 		}
 		recAt := to
 		w.at, to = end, end
@@ -301,7 +349,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		buf, err = mapper.Append(buf, rec)
 		if err != nil {
 			if p.cfg.DeadLetters == nil {
-				return batchResult{}, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
+				return nil, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
 			}
 			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: err.Error()})
 			continue
@@ -311,37 +359,26 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 		bytes += int64(len(buf) - rowAt)
 		if len(buf) >= p.cfg.RequestBytes {
 			if err := flush(); err != nil {
-				return batchResult{}, w.sendFailure(ctx, lease, err)
+				return nil, w.sendFailure(ctx, lease, err)
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return batchResult{}, w.sendFailure(ctx, lease, err)
+		return nil, w.sendFailure(ctx, lease, err)
 	}
 	ok = true
 	if app != nil {
 		if err := app.close(); err != nil {
 			w.closeReader()
-			return batchResult{}, abandon("%v", err)
+			return nil, abandon("%v", err)
 		}
 	}
 
 	if n == 0 {
-		// Nothing to append: keep the stream for the next batch.
+		// Nothing to append: keep the stream for the next batch. A range
+		// of only dead letters (or blank lines) still moves the state.
 		w.spare = ws
-		if to == x {
-			return batchResult{to: x, dlEnd: dlEnd, eof: eof}, nil
-		}
-		// The range produced only dead letters (or blank lines): no stream
-		// to seal; the dead letters are durable before the state moves.
-		end, err := w.writeDeadLetters(dls, dlEnd)
-		if err != nil {
-			return batchResult{}, err
-		}
-		if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: b, Offset: to, DeadLetterEnd: end}); err != nil {
-			return batchResult{}, err
-		}
-		return batchResult{to: to, dlEnd: end, eof: eof}, nil
+		return &closeItem{b: b, x: x, to: to, eof: eof, dls: dls}, nil
 	}
 
 	// S4.
@@ -349,68 +386,79 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64, dlEnd int64) (bat
 	if err != nil {
 		w.closeReader()
 		if ctx.Err() != nil {
-			return batchResult{}, err
+			return nil, err
 		}
-		return batchResult{}, abandon("%v", err)
+		return nil, abandon("%v", err)
 	}
 	if count >= 0 && count != n {
 		w.closeReader()
 		p.log.Error("finalized stream row count differs from rows appended (server bug?)", "stream", ws.GetName(), "row_count", count, "appended", n)
-		return batchResult{}, abandon("%s: row_count %d, appended %d", ws.GetName(), count, n)
+		return nil, abandon("%s: row_count %d, appended %d", ws.GetName(), count, n)
 	}
 	if err := hook(p.cfg.Hooks, AfterFinalize, w.key, b); err != nil {
-		return batchResult{}, err
+		return nil, err
 	}
 	if lease.Err() != nil {
 		w.closeReader()
 		if ctx.Err() != nil {
-			return batchResult{}, ctx.Err()
+			return nil, ctx.Err()
 		}
-		return batchResult{}, abandon("lease expired before the seal")
+		return nil, abandon("lease expired before the seal")
 	}
 
-	// S5: the decision.
-	end, err := w.writeDeadLetters(dls, dlEnd)
+	return &closeItem{b: b, x: x, to: to, eof: eof, stream: ws.GetName(), n: n, bytes: bytes, start: start, dls: dls}, nil
+}
+
+// close runs S5-S7 for a finalized batch and returns the dead-letter
+// sink's size after it.
+func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, error) {
+	p := w.p
+	// Dead letters are durable before the state that covers them.
+	end, err := w.writeDeadLetters(it.dls, dlEnd)
 	if err != nil {
-		return batchResult{}, err
+		return 0, err
 	}
-	seal := State{Batch: b, Offset: x, Sealed: true, To: to, DeadLetterEnd: end,
-		Streams: []SealedStream{{Table: 0, ID: streamID(ws.GetName()), Rows: n}}}
-	if err := p.cfg.Ledger.Store(ctx, w.key, seal); err != nil {
-		if errors.Is(err, ErrFenced) || ctx.Err() != nil {
-			return batchResult{}, err
+	if it.stream != "" {
+		// S5: the decision.
+		seal := State{Batch: it.b, Offset: it.x, Sealed: true, To: it.to, DeadLetterEnd: end,
+			Streams: []SealedStream{{Table: 0, ID: streamID(it.stream), Rows: it.n}}}
+		if err := p.cfg.Ledger.Store(ctx, w.key, seal); err != nil {
+			if errors.Is(err, ErrFenced) || ctx.Err() != nil {
+				return 0, err
+			}
+			// Ambiguous: read back what the ledger holds. Not sealed means
+			// the batch is lost to us: stop; the restart (or next owner)
+			// replays it from the stored state.
+			got, lerr := p.cfg.Ledger.Load(ctx, w.key)
+			if lerr != nil {
+				return 0, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
+			}
+			if !got.Sealed || got.Batch != it.b || got.Offset != it.x {
+				return 0, fmt.Errorf("ingest: %s: seal of batch %d not stored: %w", w.key, it.b, err)
+			}
 		}
-		// Ambiguous: read back what the ledger holds.
-		got, lerr := p.cfg.Ledger.Load(ctx, w.key)
-		if lerr != nil {
-			return batchResult{}, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
+		if err := hook(p.cfg.Hooks, AfterSeal, w.key, it.b); err != nil {
+			return 0, err
 		}
-		if !got.Sealed || got.Batch != b || got.Offset != x {
-			w.closeReader()
-			return batchResult{}, abandon("seal not stored: %v", err)
+		// S6.
+		if err := p.committer.commit(ctx, &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}); err != nil {
+			return 0, err
+		}
+		if err := hook(p.cfg.Hooks, AfterCommit, w.key, it.b); err != nil {
+			return 0, err
 		}
 	}
-	if err := hook(p.cfg.Hooks, AfterSeal, w.key, b); err != nil {
-		return batchResult{}, err
-	}
-
-	// S6.
-	if err := p.committer.commit(ctx, &commitReq{names: []string{ws.GetName()}, rows: n, bytes: bytes, start: start}); err != nil {
-		return batchResult{}, err
-	}
-	if err := hook(p.cfg.Hooks, AfterCommit, w.key, b); err != nil {
-		return batchResult{}, err
-	}
-
 	// S7.
-	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: b, Offset: to, DeadLetterEnd: end}); err != nil {
-		return batchResult{}, err
+	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: it.b, Offset: it.to, DeadLetterEnd: end}); err != nil {
+		return 0, err
 	}
-	if err := hook(p.cfg.Hooks, AfterDone, w.key, b); err != nil {
-		return batchResult{}, err
+	if it.stream != "" {
+		if err := hook(p.cfg.Hooks, AfterDone, w.key, it.b); err != nil {
+			return 0, err
+		}
 	}
-	p.log.Debug("batch committed", "partition", w.key, "batch", b, "from", x, "to", to, "rows", n, "dead_letters", len(dls))
-	return batchResult{to: to, dlEnd: end, eof: eof}, nil
+	p.log.Debug("batch committed", "partition", w.key, "batch", it.b, "from", it.x, "to", it.to, "rows", it.n, "dead_letters", len(it.dls))
+	return end, nil
 }
 
 // sendFailure classifies an error while sending: the run's end is returned
