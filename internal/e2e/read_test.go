@@ -1082,3 +1082,37 @@ func TestReadSessionExpiry(t *testing.T) {
 	_, err = e.rc.SplitReadStream(e.ctx, &storagepb.SplitReadStreamRequest{Name: name, Fraction: 0.5})
 	wantCodes(t, "SplitReadStream after expiry", err, codes.FailedPrecondition, 0)
 }
+
+// TestReadStreamCountFromSize: when the server chooses (max_stream_count
+// 0), it cuts one stream per MinStreamBytes of data; max_stream_count
+// caps that; every choice covers the rows exactly once.
+func TestReadStreamCountFromSize(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) { c.Read.MinStreamBytes = 32 << 10 }))
+	tp, _, _ := fillSimple(t, e, "t_sized", bigRows)
+	sess, err := e.session(tp, storagepb.DataFormat_ARROW, 0, 0, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes := sess.GetEstimatedTotalBytesScanned()
+	want := int((bytes + 32<<10 - 1) / (32 << 10))
+	if want < 2 || len(sess.GetStreams()) != want {
+		t.Fatalf("%d bytes at 32 KiB per stream: %d streams, want %d (>= 2)", bytes, len(sess.GetStreams()), want)
+	}
+	for _, n := range []int32{0, 1, 2, int32(want) + 10} {
+		sess, err := e.session(tp, storagepb.DataFormat_ARROW, n, 0, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && len(sess.GetStreams()) > int(n) {
+			t.Fatalf("max_stream_count %d: %d streams", n, len(sess.GetStreams()))
+		}
+		var all []int64
+		for _, s := range sess.GetStreams() {
+			ids, _ := e.streamRead(sess.GetArrowSchema().GetSerializedSchema(), s.GetName(), 0)
+			all = append(all, ids...)
+		}
+		exactlyOnce(t, fmt.Sprintf("max_stream_count %d (%d streams)", n, len(sess.GetStreams())), all, bigRows)
+	}
+}
