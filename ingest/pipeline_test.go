@@ -23,6 +23,7 @@ import (
 
 	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/ingest/rows"
+	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
 )
 
@@ -46,7 +47,12 @@ const project = "p"
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv := testkit.Start(t)
+	return newEnvWith(t)
+}
+
+func newEnvWith(t *testing.T, mutate ...func(*server.Config)) *env {
+	t.Helper()
+	srv := testkit.Start(t, mutate...)
 	ctx := context.Background()
 	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr())...)
 	if err != nil {
