@@ -39,6 +39,10 @@ type Target struct {
 	// ServerPID, when set, is sampled for CPU time and peak RSS (local
 	// servers only).
 	ServerPID int
+	// Window, when positive, sets the client's HTTP/2 stream window (and
+	// four times it for the connection), instead of grpc-go's dynamic
+	// default.
+	Window int
 }
 
 func (t Target) grpcOptions() []option.ClientOption {
@@ -49,6 +53,12 @@ func (t Target) grpcOptions() []option.ClientOption {
 	if t.Insecure {
 		opts = append(opts, option.WithoutAuthentication(),
 			option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())))
+	}
+	if t.Window > 0 {
+		opts = append(opts,
+			option.WithGRPCDialOption(grpc.WithInitialWindowSize(int32(t.Window))),
+			option.WithGRPCDialOption(grpc.WithInitialConnWindowSize(int32(4*t.Window))),
+			option.WithGRPCDialOption(grpc.WithReadBufferSize(1<<20)))
 	}
 	return opts
 }

@@ -30,6 +30,7 @@ func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) {
 	fs.StringVar(&t.Dataset, "dataset", "bench", "dataset (created if missing)")
 	fs.StringVar(&t.Table, "table", "", "table (write: created if missing, default a new bench_<time> table; read: required)")
 	fs.IntVar(&t.ServerPID, "server-pid", 0, "pid of a local server to sample for CPU and peak RSS")
+	fs.IntVar(&t.Window, "grpc-window", 0, "client HTTP/2 stream window in bytes (0: grpc-go's dynamic default)")
 }
 
 func runBenchWrite(ctx context.Context, env *Env, args []string) error {
