@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
 
 // BenchmarkAppendRows measures tabledata.list row formatting; bytes are the
@@ -11,9 +13,9 @@ import (
 //
 //	go test -run '^$' -bench AppendRows -benchmem ./internal/rowjson/
 func BenchmarkAppendRows(b *testing.B) {
-	s := testTable()
+	s := arrowgen.AllTypes()
 	const rows = 2000
-	rec := randomRecord(s, rand.New(rand.NewPCG(1, 0)), rows)
+	rec := arrowgen.Record(s, rand.New(rand.NewPCG(1, 0)), rows)
 	defer rec.Release()
 	f := NewFormatter(s, Options{UseInt64Timestamp: true})
 	out, err := f.AppendRows(nil, rec, 0, rows)

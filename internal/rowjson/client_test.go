@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
+
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -111,10 +113,10 @@ func newClient(t *testing.T, h http.Handler) *bigquery.Client {
 // tabledata.list built with AppendRows/AppendPage and reads it with the
 // official Go client's Table.Read, comparing every value.
 func TestGoClientReadsRows(t *testing.T) {
-	s := testTable()
+	s := arrowgen.AllTypes()
 	const seed = 11
 	t.Logf("seed %d", seed)
-	rec := randomRecord(s, rand.New(rand.NewPCG(seed, 0)), 150)
+	rec := arrowgen.Record(s, rand.New(rand.NewPCG(seed, 0)), 150)
 	defer rec.Release()
 	ts := &tableServer{t: t, s: s, rec: rec, pageSize: 23}
 	c := newClient(t, ts)
@@ -319,8 +321,8 @@ func TestRowShape(t *testing.T) {
 }
 
 func TestFormatterErrors(t *testing.T) {
-	s := testTable()
-	rec := randomRecord(s, rand.New(rand.NewPCG(1, 0)), 3)
+	s := arrowgen.AllTypes()
+	rec := arrowgen.Record(s, rand.New(rand.NewPCG(1, 0)), 3)
 	defer rec.Release()
 	// A schema whose column types disagree with the record's Arrow types.
 	bad := s.Clone()
@@ -343,7 +345,7 @@ func TestFormatterErrors(t *testing.T) {
 }
 
 func TestSelectFields(t *testing.T) {
-	s := testTable()
+	s := arrowgen.AllTypes()
 	got, err := SelectFields(s, []string{"recs.inner.x", "JSON", "rec.b"})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
+
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
@@ -68,9 +70,9 @@ func TestFormats(t *testing.T) {
 		{string(AppendDecimal(nil, bi("99999999999999999999999999999999999999"), 9)), "99999999999999999999999999999.999999999"},
 		{string(AppendDecimal(nil, bi("-578960446186580977117854925043439539266349923328202820197287920039565648199"), 38)),
 			"-5789604461865809771178549250434395392.66349923328202820197287920039565648199"},
-		{string(AppendDecimal(nil, minBig, 38)), "-578960446186580977117854925043439539266.34992332820282019728792003956564819968"},
-		{string(AppendDecimal(nil, maxBig, 38)), "578960446186580977117854925043439539266.34992332820282019728792003956564819967"},
-		{string(AppendDecimal(nil, dec256(minBig).BigInt(), 38)), "-578960446186580977117854925043439539266.34992332820282019728792003956564819968"},
+		{string(AppendDecimal(nil, arrowgen.MinBigNumeric, 38)), "-578960446186580977117854925043439539266.34992332820282019728792003956564819968"},
+		{string(AppendDecimal(nil, arrowgen.MaxBigNumeric, 38)), "578960446186580977117854925043439539266.34992332820282019728792003956564819967"},
+		{string(AppendDecimal(nil, arrowgen.Dec256(arrowgen.MinBigNumeric).BigInt(), 38)), "-578960446186580977117854925043439539266.34992332820282019728792003956564819968"},
 		{string(AppendInterval(nil, arrow.MonthDayNanoInterval{})), "0-0 0 0:0:0"},
 		{string(AppendInterval(nil, arrow.MonthDayNanoInterval{Months: 14, Days: 3, Nanoseconds: 3723500000000})), "1-2 3 1:2:3.5"},
 		{string(AppendInterval(nil, arrow.MonthDayNanoInterval{Months: -5, Days: -3, Nanoseconds: -1000})), "-0-5 -3 -0:0:0.000001"},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
 
 // FuzzJSONString checks that string cells are valid JSON and decode to what
@@ -38,10 +40,10 @@ func FuzzJSONString(f *testing.F) {
 func FuzzRows(f *testing.F) {
 	f.Add(uint64(1), uint8(5), false)
 	f.Add(uint64(2), uint8(30), true)
-	s := testTable()
+	s := arrowgen.AllTypes()
 	f.Fuzz(func(t *testing.T, seed uint64, rows uint8, int64TS bool) {
 		n := int(rows % 33)
-		rec := randomRecord(s, rand.New(rand.NewPCG(seed, 0)), n)
+		rec := arrowgen.Record(s, rand.New(rand.NewPCG(seed, 0)), n)
 		defer rec.Release()
 		b, err := NewFormatter(s, Options{UseInt64Timestamp: int64TS}).AppendRows(nil, rec, 0, n)
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/hamba/avro/v2"
@@ -99,14 +101,14 @@ func decodeRows(t testing.TB, schemaJSON string, data []byte, n int) []map[strin
 }
 
 func TestRoundTripAllTypes(t *testing.T) {
-	s := testTable()
+	s := arrowgen.AllTypes()
 	sj, err := Schema(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const seed = 21
 	t.Logf("seed %d", seed)
-	rec := randomRecord(s, rand.New(rand.NewPCG(seed, 0)), 300)
+	rec := arrowgen.Record(s, rand.New(rand.NewPCG(seed, 0)), 300)
 	defer rec.Release()
 	enc := NewEncoder(s)
 	for _, sl := range [][2]int64{{0, 300}, {17, 131}, {299, 300}, {5, 5}} {
@@ -289,8 +291,8 @@ func TestEncodeExactBytes(t *testing.T) {
 }
 
 func TestEncodeErrors(t *testing.T) {
-	s := testTable()
-	rec := randomRecord(s, rand.New(rand.NewPCG(3, 0)), 20)
+	s := arrowgen.AllTypes()
+	rec := arrowgen.Record(s, rand.New(rand.NewPCG(3, 0)), 20)
 	defer rec.Release()
 	bad := s.Clone()
 	bad.Fields[2].Type = schema.Integer

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -45,8 +47,8 @@ func BenchmarkEncode(b *testing.B) {
 		rec  func(*schema.Schema) arrow.Record
 	}{
 		{"narrow", benchTable(), func(s *schema.Schema) arrow.Record { return benchRecord(s, rows) }},
-		{"alltypes", testTable(), func(s *schema.Schema) arrow.Record {
-			return randomRecord(s, rand.New(rand.NewPCG(1, 0)), rows/8)
+		{"alltypes", arrowgen.AllTypes(), func(s *schema.Schema) arrow.Record {
+			return arrowgen.Record(s, rand.New(rand.NewPCG(1, 0)), rows/8)
 		}},
 	} {
 		rec := tc.rec(tc.s)

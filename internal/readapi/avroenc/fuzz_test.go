@@ -3,6 +3,8 @@ package avroenc
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
 
 // FuzzAvroEncode encodes a random slice of a random record of every type and
@@ -12,7 +14,7 @@ func FuzzAvroEncode(f *testing.F) {
 	f.Add(uint64(1), uint8(10), uint8(0), uint8(10))
 	f.Add(uint64(2), uint8(40), uint8(7), uint8(30))
 	f.Add(uint64(3), uint8(0), uint8(0), uint8(0))
-	s := testTable()
+	s := arrowgen.AllTypes()
 	sj, err := Schema(s)
 	if err != nil {
 		f.Fatal(err)
@@ -20,7 +22,7 @@ func FuzzAvroEncode(f *testing.F) {
 	enc := NewEncoder(s)
 	f.Fuzz(func(t *testing.T, seed uint64, rows, off, length uint8) {
 		n := int(rows % 41)
-		rec := randomRecord(s, rand.New(rand.NewPCG(seed, 0)), n)
+		rec := arrowgen.Record(s, rand.New(rand.NewPCG(seed, 0)), n)
 		defer rec.Release()
 		lo := int64(off) % int64(n+1)
 		hi := lo + int64(length)%(int64(n)-lo+1)

@@ -1,4 +1,6 @@
-package rowjson
+// Package arrowgen generates Arrow records of BigQuery tables for tests:
+// every type in every mode, with NULLs and the extremes of each type.
+package arrowgen
 
 import (
 	"math"
@@ -14,8 +16,9 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
-// testTable has every BigQuery type, in every mode, nested and repeated.
-func testTable() *schema.Schema {
+// AllTypes is a table with every BigQuery type, in every mode, nested
+// and repeated.
+func AllTypes() *schema.Schema {
 	f := func(name string, t schema.Type, m schema.Mode, sub ...*schema.Field) *schema.Field {
 		return &schema.Field{Name: name, Type: t, Mode: m, Fields: sub}
 	}
@@ -58,15 +61,15 @@ func testTable() *schema.Schema {
 	}}
 }
 
-// randomRecord builds n rows of the Arrow form of s: about one value in
+// Record builds n rows of the Arrow form of s: about one value in
 // five is NULL where the column is nullable, and extremes appear often.
-func randomRecord(s *schema.Schema, r *rand.Rand, n int) arrow.Record {
+func Record(s *schema.Schema, r *rand.Rand, n int) arrow.Record {
 	as := schema.ToArrow(s)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
 	defer b.Release()
 	for range n {
 		for i, f := range as.Fields() {
-			fill(b.Field(i), f.Type, f.Nullable, r)
+			Fill(b.Field(i), f.Type, f.Nullable, r)
 		}
 	}
 	return b.NewRecord()
@@ -74,11 +77,11 @@ func randomRecord(s *schema.Schema, r *rand.Rand, n int) arrow.Record {
 
 var (
 	maxNumeric, _ = new(big.Int).SetString("99999999999999999999999999999999999999", 10)
-	// BIGNUMERIC's range is exactly that of a 256-bit two's-complement
+	// MinBigNumeric and MaxBigNumeric bound BIGNUMERIC: its range is exactly that of a 256-bit two's-complement
 	// integer scaled by 10^-38: [-2^255, 2^255-1] × 10^-38 (77 digits, one
 	// more than decimal256's nominal precision of 76).
-	maxBig = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))
-	minBig = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 255))
+	MaxBigNumeric = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 255), big.NewInt(1))
+	MinBigNumeric = new(big.Int).Neg(new(big.Int).Lsh(big.NewInt(1), 255))
 )
 
 const (
@@ -86,7 +89,9 @@ const (
 	maxTS = 253402300799999999 // 9999-12-31T23:59:59.999999Z
 )
 
-func fill(b array.Builder, t arrow.DataType, nullable bool, r *rand.Rand) {
+// Fill appends one random value of type t (NULL about one time in five
+// when nullable) to b.
+func Fill(b array.Builder, t arrow.DataType, nullable bool, r *rand.Rand) {
 	if nullable && r.IntN(5) == 0 {
 		b.AppendNull()
 		return
@@ -137,18 +142,18 @@ func fill(b array.Builder, t arrow.DataType, nullable bool, r *rand.Rand) {
 		}
 		b.Append(decimal128.FromBigInt(v))
 	case *array.Decimal256Builder:
-		v := new(big.Int).Mod(new(big.Int).SetBytes(randBytes(r, 32)), maxBig)
+		v := new(big.Int).Mod(new(big.Int).SetBytes(randBytes(r, 32)), MaxBigNumeric)
 		switch pick {
 		case 0:
-			v.Set(maxBig)
+			v.Set(MaxBigNumeric)
 		case 1:
-			v.Set(minBig)
+			v.Set(MinBigNumeric)
 		case 2, 3:
 			v.Neg(v)
 		case 4:
 			v.SetInt64(r.Int64N(2000) - 1000)
 		}
-		b.Append(dec256(v))
+		b.Append(Dec256(v))
 	case *array.TimestampBuilder:
 		switch pick {
 		case 0:
@@ -198,13 +203,13 @@ func fill(b array.Builder, t arrow.DataType, nullable bool, r *rand.Rand) {
 		b.Append(true)
 		st := t.(*arrow.StructType)
 		for i, f := range st.Fields() {
-			fill(b.FieldBuilder(i), f.Type, f.Nullable, r)
+			Fill(b.FieldBuilder(i), f.Type, f.Nullable, r)
 		}
 	case *array.ListBuilder:
 		b.Append(true)
 		et := t.(*arrow.ListType).ElemField()
 		for range r.IntN(4) {
-			fill(b.ValueBuilder(), et.Type, et.Nullable, r)
+			Fill(b.ValueBuilder(), et.Type, et.Nullable, r)
 		}
 	default:
 		panic("fill: unhandled builder for " + t.String())
@@ -230,8 +235,9 @@ func randBytes(r *rand.Rand, n int) []byte {
 
 // dec256 converts v in [-2^255, 2^255-1]; decimal256.FromBigInt rejects
 // -2^255 (its magnitude needs 256 bits) though the type holds it.
-func dec256(v *big.Int) decimal256.Num {
-	if v.Cmp(minBig) == 0 {
+// Dec256 converts an integer in BIGNUMERIC's range to decimal256.
+func Dec256(v *big.Int) decimal256.Num {
+	if v.Cmp(MinBigNumeric) == 0 {
 		return decimal256.New(1<<63, 0, 0, 0)
 	}
 	return decimal256.FromBigInt(v)
