@@ -548,6 +548,16 @@ func TestQuotaLimits(t *testing.T) {
 	if n := counter(t, e, "bqstore_quota_rejections_total", "quota", quota.QuotaProjectThroughput); n != 1 {
 		t.Fatalf("throughput rejections = %v, want 1", n)
 	}
+
+	// The engine counts the streams, so the count survives a restart.
+	ms.Close()
+	e.srv.Stop(t)
+	r := dial(t, e.ctx, testkit.StartDir(t, e.srv.DataDir, func(c *server.Config) { c.Quota = quota.Limits{MaxActiveStreams: 2} }))
+	_, err = r.wc.CreateWriteStream(r.ctx, &storagepb.CreateWriteStreamRequest{
+		Parent: tp, WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_PENDING}}, noRetry)
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("third active stream after a restart: %v", err)
+	}
 }
 
 func TestQuotaCreateStreamRate(t *testing.T) {

@@ -5,9 +5,11 @@
 // configured, so that local use is never slowed; each answers
 // RESOURCE_EXHAUSTED with the real service's message (messages.go).
 //
-// Active streams are counted here from the outcomes of CreateWriteStream
-// (+1) and FinalizeWriteStream (-1), per project, starting from the
-// streams an optional ActiveStreams source reports at start-up.
+// Active streams are counted by the engine when the server provides a
+// Counter (open, unexpired application-created streams, which survives
+// restarts), plus the CreateWriteStream calls admitted and not yet
+// answered. Without one they are counted here from the outcomes of
+// CreateWriteStream (+1) and FinalizeWriteStream (-1).
 //
 // An AppendRows request over a throughput limit ends the connection with
 // RESOURCE_EXHAUSTED (the real service's behaviour as clients report it);
@@ -56,9 +58,9 @@ func (l Limits) Enabled() bool {
 	return l.MaxActiveStreams > 0 || l.CreateStreamRate > 0 || l.ConnBytesPerSec > 0 || l.ProjectBytesPerSec > 0
 }
 
-// ActiveStreams reports, at start-up, the open application-created write
-// streams of each project (the server asks the engine).
-type ActiveStreams func() map[string][]string
+// Counter reports a project's active (open, unexpired)
+// application-created write streams; the server asks the engine.
+type Counter func(project string) int
 
 // Options configure a Limiter. The zero value of each field means its
 // default.
@@ -68,8 +70,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Now is the clock of the rate limits. Default: time.Now.
 	Now func() time.Time
-	// Active seeds the active-stream counts.
-	Active ActiveStreams
+	// Count counts active streams. Default: the Limiter's own count from
+	// RPC outcomes, which starts at zero.
+	Count Counter
 }
 
 // The values of the quota label of bqstore_quota_rejections_total.
@@ -84,6 +87,7 @@ const (
 type Limiter struct {
 	limits     Limits
 	now        func() time.Time
+	count      Counter
 	rejections *prometheus.CounterVec
 	delayed    prometheus.Counter
 	activeG    *prometheus.GaugeVec
@@ -103,7 +107,7 @@ type Limiter struct {
 
 // New returns a Limiter for limits.
 func New(limits Limits, opts Options) *Limiter {
-	l := &Limiter{limits: limits, now: opts.Now}
+	l := &Limiter{limits: limits, now: opts.Now, count: opts.Count}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -129,14 +133,6 @@ func New(limits Limits, opts Options) *Limiter {
 	l.mu.reserved = make(map[string]int)
 	l.mu.create = make(map[string]*bucket)
 	l.mu.throughput = make(map[string]*bucket)
-	if opts.Active != nil && limits.MaxActiveStreams > 0 {
-		for p, names := range opts.Active() {
-			for _, n := range names {
-				l.activeLocked(p)[n] = struct{}{}
-			}
-			l.activeG.WithLabelValues(p).Set(float64(len(l.mu.active[p])))
-		}
-	}
 	return l
 }
 
@@ -152,6 +148,9 @@ func (l *Limiter) activeLocked(p string) map[string]struct{} {
 
 // Active is the number of active streams counted for project p.
 func (l *Limiter) Active(p string) int {
+	if l.count != nil {
+		return l.count(p)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.mu.active[p])
@@ -261,8 +260,19 @@ func (l *Limiter) createWriteStream(ctx context.Context, r *storagepb.CreateWrit
 	if l.limits.MaxActiveStreams <= 0 {
 		return handler(ctx, r)
 	}
+	// The engine's count is taken outside l.mu (it walks the project's
+	// tables); calls admitted meanwhile are in reserved, and a stream
+	// created between the count and the check is counted in both, which
+	// errs on the side of the limit.
+	counted := -1
+	if l.count != nil {
+		counted = l.count(t.Project)
+	}
 	l.mu.Lock()
-	n := len(l.mu.active[t.Project]) + l.mu.reserved[t.Project]
+	if counted < 0 {
+		counted = len(l.mu.active[t.Project])
+	}
+	n := counted + l.mu.reserved[t.Project]
 	if n >= l.limits.MaxActiveStreams {
 		l.mu.Unlock()
 		l.rejections.WithLabelValues(QuotaActiveStreams).Inc()
@@ -273,12 +283,11 @@ func (l *Limiter) createWriteStream(ctx context.Context, r *storagepb.CreateWrit
 	resp, err := handler(ctx, r)
 	l.mu.Lock()
 	l.mu.reserved[t.Project]--
-	if ws, ok := resp.(*storagepb.WriteStream); ok && err == nil {
+	if ws, ok := resp.(*storagepb.WriteStream); ok && err == nil && l.count == nil {
 		l.activeLocked(t.Project)[canonical(ws.GetName())] = struct{}{}
 	}
-	active := len(l.mu.active[t.Project])
 	l.mu.Unlock()
-	l.activeG.WithLabelValues(t.Project).Set(float64(active))
+	l.activeG.WithLabelValues(t.Project).Set(float64(l.Active(t.Project)))
 	return resp, err
 }
 
@@ -295,9 +304,8 @@ func canonical(name string) string {
 func (l *Limiter) release(project, name string) {
 	l.mu.Lock()
 	delete(l.mu.active[project], name)
-	n := len(l.mu.active[project])
 	l.mu.Unlock()
-	l.activeG.WithLabelValues(project).Set(float64(n))
+	l.activeG.WithLabelValues(project).Set(float64(l.Active(project)))
 }
 
 // StreamServerInterceptor enforces the AppendRows throughput limits.

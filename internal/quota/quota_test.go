@@ -55,10 +55,11 @@ func unary(l *Limiter, req any, resp any, err error) (any, error) {
 }
 
 func TestActiveStreams(t *testing.T) {
-	l := New(Limits{MaxActiveStreams: 2}, Options{Active: func() map[string][]string {
-		return map[string][]string{"p": {"projects/p/datasets/d/tables/t/streams/old"}}
-	}})
+	l := New(Limits{MaxActiveStreams: 2}, Options{})
 	table := "projects/p/datasets/d/tables/t"
+	if _, err := unary(l, &storagepb.CreateWriteStreamRequest{Parent: table}, &storagepb.WriteStream{Name: table + "/streams/old"}, nil); err != nil {
+		t.Fatal(err)
+	}
 	create := func(id string, herr error) error {
 		_, err := unary(l, &storagepb.CreateWriteStreamRequest{Parent: table}, &storagepb.WriteStream{Name: table + "/streams/" + id}, herr)
 		return err
@@ -158,5 +159,28 @@ func TestThroughputPerConnection(t *testing.T) {
 	if s, _ := status.FromError(err); s.Code() != codes.ResourceExhausted || !strings.HasPrefix(s.Message(), AppendRowsThroughputPrefix) ||
 		!strings.HasSuffix(s.Message(), "Entity: projects/p/datasets/d/tables/t/_default") {
 		t.Fatalf("connection ended with %v", err)
+	}
+}
+
+func TestActiveStreamsFromCounter(t *testing.T) {
+	engine := map[string]int{"p": 1}
+	l := New(Limits{MaxActiveStreams: 2}, Options{Count: func(p string) int { return engine[p] }})
+	table := "projects/p/datasets/d/tables/t"
+	create := func() error {
+		_, err := unary(l, &storagepb.CreateWriteStreamRequest{Parent: table}, &storagepb.WriteStream{Name: table + "/streams/x"}, nil)
+		if err == nil {
+			engine["p"]++
+		}
+		return err
+	}
+	if err := create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("third stream with the engine counting 2: %v", err)
+	}
+	engine["p"] = 0 // finalized or expired, as the engine sees it
+	if err := create(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -164,7 +164,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	if err := s.faults.Set(cfg.Faults, cfg.FaultSeed); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s.quota = quota.New(cfg.Quota, quota.Options{Registerer: s.registry})
+	s.quota = quota.New(cfg.Quota, quota.Options{Registerer: s.registry, Count: s.activeStreams})
 	s.grpcSrv = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
@@ -238,6 +238,25 @@ func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
 // Faults is the server's fault injector (also served on /admin/faults).
 func (s *Server) Faults() *faults.Injector { return s.faults }
+
+// activeStreams counts project p's open, unexpired application-created
+// write streams in the engine (the active-streams quota).
+func (s *Server) activeStreams(p string) int {
+	n := 0
+	for _, ct := range s.cat.Tables() {
+		if ct.ProjectID != p {
+			continue
+		}
+		tbl, err := s.db.Table(ct.ID)
+		if err != nil {
+			continue
+		}
+		for _, c := range tbl.ActiveStreams() {
+			n += c
+		}
+	}
+	return n
+}
 
 // streamTypes resolves write stream types for fault scopes.
 type streamTypes struct{ b *backend }
