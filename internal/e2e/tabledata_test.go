@@ -268,3 +268,64 @@ func TestTableDataListEveryType(t *testing.T) {
 	sortByID(got)
 	diffRows(t, "tabledata.list", got, want)
 }
+
+// TestTableDataListPinsSchema: a listing keeps the schema of its first
+// page after a column is added; a new listing has the new column.
+func TestTableDataListPinsSchema(t *testing.T) {
+	e := newEnv(t)
+	tp := e.table("t_list_schema", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp), managedwriter.WithSchemaDescriptor(dp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	e.appendSimple(tp, md, ms, 0, 4)
+	get := func(q url.Values) (rows []struct {
+		F []json.RawMessage `json:"f"`
+	}, token string) {
+		t.Helper()
+		resp, err := http.Get("http://" + e.srv.HTTPAddr() + "/projects/local/datasets/d/tables/t_list_schema/data?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var page struct {
+			PageToken string `json:"pageToken"`
+			Rows      []struct {
+				F []json.RawMessage `json:"f"`
+			} `json:"rows"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("status %d: %v", resp.StatusCode, err)
+		}
+		return page.Rows, page.PageToken
+	}
+	rows1, tok := get(url.Values{"maxResults": {"2"}})
+	if len(rows1) != 2 || tok == "" {
+		t.Fatalf("page 1: %d rows, token %q", len(rows1), tok)
+	}
+	tbl := e.bq.Dataset("d").Table("t_list_schema")
+	meta, err := tbl.Metadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wider := append(append(bigquery.Schema{}, meta.Schema...), &bigquery.FieldSchema{Name: "extra", Type: bigquery.StringFieldType})
+	if _, err := tbl.Update(e.ctx, bigquery.TableMetadataToUpdate{Schema: wider}, meta.ETag); err != nil {
+		t.Fatal(err)
+	}
+	e.appendSimple(tp, md, ms, 4, 3)
+	rows2, tok := get(url.Values{"pageToken": {tok}})
+	if len(rows2) != 2 || tok != "" {
+		t.Fatalf("page 2: %d rows, token %q; want the 2 remaining rows of the pinned snapshot", len(rows2), tok)
+	}
+	for _, r := range rows2 {
+		if len(r.F) != 3 {
+			t.Fatalf("page 2 row has %d cells, want the 3 columns of the listing's snapshot", len(r.F))
+		}
+	}
+	rows3, _ := get(url.Values{})
+	if len(rows3) != 7 || len(rows3[0].F) != 4 {
+		t.Fatalf("new listing: %d rows of %d cells, want 7 of 4", len(rows3), len(rows3[0].F))
+	}
+}
