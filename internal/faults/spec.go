@@ -286,11 +286,7 @@ func (f *Fault) validate() error {
 			return fmt.Errorf("stream_type %q is not _default, COMMITTED, PENDING or BUFFERED", f.StreamType)
 		}
 		switch f.Kind {
-		case AppendReset, AppendStall, AppendLatency, FinalizeDropReply, FinalizeFail, FlushDropReply, FlushFail:
-		case Quota:
-			if f.RPC == RPCCreateWriteStream {
-				break
-			}
+		case AppendReset, AppendStall, AppendLatency, FinalizeDropReply, FinalizeFail, FlushDropReply, FlushFail, Quota:
 		default:
 			return fmt.Errorf("stream_type does not apply to %s", f.Kind)
 		}
