@@ -178,6 +178,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 			kp := s.mu.parts[ftp.Partition]
 			s.mu.Unlock()
 			if kp != nil {
+				kp.mu.Lock()
+				kp.mu.hwm = ftp.HighWatermark
+				kp.mu.Unlock()
 				kp.push(ftp.Records)
 			}
 		})
@@ -283,7 +286,15 @@ type kafkaPartition struct {
 		epoch     int64 // seeks applied
 		wantEpoch int64 // seeks requested
 		paused    bool
+		hwm       int64 // high watermark from the last fetch
 	}
+}
+
+// End implements Ender: the high watermark of the last fetch.
+func (kp *kafkaPartition) End() int64 {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	return kp.mu.hwm
 }
 
 func (kp *kafkaPartition) Key() string { return kp.s.key(kp.p) }

@@ -217,15 +217,38 @@ func TestFileExactlyOnce(t *testing.T) {
 	const n = 500
 	src, bad := writeEvents(t, n, 50)
 	dir := t.TempDir()
-	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	m := ingest.NewMetrics(nil)
+	st, err := os.Stat(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lagAfterFirst float64
+	lagProbe := hookFunc(func(p ingest.Point, partition string, batch uint64) error {
+		if p == ingest.AfterDone && batch == 1 {
+			lagAfterFirst = gaugeValue(t, m.Lag.WithLabelValues(partition))
+		}
+		return nil
+	})
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson"),
+		hooks: lagProbe, mutate: func(c *ingest.Config) { c.Metrics = m }}
 	if err := r.do(t); err != nil {
 		t.Fatal(err)
+	}
+	if lagAfterFirst <= 0 || lagAfterFirst >= float64(st.Size()) {
+		t.Errorf("lag after the first batch = %v bytes, want in (0, %d)", lagAfterFirst, st.Size())
+	}
+	if got := counterValue(t, m.RowsCommitted); got != n {
+		t.Errorf("rows committed metric = %v, want %d", got, n)
+	}
+	if got := counterValue(t, m.DeadLetters); got != float64(bad) {
+		t.Errorf("dead letters metric = %v, want %d", got, bad)
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), n)
 	if got := countLines(t, r.deadLetter); got != bad {
 		t.Errorf("dead letters: %d lines, want %d", got, bad)
 	}
 	// A second run finds everything done and appends nothing.
+	r.hooks, r.mutate = nil, nil
 	if err := r.do(t); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,12 @@ type Partition interface {
 	Open(ctx context.Context, from int64) (RecordReader, error)
 }
 
+// Ender is implemented by partitions that know their current end offset
+// (file size, Kafka high watermark), for the lag metric.
+type Ender interface {
+	End() int64
+}
+
 // RecordReader reads records in order.
 type RecordReader interface {
 	// Next returns the next record and the offset just past it. The record
@@ -76,6 +82,18 @@ func (p filePartition) Key() string {
 		return "file:-"
 	}
 	return "file:" + p.s.Path
+}
+
+// End implements Ender: the file's size (-1 for standard input).
+func (p filePartition) End() int64 {
+	if p.s.Path == "-" {
+		return -1
+	}
+	st, err := os.Stat(p.s.Path)
+	if err != nil {
+		return -1
+	}
+	return st.Size()
 }
 
 func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error) {

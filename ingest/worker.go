@@ -51,6 +51,7 @@ func abandon(format string, args ...any) error {
 }
 
 func (w *worker) run(ctx context.Context) error {
+	defer w.p.metrics.Lag.DeleteLabelValues(w.key)
 	defer w.closeReader()
 	defer w.drainAhead()
 	st, err := w.p.cfg.Ledger.Load(ctx, w.key)
@@ -451,6 +452,11 @@ func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, 
 	// S7.
 	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: it.b, Offset: it.to, DeadLetterEnd: end}); err != nil {
 		return 0, err
+	}
+	if e, ok := w.part.(Ender); ok {
+		if end := e.End(); end >= it.to {
+			p.metrics.Lag.WithLabelValues(w.key).Set(float64(end - it.to))
+		}
 	}
 	if it.stream != "" {
 		if err := hook(p.cfg.Hooks, AfterDone, w.key, it.b); err != nil {

@@ -1,0 +1,53 @@
+// Package ingest is an exactly-once pipeline from newline-delimited JSON
+// files and Kafka topics into a BigQuery table, through the public Storage
+// Write API only (PENDING streams), so it runs unchanged against BigQuery
+// and against bqstore serve.
+//
+// # The protocol: fence the decision, not the commit
+//
+// BigQuery has no fencing tokens: anyone holding a stream name can commit
+// it. So the pipeline never tries to stop a second party from committing.
+// Instead (EXACTLY-ONCE.md in the project's design notes):
+//
+//  1. A stream is committed only after it is sealed: its id, row count and
+//     the source range [X, Y) it holds are written to the partition's
+//     durable State (Kafka: the group's committed-offset metadata, written
+//     with a member OffsetCommit fenced by the group generation; files: a
+//     state file replaced atomically).
+//  2. Only the partition's current owner can write its State, and seals
+//     form one chain per partition: seal k+1 is written after k is DONE.
+//  3. Once sealed, anyone may commit the stream any number of times:
+//     BigQuery commits a stream at most once (STREAM_ALREADY_COMMITTED,
+//     confirmed with GetWriteStream's commit_time).
+//  4. An unsealed stream is never committed; its range is replayed.
+//
+// # Outline
+//
+// Run starts one committer per table and asks the Source for partitions.
+// Each partition runs a worker (batches: read and map records, append to
+// its own PENDING stream with explicit offsets, pipelined; finalize and
+// check row_count) and a closer (seal, hand the stream to the committer,
+// write DONE), so batch k+1 appends while batch k commits. The committer
+// issues one BatchCommitWriteStreams per window over every sealed stream
+// ready; it only ever sees sealed streams, so it never waits for a worker.
+// Every batch has a lease: a worker that stalls (hung connection, slow
+// RPC) abandons its batch, which is then replayed into a new stream.
+//
+// Recovery runs at start-up and on every Kafka assignment: a SEALED state
+// is resolved (streams without commit_time are finalized and committed, a
+// missing stream fails closed), then DONE is written and reading resumes
+// at Y.
+//
+// Records that do not fit the table go to the dead-letter sink with the
+// reason (rows.RecordError), never dropped silently. The file sink is made
+// durable before the state that covers it and, for a single-partition
+// source, truncated back on recovery, so it is exactly-once too.
+//
+// # Rejected alternatives
+//
+// Committing finalized-but-unsealed streams on recovery (unsafe: a
+// half-written stream, or a range also replayed, gives loss or
+// duplicates). kgo's commit helpers (they overwrite the metadata with the
+// member id). The _default stream (at-least-once). Waiting in the
+// committer for all of a window's streams (the postmortem's deadlock).
+package ingest
