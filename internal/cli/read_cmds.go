@@ -256,8 +256,11 @@ func headValue(f *schema.Field, raw json.RawMessage, elem bool) (any, error) {
 
 // timestampText is a TIMESTAMP as head, CSV and NDJSON print it (the form
 // of BigQuery's exports): 2006-01-02 15:04:05[.ffffff] UTC.
-func timestampText(us int64) string {
-	return time.UnixMicro(us).UTC().Format("2006-01-02 15:04:05.999999") + " UTC"
+func timestampText(us int64) string { return string(appendTimestampText(nil, us)) }
+
+func appendTimestampText(dst []byte, us int64) []byte {
+	dst = time.UnixMicro(us).UTC().AppendFormat(dst, "2006-01-02 15:04:05.999999")
+	return append(dst, " UTC"...)
 }
 
 // cellText renders a head cell on one line: NULL, a scalar as is, nested
@@ -825,7 +828,7 @@ func appendScalarText(dst []byte, f *schema.Field, arr arrow.Array, i int) []byt
 		if f.Type == schema.DateTime {
 			return rowjson.AppendDatetime(dst, int64(a.Value(i)))
 		}
-		return append(dst, timestampText(int64(a.Value(i)))...)
+		return appendTimestampText(dst, int64(a.Value(i)))
 	case *array.Date32:
 		return rowjson.AppendDate(dst, int32(a.Value(i)))
 	case *array.Time64:

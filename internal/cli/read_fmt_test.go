@@ -4,9 +4,17 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/schema"
 )
 
 // FuzzAppendJSONString: the output is valid JSON that decodes to what
@@ -72,5 +80,48 @@ func TestProgressLine(t *testing.T) {
 		if got := progressLine(tc.rows, tc.est, tc.bytes, 2*time.Second); got != tc.want {
 			t.Errorf("progressLine(%d, %d, %d) =\n %q, want\n %q", tc.rows, tc.est, tc.bytes, got, tc.want)
 		}
+	}
+}
+
+// BenchmarkExtractEncode measures extract's row formatting (run on the
+// stream goroutines) for a record of the bench table's shape.
+//
+//	go test -run '^$' -bench BenchmarkExtractEncode -benchmem ./internal/cli
+func BenchmarkExtractEncode(b *testing.B) {
+	sch := &schema.Schema{Fields: []*schema.Field{
+		{Name: "id", Type: schema.Integer, Mode: schema.Required},
+		{Name: "ts", Type: schema.Timestamp},
+		{Name: "key", Type: schema.String},
+		{Name: "value", Type: schema.Float},
+		{Name: "payload", Type: schema.String},
+	}}
+	as := schema.ToArrow(sch)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer bld.Release()
+	const rows = 10000
+	for i := 0; i < rows; i++ {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i))
+		bld.Field(1).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000 + int64(i)))
+		bld.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("key-%032d", i))
+		bld.Field(3).(*array.Float64Builder).Append(float64(i) / 3)
+		bld.Field(4).(*array.StringBuilder).Append(strings.Repeat("payload ", 16))
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	for _, format := range []string{"csv", "ndjson"} {
+		b.Run("format="+format, func(b *testing.B) {
+			s, err := newSink(format, as, io.Discard)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(arrowencSize(rec)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.encode(rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
 	}
 }
