@@ -46,3 +46,34 @@ func TestFaultStorm(t *testing.T) {
 	}
 	t.Logf("abandoned batches: %v", counterValue(t, m.BatchesAbandoned))
 }
+
+// TestMemoryBudgetPauses gives the pipeline a budget of two requests
+// against a server that answers appends slowly: sending waits for
+// acknowledgements (the time is counted), nothing is lost or duplicated.
+func TestMemoryBudgetPauses(t *testing.T) {
+	spec, err := faults.Parse("append.latency:dist=fixed,mean=20ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, func(c *server.Config) { c.Faults = spec })
+	table := e.table(t, "budget")
+	const n = 300
+	src, _ := writeEvents(t, n, 0)
+	dir := t.TempDir()
+	m := ingest.NewMetrics(nil)
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+		deadLetter: filepath.Join(dir, "dead.ndjson"),
+		mutate: func(c *ingest.Config) {
+			c.RequestBytes = 1 << 10
+			c.MemoryBudget = 2 << 10
+			c.MaxBatchRows = 100
+			c.Metrics = m
+		}}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(t, m.BudgetPaused); got <= 0 {
+		t.Errorf("paused by the memory budget for %v s, want > 0", got)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
