@@ -127,9 +127,10 @@ func TestFaultLostAcknowledgement(t *testing.T) {
 	}
 }
 
-// A reset before the rows are durable writes nothing: the retry succeeds.
+// A reset before the rows are durable writes nothing of that request; the
+// pipelined requests before it are answered and the rest are retried.
 func TestFaultResetBeforeDurable(t *testing.T) {
-	e := newFaultEnv(t, withFaults(t, "append.reset:when=before,every=2,times=1", 1))
+	e := newFaultEnv(t, withFaults(t, "append.reset:when=before,every=3,times=2", 1))
 	tp := e.table("t_reset", simpleSchema)
 	dp, md := descriptor(t, simpleSchema)
 	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
@@ -139,16 +140,23 @@ func TestFaultResetBeforeDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ms.Close()
-	for i := 0; i < 3; i++ {
+	var results []*managedwriter.AppendResult
+	for i := 0; i < 8; i++ {
 		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
 		if err != nil {
 			t.Fatal(err)
 		}
+		results = append(results, r)
+	}
+	for i, r := range results {
 		if _, err := r.GetResult(e.ctx); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
-	wantUnique(t, ids(t, e, tp), 0, 30)
+	wantUnique(t, ids(t, e, tp), 0, 80)
+	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "append.reset"); n != 2 {
+		t.Fatalf("resets injected = %v, want 2", n)
+	}
 }
 
 // pendingStream writes n rows to a new finalized PENDING stream.
@@ -578,5 +586,38 @@ func TestQuotaCreateStreamRate(t *testing.T) {
 	want := "[OK OK OK ResourceExhausted ResourceExhausted]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("outcomes %v, want %s", got, want)
+	}
+}
+
+// A quota storm in the middle of pipelined appends with offsets: the
+// requests before the rejected one are answered, the rejected one and
+// those after it are retried, and no retry meets ALREADY_EXISTS.
+func TestFaultQuotaStormPipelined(t *testing.T) {
+	e := newFaultEnv(t, withFaults(t, "quota:every=4,times=2", 1))
+	tp := e.table("t_quota_pipe", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
+		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp),
+		managedwriter.EnableWriteRetries(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	var results []*managedwriter.AppendResult
+	for i := 0; i < 12; i++ {
+		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	for i, r := range results {
+		if _, err := r.GetResult(e.ctx); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	wantUnique(t, ids(t, e, tp), 0, 120)
+	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "quota"); n != 2 {
+		t.Fatalf("quota faults injected = %v, want 2", n)
 	}
 }

@@ -174,6 +174,11 @@ type appendStream struct {
 	pumpReq chan any
 	pumpRes chan error
 
+	// endErr, once set, ends the receive side: the handler gets it from
+	// RecvMsg, answers the requests it already has, and returns. Receiving
+	// goroutine only (and finish, after the handler returned).
+	endErr error
+
 	// Sending goroutine only.
 	sent int64
 
@@ -215,6 +220,9 @@ func (as *appendStream) finish(err error) error {
 	if e := as.brokenErr(); e != nil {
 		return e
 	}
+	if as.endErr != nil {
+		return as.endErr
+	}
 	return err
 }
 
@@ -225,6 +233,9 @@ func (as *appendStream) pump() {
 }
 
 func (as *appendStream) RecvMsg(m any) error {
+	if as.endErr != nil {
+		return as.endErr
+	}
 	if as.pumpReq == nil {
 		as.pumpReq = make(chan any)
 		as.pumpRes = make(chan error, 1)
@@ -261,12 +272,16 @@ func (as *appendStream) RecvMsg(m any) error {
 	var mk mark
 	for _, f := range fs {
 		switch {
+		// These two end the connection at this request: the earlier ones
+		// are answered, this one and later ones are never processed.
 		case f.Kind == Quota:
 			as.in.report(f, &c, "RESOURCE_EXHAUSTED before the rows are written")
-			return as.breakWith(quota.AppendRowsThroughputError(as.ws.Project, as.stream))
+			as.endErr = quota.AppendRowsThroughputError(as.ws.Project, as.stream)
+			return as.endErr
 		case f.Kind == AppendReset && f.When == "before":
 			as.in.report(f, &c, "connection reset before the rows are written")
-			return as.breakWith(injectedError(codes.Unavailable, f.Kind, &c, "connection reset before the rows were written"))
+			as.endErr = injectedError(codes.Unavailable, f.Kind, &c, "connection reset before the rows were written")
+			return as.endErr
 		case f.Kind == AppendReset:
 			mk.lostAck = &f
 		case f.Kind == AppendStall:
