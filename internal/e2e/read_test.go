@@ -34,6 +34,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
@@ -1052,6 +1053,12 @@ func TestReadSnapshotTime(t *testing.T) {
 		}
 	}
 	exactlyOnce(t, "now", idsOf(t, recs), 160)
+
+	// Before the table existed, or in the future: INVALID_ARGUMENT.
+	for _, at := range []time.Time{time.Unix(1, 0), time.Now().Add(time.Hour)} {
+		_, err := e.session(tp, storagepb.DataFormat_ARROW, 1, 0, nil, &storagepb.ReadSession_TableModifiers{SnapshotTime: timestamppb.New(at)})
+		wantCodes(t, fmt.Sprintf("snapshot_time %v", at), err, codes.InvalidArgument, 0)
+	}
 }
 
 func TestReadSessionExpiry(t *testing.T) {
