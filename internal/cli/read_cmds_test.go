@@ -255,6 +255,12 @@ func TestExtractRoundTrip(t *testing.T) {
 		})
 	}
 
+	// To stdout.
+	stdout, errs, code := runCLI(t, srv, "extract", "--format", "ndjson", "--columns", "id", "--where", "id < 10", "local:d.t", "-")
+	if code != 0 || strings.Count(stdout, "\n") != 10 || !strings.Contains(stdout, `{"id":"9"}`) {
+		t.Fatalf("extract to stdout: exit %d, %q, stderr %q", code, stdout, errs)
+	}
+
 	// Errors: a nested column in CSV, an unknown column, a bad filter, a
 	// missing table; no file is left behind.
 	for _, args := range [][]string{
