@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/bqstore/bqstore/internal/faults"
 	"github.com/bqstore/bqstore/internal/quota"
@@ -619,5 +620,39 @@ func TestFaultQuotaStormPipelined(t *testing.T) {
 	wantUnique(t, ids(t, e, tp), 0, 120)
 	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "quota"); n != 2 {
 		t.Fatalf("quota faults injected = %v, want 2", n)
+	}
+}
+
+// flush.drop_reply flushes (the rows become visible), then the reply is
+// lost; append.latency delays responses without failing them.
+func TestFaultFlushDropReplyAndLatency(t *testing.T) {
+	e := newFaultEnv(t, withFaults(t, "flush.drop_reply:times=1,stream_type=BUFFERED;append.latency:dist=uniform,min=1ms,max=3ms", 5))
+	tp := e.table("t_flush", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
+		managedwriter.WithType(managedwriter.BufferedStream), managedwriter.WithSchemaDescriptor(dp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	for i := 0; i < 2; i++ {
+		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.GetResult(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(ids(t, e, tp)); n != 0 {
+		t.Fatalf("%d BUFFERED rows visible before a flush", n)
+	}
+	_, err = e.wc.FlushRows(e.ctx, &storagepb.FlushRowsRequest{WriteStream: ms.StreamName(), Offset: wrapperspb.Int64(19)}, noRetry)
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("flush with a dropped reply: %v, want UNAVAILABLE", err)
+	}
+	wantUnique(t, ids(t, e, tp), 0, 20)
+	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "append.latency"); n != 2 {
+		t.Fatalf("latency faults injected = %v, want 2", n)
 	}
 }
