@@ -237,6 +237,11 @@ func TestFileExactlyOnce(t *testing.T) {
 	if lagAfterFirst <= 0 || lagAfterFirst >= float64(st.Size()) {
 		t.Errorf("lag after the first batch = %v bytes, want in (0, %d)", lagAfterFirst, st.Size())
 	}
+	// Every stream was committed, except at most the one created ahead
+	// when the file ended.
+	if got := gaugeValue(t, m.ActiveStreams); got < 0 || got > 1 {
+		t.Errorf("active streams after the run = %v, want 0 or 1", got)
+	}
 	if got := counterValue(t, m.RowsCommitted); got != n {
 		t.Errorf("rows committed metric = %v, want %d", got, n)
 	}

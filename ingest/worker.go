@@ -264,6 +264,14 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		}
 		return nil, err
 	}
+	// A stream that neither reaches the closer nor is kept for the next
+	// batch is abandoned: it is never sealed, so never committed.
+	handedOn := false
+	defer func() {
+		if !handedOn && w.spare != ws {
+			p.metrics.ActiveStreams.Dec()
+		}
+	}()
 	if err := hook(p.cfg.Hooks, AfterCreate, w.key, b); err != nil {
 		return nil, err
 	}
@@ -407,6 +415,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		return nil, abandon("lease expired before the seal")
 	}
 
+	handedOn = true
 	return &closeItem{b: b, x: x, to: to, eof: eof, stream: ws.GetName(), n: n, bytes: bytes, start: start, dls: dls}, nil
 }
 
