@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/ingest/rows"
@@ -150,6 +152,10 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	table := fmt.Sprintf("projects/%s/datasets/%s/tables/%s", r.project, r.dataset, r.table)
 	logger.Info("ingesting", "table", table, "source", *sourceFlag, "state_dir", *stateDir)
 	t0 := time.Now()
+	if w, ok := env.Stderr.(io.Reader); ok && isTerminal(w) && strings.HasPrefix(*sourceFlag, "file:") {
+		stop := showProgress(env, metrics, t0)
+		defer stop()
+	}
 	err = ingest.Run(ctx, ingest.Config{
 		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl,
 		Unknown: uf, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
@@ -163,6 +169,44 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	}
 	logger.Info("done", "elapsed", time.Since(t0).Round(time.Millisecond).String())
 	return nil
+}
+
+// showProgress prints a status line on the terminal every half second
+// until stop is called.
+func showProgress(env *Env, m *ingest.Metrics, t0 time.Time) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(env.Stderr, "\r%s\n", ingestProgress(m, time.Since(t0)))
+				return
+			case <-tick.C:
+				fmt.Fprintf(env.Stderr, "\r%s", ingestProgress(m, time.Since(t0)))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}
+
+// ingestProgress renders rows committed, their rate and dead letters.
+func ingestProgress(m *ingest.Metrics, elapsed time.Duration) string {
+	var rowsM, deadM dto.Metric
+	_ = m.RowsCommitted.Write(&rowsM)
+	_ = m.DeadLetters.Write(&deadM)
+	rows := rowsM.GetCounter().GetValue()
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = rows / s
+	}
+	return fmt.Sprintf("%.0f rows committed (%.0f rows/s), %.0f dead letters, %s", rows, rate, deadM.GetCounter().GetValue(), elapsed.Round(time.Second))
 }
 
 // parseBytes parses "256MiB", "1GB", "1048576".

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/internal/server"
 )
 
@@ -37,6 +39,12 @@ func TestIngestUsage(t *testing.T) {
 		if !errors.As(err, &ue) {
 			t.Errorf("%q: err = %v, want a usage error", args, err)
 		}
+	}
+	m := ingest.NewMetrics(nil)
+	m.RowsCommitted.Add(1000)
+	m.DeadLetters.Add(2)
+	if got, want := ingestProgress(m, 2*time.Second), "1000 rows committed (500 rows/s), 2 dead letters, 2s"; got != want {
+		t.Errorf("ingestProgress = %q, want %q", got, want)
 	}
 	for s, want := range map[string]int64{"1048576": 1 << 20, "256MiB": 256 << 20, "2GB": 2e9, "4KiB": 4096} {
 		if got, err := parseBytes(s); err != nil || got != want {
