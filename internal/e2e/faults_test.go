@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
+	storage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -654,5 +657,66 @@ func TestFaultFlushDropReplyAndLatency(t *testing.T) {
 	wantUnique(t, ids(t, e, tp), 0, 20)
 	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "append.latency"); n != 2 {
 		t.Fatalf("latency faults injected = %v, want 2", n)
+	}
+}
+
+// The command line: bqstore serve --faults ... --fault-seed ...
+// --quota-active-streams ..., observed through the official clients, GET
+// /admin/faults, /metrics and the log.
+func TestFaultServeFlags(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := testkit.StartChild(t, t.TempDir(), "--faults", "quota:rpc=CreateWriteStream,times=1", "--fault-seed", "3", "--quota-active-streams", "1")
+	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(c.HTTPAddr)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bq.Close()
+	if err := bq.Dataset("d").Create(ctx, &bigquery.DatasetMetadata{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bq.Dataset("d").Table("t").Create(ctx, &bigquery.TableMetadata{Schema: simpleSchema}); err != nil {
+		t.Fatal(err)
+	}
+	wc, err := storage.NewBigQueryWriteClient(ctx, testkit.GRPCOptions(c.GRPCAddr)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	tp := "projects/" + project + "/datasets/d/tables/t"
+	var got []codes.Code
+	for i := 0; i < 3; i++ {
+		_, err := wc.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{
+			Parent: tp, WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_PENDING}}, noRetry)
+		got = append(got, status.Code(err))
+	}
+	// The storm's one rejection, a stream, then the active-streams quota.
+	if fmt.Sprint(got) != "[ResourceExhausted OK ResourceExhausted]" {
+		t.Fatalf("CreateWriteStream outcomes %v", got)
+	}
+	get := func(path string) string {
+		resp, err := http.Get("http://" + c.HTTPAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	var st faults.Status
+	if err := json.Unmarshal([]byte(get("/admin/faults")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Seed != 3 || len(st.Faults) != 1 || st.Stats[0].Calls != 3 || st.Stats[0].Injected != 1 {
+		t.Fatalf("GET /admin/faults: %+v", st)
+	}
+	metrics := get("/metrics")
+	for _, want := range []string{`bqstore_faults_injected_total{kind="quota"} 1`, `bqstore_quota_rejections_total{quota="active_streams"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if log := c.Log(); !strings.Contains(log, `msg="fault injected" kind=quota`) || !strings.Contains(log, "rpc=CreateWriteStream") {
+		t.Errorf("no fault log line in:\n%s", log)
 	}
 }
