@@ -408,8 +408,8 @@ func runExtract(ctx context.Context, env *Env, args []string) error {
 // isTerminalWriter reports whether w is a terminal (progress goes there
 // only then).
 func isTerminalWriter(w io.Writer) bool {
-	r, ok := w.(io.Reader)
-	return ok && isTerminal(r)
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
 }
 
 type extractor struct {
@@ -544,8 +544,13 @@ func (x *extractor) run(ctx context.Context, endpoint string, r ref, selected []
 	return &extractResult{rows: x.rows.Load(), bytes: x.bytes.Load(), streams: len(sess.GetStreams()), elapsed: time.Since(start)}, nil
 }
 
+// maxReadRetries is how many times in a row a stream is resumed after a
+// broken connection before extract gives up.
+const maxReadRetries = 5
+
 // readStream reads one stream and sends its encoded chunks. A broken
-// connection resumes at the offset reached (no duplicate, no gap).
+// connection (UNAVAILABLE, INTERNAL) resumes at the offset reached: no
+// duplicate, no gap.
 func (x *extractor) readStream(ctx context.Context, rc *storage.BigQueryReadClient, schemaMsg []byte, name string, s sink, out chan<- any) error {
 	var offset int64
 	retries := 0
@@ -560,12 +565,13 @@ func (x *extractor) readStream(ctx context.Context, rc *storage.BigQueryReadClie
 				return nil
 			}
 			if err != nil {
-				if c := status.Code(err); (c == codes.Unavailable || c == codes.Internal) && retries < 3 {
+				if c := status.Code(err); (c == codes.Unavailable || c == codes.Internal) && retries < maxReadRetries {
 					retries++
 					break
 				}
 				return rpcError("read rows", name, err)
 			}
+			retries = 0
 			batch := resp.GetArrowRecordBatch().GetSerializedRecordBatch()
 			buf := make([]byte, 0, len(schemaMsg)+len(batch))
 			buf = append(append(buf, schemaMsg...), batch...)
@@ -629,15 +635,15 @@ func (x *extractor) startProgress(estimated int64) func() {
 				fmt.Fprint(x.env.Stderr, "\r\033[K")
 				return
 			case <-t.C:
-				fmt.Fprint(x.env.Stderr, "\r\033[K"+progressLine(x.rows.Load(), estimated, x.bytes.Load(), time.Since(start)))
+				fmt.Fprint(x.env.Stderr, "\r\033[K"+extractProgressLine(x.rows.Load(), estimated, x.bytes.Load(), time.Since(start)))
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
 }
 
-// progressLine is "[#####.....]  42%  420000/1000000 rows  12.3 MB  1.2M rows/s".
-func progressLine(rows, estimated, bytes int64, elapsed time.Duration) string {
+// extractProgressLine is "[#####.....]  42%  420000/1000000 rows  12.3 MB  1.2M rows/s".
+func extractProgressLine(rows, estimated, bytes int64, elapsed time.Duration) string {
 	const barWidth = 30
 	frac := 0.0
 	if estimated > 0 {

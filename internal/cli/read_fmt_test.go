@@ -67,7 +67,7 @@ func FuzzAppendCSV(f *testing.F) {
 	})
 }
 
-func TestProgressLine(t *testing.T) {
+func TestExtractProgressLine(t *testing.T) {
 	for _, tc := range []struct {
 		rows, est, bytes int64
 		want             string
@@ -77,8 +77,8 @@ func TestProgressLine(t *testing.T) {
 		{1500, 1000, 0, "[##############################] 100%  1500/1000 rows  0.0 MB  750 rows/s"},
 		{10, 0, 0, "[..............................]   0%  10/0 rows  0.0 MB  5 rows/s"},
 	} {
-		if got := progressLine(tc.rows, tc.est, tc.bytes, 2*time.Second); got != tc.want {
-			t.Errorf("progressLine(%d, %d, %d) =\n %q, want\n %q", tc.rows, tc.est, tc.bytes, got, tc.want)
+		if got := extractProgressLine(tc.rows, tc.est, tc.bytes, 2*time.Second); got != tc.want {
+			t.Errorf("extractProgressLine(%d, %d, %d) =\n %q, want\n %q", tc.rows, tc.est, tc.bytes, got, tc.want)
 		}
 	}
 }
