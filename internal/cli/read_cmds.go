@@ -348,7 +348,9 @@ func printBox(w io.Writer, sch *schema.Schema, rows [][]any) error {
 var extractFormats = map[string]bool{"parquet": true, "arrow": true, "csv": true, "ndjson": true}
 
 func runExtract(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "extract", "[flags] [project:]dataset.table OUT")
+	fs := newFlagSet(env, "extract", "[flags] [project:]dataset.table OUT|-\n\n"+
+		"Reads the table through the Storage Read API with --streams streams in parallel;\n"+
+		"rows from different streams interleave, so the output is in no particular order.")
 	endpoint := fs.String("endpoint", envDefault(env, "BQSTORE_ENDPOINT", "127.0.0.1:9060"), "Storage API gRPC address (env BQSTORE_ENDPOINT)")
 	project := fs.String("project", envDefault(env, "BQSTORE_PROJECT", "local"), "default project for references without one (env BQSTORE_PROJECT)")
 	format := fs.String("format", "", "output format: parquet, arrow (Arrow IPC file), csv or ndjson (default: from OUT's extension)")
