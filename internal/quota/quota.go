@@ -26,6 +26,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/bqstore/bqstore/internal/resource"
@@ -253,7 +254,7 @@ func (l *Limiter) createWriteStream(ctx context.Context, r *storagepb.CreateWrit
 			case <-tm.C:
 			case <-ctx.Done():
 				tm.Stop()
-				return nil, ctx.Err()
+				return nil, status.FromContextError(ctx.Err()).Err()
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -182,5 +183,32 @@ func TestActiveStreamsFromCounter(t *testing.T) {
 	engine["p"] = 0 // finalized or expired, as the engine sees it
 	if err := create(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCreateStreamRateDelay(t *testing.T) {
+	l := New(Limits{CreateStreamRate: 1000, CreateStreamBurst: 1, CreateStreamDelay: true}, Options{})
+	req := &storagepb.CreateWriteStreamRequest{Parent: "projects/p/datasets/d/tables/t"}
+	for i := 0; i < 3; i++ {
+		if _, err := unary(l, req, &storagepb.WriteStream{}, nil); err != nil {
+			t.Fatalf("call %d in delay mode: %v", i, err)
+		}
+	}
+	if n := testutil.ToFloat64(l.delayed); n < 1 {
+		t.Fatalf("%v calls delayed, want at least 1 (burst 1)", n)
+	}
+	// A caller that gives up while held gets its context's error.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l = New(Limits{CreateStreamRate: 1e-6, CreateStreamBurst: 1, CreateStreamDelay: true}, Options{})
+	call := func() error {
+		_, err := l.UnaryServerInterceptor()(ctx, req, &grpc.UnaryServerInfo{}, func(context.Context, any) (any, error) { return &storagepb.WriteStream{}, nil })
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(); status.Code(err) != codes.Canceled {
+		t.Fatalf("held call with a cancelled context: %v", err)
 	}
 }
