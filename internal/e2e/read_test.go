@@ -321,9 +321,10 @@ func canonAvro(f *bigquery.FieldSchema, v any, elem bool) (any, error) {
 func (e *env) readAvro(tablePath string, n int32, opts *storagepb.ReadSession_TableReadOptions) (*storagepb.ReadSession, []map[string]any) {
 	e.t.Helper()
 	sess, err := e.rc.CreateReadSession(e.ctx, &storagepb.CreateReadSessionRequest{
-		Parent:         "projects/" + project,
-		ReadSession:    &storagepb.ReadSession{Table: tablePath, DataFormat: storagepb.DataFormat_AVRO, ReadOptions: opts},
-		MaxStreamCount: n,
+		Parent:                  "projects/" + project,
+		ReadSession:             &storagepb.ReadSession{Table: tablePath, DataFormat: storagepb.DataFormat_AVRO, ReadOptions: opts},
+		MaxStreamCount:          n,
+		PreferredMinStreamCount: n,
 	})
 	if err != nil {
 		e.t.Fatalf("CreateReadSession(AVRO): %v", err)
@@ -731,6 +732,60 @@ func TestReadStreamsExactlyOnce(t *testing.T) {
 			t.Fatalf("%d streams of sizes %v", n, sizes)
 		}
 	}
+	// AVRO sessions cut the same way.
+	asess, avroRows := e.readAvro(tp, 5, nil)
+	if len(asess.GetStreams()) != 5 {
+		t.Fatalf("AVRO session: %d streams, want 5", len(asess.GetStreams()))
+	}
+	var avroIDs []int64
+	for _, m := range avroRows {
+		avroIDs = append(avroIDs, m["id"].(int64))
+	}
+	exactlyOnce(t, "AVRO 5 streams", avroIDs, bigRows)
+
+	// A session reads its snapshot while writes go on.
+	sess, err = e.session(tp, storagepb.DataFormat_ARROW, 4, 4, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp, md := descriptor(t, simpleSchema)
+	batches := make([][][]byte, 20)
+	for i := range batches {
+		batches[i] = rows(t, md, bigRows+i*100, 100)
+	}
+	writeDone := make(chan error, 1)
+	go func() {
+		w, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp), managedwriter.WithSchemaDescriptor(dp))
+		if err != nil {
+			writeDone <- err
+			return
+		}
+		defer w.Close()
+		for _, b := range batches {
+			r, err := w.AppendRows(e.ctx, b)
+			if err == nil {
+				_, err = r.GetResult(e.ctx)
+			}
+			if err != nil {
+				writeDone <- err
+				return
+			}
+		}
+		writeDone <- nil
+	}()
+	var during []int64
+	for _, s := range sess.GetStreams() {
+		ids, _ := e.streamRead(sess.GetArrowSchema().GetSerializedSchema(), s.GetName(), 0)
+		during = append(during, ids...)
+	}
+	if err := <-writeDone; err != nil {
+		t.Fatalf("concurrent writer: %v", err)
+	}
+	exactlyOnce(t, "session read while writes go on", during, bigRows)
+	if n := len(idsOf(t, e.readAll(tp, 1, nil, nil))); n != bigRows+2000 {
+		t.Fatalf("after the writes: %d rows, want %d", n, bigRows+2000)
+	}
+
 	// max_stream_count caps preferred_min_stream_count's request.
 	if _, err := e.session(tp, storagepb.DataFormat_ARROW, 2, 5, nil, nil); err == nil {
 		t.Fatalf("preferred_min_stream_count above max_stream_count accepted")
