@@ -943,6 +943,7 @@ func TestReadRowRestriction(t *testing.T) {
 		{"d = CAST('2024-2-29' as DATE)", []int64{1}},
 		{"i is not NULL", []int64{1, 2, 3}},
 		{`st_equals(g, st_geofromtext("POINT(1 2)"))`, []int64{1}},
+		{`st_equals(g, st_geofromtext("POINT(1, 2)"))`, []int64{1}}, // the reference's spelling
 		{"n BETWEEN -200 AND 5.0", []int64{1, 4}},
 		// NULL semantics and the other types.
 		{"NOT b", []int64{2}},
