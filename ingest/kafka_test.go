@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -229,4 +230,87 @@ func TestKafkaTwoMembers(t *testing.T) {
 		}
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
+
+// TestKafkaSchemaChangeWhileIdle: partitions go idle (their batch's stream
+// and the one created ahead predate what follows), the table gains a
+// column, then records using it arrive. The first such record ends its
+// batch and is mapped again with a stream created after the change: no
+// dead letters, every record once.
+func TestKafkaSchemaChangeWhileIdle(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "kafka_evolve")
+	const n = 100
+	k := newKafka(t, 2, n, 0)
+	dl, err := ingest.OpenDeadLetters(filepath.Join(t.TempDir(), "dead.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dl.Close()
+	cfg, _ := k.config(e, table, "evolve", dl)
+	cfg.MaxSpareAge = 50 * time.Millisecond
+	// Wait until every partition ran idle batches (AfterCreate repeats
+	// for the same batch number while nothing arrives), so its unused
+	// streams predate the schema change.
+	var mu sync.Mutex
+	idle := map[string]int{}
+	idleEnough := make(chan struct{})
+	cfg.Hooks = hookFunc(func(p ingest.Point, partition string, batch uint64) error {
+		if p != ingest.AfterCreate || batch != 2 {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		idle[partition]++
+		if len(idle) == 2 && idle["kafka:events/0"] >= 4 && idle["kafka:events/1"] >= 4 {
+			select {
+			case <-idleEnough:
+			default:
+				close(idleEnough)
+			}
+		}
+		return nil
+	})
+	m := ingest.NewMetrics(nil)
+	cfg.Metrics = m
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(ctx, cfg) }()
+	k.waitCommitted(t, "evolve", errc)
+	select {
+	case <-idleEnough:
+	case err := <-errc:
+		t.Fatalf("pipeline stopped: %v", err)
+	}
+
+	tbl := e.bq.Dataset("d").Table("kafka_evolve")
+	md, err := tbl.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := append(md.Schema, &bigquery.FieldSchema{Name: "extra", Type: bigquery.StringFieldType})
+	if _, err := tbl.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := n; i < 2*n; i++ {
+		recs = append(recs, &kgo.Record{Topic: "events", Value: fmt.Appendf(nil, `{"id":%d,"extra":"x"}`, i)})
+	}
+	err = cl.ProduceSync(ctx, recs...).FirstErr()
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.waitCommitted(t, "evolve", errc)
+	cancel()
+	<-errc
+	if got := counterValue(t, m.DeadLetters); got != 0 {
+		t.Fatalf("%v dead letters: records with the new column were mapped with the old schema", got)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), 2*n)
 }

@@ -47,6 +47,11 @@ type Config struct {
 	// CommitWindow is how long the committer gathers sealed streams before
 	// one BatchCommitWriteStreams (50 ms).
 	CommitWindow time.Duration
+	// MaxSpareAge bounds how long an idle partition keeps an unused stream
+	// for its next batch (1 min). Streams report the table schema as of
+	// their creation, so this bounds how long an idle partition keeps
+	// mapping with a schema that predates a table change.
+	MaxSpareAge time.Duration
 	// MemoryBudget bounds the bytes read, mapped and in flight (256 MiB).
 	// At the budget, partitions pause reading.
 	MemoryBudget int64
@@ -115,6 +120,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.CommitWindow <= 0 {
 		cfg.CommitWindow = 50 * time.Millisecond
+	}
+	if cfg.MaxSpareAge <= 0 {
+		cfg.MaxSpareAge = time.Minute
 	}
 	if cfg.MemoryBudget <= 0 {
 		cfg.MemoryBudget = 256 << 20

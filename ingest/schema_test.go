@@ -21,9 +21,8 @@ func (f hookFunc) At(p ingest.Point, partition string, batch uint64) error {
 }
 
 // TestSchemaChangeMidStream adds a column while the pipeline runs (after
-// batch 2 is done). Batch 3 still uses the stream created ahead under the
-// old schema; from batch 4 on, streams carry the new schema and records
-// using the new column are accepted. Nothing is lost or duplicated.
+// batch 2 is done); records using it start at batch 4, whose stream
+// carries the new schema. Nothing is lost, duplicated or dead-lettered.
 func TestSchemaChangeMidStream(t *testing.T) {
 	e := newEnv(t)
 	table := e.table(t, "evolve")

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+
+	"github.com/bqstore/bqstore/ingest/rows"
 )
 
 // worker runs one partition through the protocol of EXACTLY-ONCE.md
@@ -30,13 +32,21 @@ type worker struct {
 	part   Partition
 	key    string
 	reader RecordReader
-	at     int64 // offset the reader will read next; valid when reader != nil
-	spare  *storagepb.WriteStream
-	ahead  chan createResult // a stream being created for the next batch
+	at     int64                  // offset the reader will read next; valid when reader != nil
+	spare  *storagepb.WriteStream // an unused stream kept for the next batch
+	// spareAt is when spare was created. A spare older than MaxSpareAge is
+	// dropped: its schema may predate a table change (an idle partition
+	// would otherwise map new columns with an old schema).
+	spareAt time.Time
+	// forceFresh makes the next batch create its stream in the foreground
+	// (after a record named a column the batch's schema lacked).
+	forceFresh bool
+	ahead      chan createResult // a stream being created for the next batch
 }
 
 type createResult struct {
 	ws  *storagepb.WriteStream
+	at  time.Time // when the creation returned
 	err error
 }
 
@@ -197,30 +207,57 @@ type closeItem struct {
 
 // stream returns a PENDING stream for the next batch: the unused one from
 // an earlier batch, the one created ahead, or a new one.
-func (w *worker) stream(ctx context.Context) (*storagepb.WriteStream, error) {
+func (w *worker) stream(ctx context.Context) (*storagepb.WriteStream, time.Time, error) {
+	if w.forceFresh {
+		w.forceFresh = false
+		if w.spare != nil {
+			w.spare = nil
+			w.p.metrics.ActiveStreams.Dec()
+		}
+		if w.ahead != nil {
+			r := <-w.ahead // ends with the run's context
+			w.ahead = nil
+			if r.err == nil {
+				w.p.metrics.ActiveStreams.Dec()
+			}
+		}
+		ws, err := w.p.createStream(ctx)
+		return ws, time.Now(), err
+	}
 	if w.spare != nil {
 		ws := w.spare
 		w.spare = nil
-		return ws, nil
+		if time.Since(w.spareAt) < w.p.cfg.MaxSpareAge {
+			return ws, w.spareAt, nil
+		}
+		w.p.metrics.ActiveStreams.Dec()
 	}
+	return w.freshStream(ctx)
+}
+
+func (w *worker) freshStream(ctx context.Context) (*storagepb.WriteStream, time.Time, error) {
 	if w.ahead != nil {
 		ch := w.ahead
 		w.ahead = nil
 		select {
 		case r := <-ch:
+			if r.err == nil && time.Since(r.at) < w.p.cfg.MaxSpareAge {
+				return r.ws, r.at, nil
+			}
 			if r.err == nil {
-				return r.ws, nil
+				w.p.metrics.ActiveStreams.Dec() // too old: its schema may be stale
 			}
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, time.Time{}, ctx.Err()
 			}
-			// Fall through: try again in the foreground.
+			// Fall through: create one in the foreground.
 		case <-ctx.Done():
 			w.ahead = ch
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 	}
-	return w.p.createStream(ctx)
+	ws, err := w.p.createStream(ctx)
+	return ws, time.Now(), err
 }
 
 // createAhead starts creating the next batch's stream, hiding the creation
@@ -233,7 +270,7 @@ func (w *worker) createAhead(ctx context.Context) {
 	w.ahead = ch
 	go func() {
 		ws, err := w.p.createStream(ctx)
-		ch <- createResult{ws, err}
+		ch <- createResult{ws, time.Now(), err}
 	}()
 }
 
@@ -257,7 +294,8 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	lease, cancel := context.WithTimeout(ctx, p.cfg.Lease)
 	defer cancel()
 
-	ws, err := w.stream(lease)
+	fresh := w.forceFresh
+	ws, createdAt, err := w.stream(lease)
 	if err != nil {
 		if ctx.Err() == nil && lease.Err() != nil {
 			return nil, abandon("lease expired creating a stream: %v", err)
@@ -356,6 +394,16 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		w.at, to = end, end
 		rowAt := len(buf)
 		buf, err = mapper.Append(buf, rec)
+		var re *rows.RecordError
+		if err != nil && errors.As(err, &re) && re.UnknownColumn && !fresh {
+			// The table may have gained the column after this batch's
+			// stream was created: end the batch before the record and map
+			// it again with a stream created now (schema evolution).
+			to = recAt
+			w.closeReader()
+			w.forceFresh = true
+			break
+		}
 		if err != nil {
 			if p.cfg.DeadLetters == nil {
 				return nil, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
@@ -386,7 +434,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	if n == 0 {
 		// Nothing to append: keep the stream for the next batch. A range
 		// of only dead letters (or blank lines) still moves the state.
-		w.spare = ws
+		w.spare, w.spareAt = ws, createdAt
 		return &closeItem{b: b, x: x, to: to, eof: eof, dls: dls}, nil
 	}
 

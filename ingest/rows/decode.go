@@ -392,6 +392,7 @@ func (d *decoder) message(dst []byte, p *msgPlan, depth int) ([]byte, error) {
 				if d.unknown == UnknownReject {
 					d.path = append(d.path, pathSeg{name: string(key), index: -1})
 					err := d.failAt(keyAt, "no such column in the table schema")
+					err.(*RecordError).UnknownColumn = true
 					d.path = d.path[:len(d.path)-1]
 					return dst, err
 				}

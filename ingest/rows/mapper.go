@@ -191,6 +191,9 @@ type RecordError struct {
 	Path   string
 	Offset int
 	Reason string
+	// UnknownColumn is set when a key names no column (UnknownReject): a
+	// caller may retry the record once with a fresher table schema.
+	UnknownColumn bool
 }
 
 func (e *RecordError) Error() string {

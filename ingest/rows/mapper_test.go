@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"strings"
 	"testing"
 	"time"
 
@@ -338,6 +339,9 @@ func TestRecordErrors(t *testing.T) {
 		if !errors.As(err, &re) {
 			t.Errorf("%s: err = %v, want *RecordError", c.rec, err)
 			continue
+		}
+		if want := strings.Contains(c.rec, "nope") || strings.Contains(c.rec, `"q"`); re.UnknownColumn != want {
+			t.Errorf("%s: UnknownColumn = %v", c.rec, re.UnknownColumn)
 		}
 		if re.Path != c.path {
 			t.Errorf("%s: path %q, want %q (%v)", c.rec, re.Path, c.path, err)
