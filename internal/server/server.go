@@ -8,6 +8,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -68,6 +69,9 @@ type Config struct {
 	// Quota are the Storage Write API quotas; the zero value turns them
 	// all off.
 	Quota quota.Limits
+	// CompactInterval is how often tables are offered a compaction
+	// (default DefaultCompactInterval; negative: never).
+	CompactInterval time.Duration
 }
 
 // Defaults for Config.
@@ -115,8 +119,10 @@ type Server struct {
 	cat     *catalog.Catalog
 	backend *backend
 	read    *readapi.Service
-	faults  *faults.Injector
-	quota   *quota.Limiter
+	// compactor compacts tables in the background (nil: disabled).
+	compactor *compactor
+	faults    *faults.Injector
+	quota     *quota.Limiter
 
 	grpcLis  net.Listener
 	httpLis  net.Listener
@@ -166,8 +172,8 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	s.quota = quota.New(cfg.Quota, quota.Options{Registerer: s.registry, Count: s.activeStreams})
 	s.grpcSrv = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
+		grpc.ChainUnaryInterceptor(s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(MaxSendMsgSize),
 		// Large windows: loopback gRPC is the scarcest resource on the
@@ -186,6 +192,10 @@ func Start(cfg Config) (_ *Server, err error) {
 	ropts.Logger, ropts.Registerer = s.log, s.registry
 	s.read = readapi.New(readTables{s.backend}, s.db, ropts)
 	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
+	s.registry.MustRegister(newStorageCollector(s.db))
+	if cfg.CompactInterval >= 0 {
+		s.compactor = startCompactor(s.db, cmp.Or(cfg.CompactInterval, DefaultCompactInterval), s.log)
+	}
 
 	mux := http.NewServeMux()
 	rh := rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log})
@@ -372,6 +382,10 @@ func (s *Server) closeResources() error {
 		if s.httpLis != nil {
 			errs = append(errs, s.httpLis.Close())
 		}
+	}
+	if s.compactor != nil {
+		s.compactor.stop()
+		s.compactor = nil
 	}
 	if s.read != nil {
 		s.read.Close()
