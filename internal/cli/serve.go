@@ -23,6 +23,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", envDefault(env, "BQSTORE_GRPC_ADDR", server.DefaultGRPCAddr), "gRPC listen address for the Storage API; port 0 picks one (env BQSTORE_GRPC_ADDR)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envDefault(env, "BQSTORE_HTTP_ADDR", server.DefaultHTTPAddr), "HTTP listen address for REST v2, /healthz and /metrics; port 0 picks one (env BQSTORE_HTTP_ADDR)")
 	fs.StringVar(&cfg.Project, "project", envDefault(env, "BQSTORE_PROJECT", server.DefaultProject), "a project that exists from the start (env BQSTORE_PROJECT)")
+	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
 	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults")
@@ -36,6 +37,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if cfg.Storage.MaxInflightBytes, err = parseBytes(*inflight); err != nil || cfg.Storage.MaxInflightBytes <= 0 {
+		return usagef("--max-inflight-bytes: %q is not a positive size (for example 256MiB)", *inflight)
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
