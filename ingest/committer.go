@@ -28,9 +28,12 @@ type commitReq struct {
 	names []string
 	rows  int64
 	bytes int64
-	start time.Time       // first record read, for event-to-visible latency
-	done  chan error      // buffered(1)
-	left  map[string]bool // stream names not yet known to be committed
+	start time.Time // first record read, for event-to-visible latency
+	// commitTime is the latest commit_time of the request's streams, set
+	// before done is signalled with nil.
+	commitTime time.Time
+	done       chan error      // buffered(1)
+	left       map[string]bool // stream names not yet known to be committed
 }
 
 func newCommitter(p *pipeline) *committer {
@@ -131,8 +134,12 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 		})
 		p.metrics.CommitLatency.Observe(time.Since(t0).Seconds())
 		if err == nil && len(resp.GetStreamErrors()) == 0 && resp.GetCommitTime() != nil {
+			ct := resp.GetCommitTime().AsTime()
 			for _, n := range names {
 				r := owner[n]
+				if ct.After(r.commitTime) {
+					r.commitTime = ct
+				}
 				delete(r.left, n)
 				delete(owner, n)
 				doneIfEmpty(r)
@@ -184,6 +191,9 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 					finish(r, fmt.Errorf("ingest: %s reported STREAM_ALREADY_COMMITTED but has no commit_time", n))
 					progress = true
 					continue
+				}
+				if ct := ws.GetCommitTime().AsTime(); ct.After(r.commitTime) {
+					r.commitTime = ct
 				}
 				delete(r.left, n)
 				delete(owner, n)

@@ -104,7 +104,10 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		kgo.ConsumeTopics(s.Topic),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// An offset out of range is never silently reset: the partition's
+		// reader reports a RecordsGoneError (crash table row 17). A
+		// partition without a committed offset starts at its log start.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			for _, p := range m[s.Topic] {
 				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1)}
@@ -167,6 +170,17 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		fetches.EachError(func(t string, p int32, err error) {
 			if errors.Is(err, context.Canceled) {
 				return
+			}
+			if t == s.Topic && errors.Is(err, kerr.OffsetOutOfRange) {
+				s.mu.Lock()
+				kp := s.mu.parts[p]
+				s.mu.Unlock()
+				if kp != nil {
+					kp.mu.Lock()
+					kp.mu.outOfRange = err
+					kp.mu.Unlock()
+					kp.signal()
+				}
 			}
 			s.log.Warn("kafka fetch error", "topic", t, "partition", p, "err", err)
 		})
@@ -245,6 +259,7 @@ func (s *KafkaSource) applySeeksAndPauses() {
 		if kp.mu.seekTo >= 0 {
 			seeks[kp.p] = kgo.EpochOffset{Epoch: -1, Offset: kp.mu.seekTo}
 			kp.mu.queue, kp.mu.queued = nil, 0
+			kp.mu.outOfRange = nil
 			kp.mu.epoch = kp.mu.wantEpoch
 			kp.mu.seekTo = -1
 		}
@@ -287,6 +302,10 @@ type kafkaPartition struct {
 		wantEpoch int64 // seeks requested
 		paused    bool
 		hwm       int64 // high watermark from the last fetch
+		// outOfRange is the fetch's OFFSET_OUT_OF_RANGE since the last
+		// seek: the client does not reset (NoResetOffset), so fetching of
+		// this partition stops until the next seek.
+		outOfRange error
 	}
 }
 
@@ -360,6 +379,10 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 				r.next = rec.Offset + 1
 				return rec.Value, r.next, nil
 			}
+			if oor := kp.mu.outOfRange; oor != nil {
+				kp.mu.Unlock()
+				return nil, r.next, kp.gone(ctx, r.next, oor)
+			}
 		}
 		kp.mu.Unlock()
 		select {
@@ -371,6 +394,23 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 }
 
 func (r *kafkaReader) Close() error { return nil }
+
+// gone lists the partition's log start and end offsets to name the range
+// that is missing.
+func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error {
+	e := &RecordsGoneError{Partition: kp.Key(), Want: want, Start: -1, End: -1, Err: err}
+	if starts, lerr := kp.s.adm.ListStartOffsets(ctx, kp.s.Topic); lerr == nil {
+		if o, ok := starts.Lookup(kp.s.Topic, kp.p); ok && o.Err == nil {
+			e.Start = o.Offset
+		}
+	}
+	if ends, lerr := kp.s.adm.ListEndOffsets(ctx, kp.s.Topic); lerr == nil {
+		if o, ok := ends.Lookup(kp.s.Topic, kp.p); ok && o.Err == nil {
+			e.End = o.Offset
+		}
+	}
+	return e
+}
 
 // kafkaLedger stores partition states as the group's committed offsets.
 type kafkaLedger struct{ s *KafkaSource }

@@ -19,6 +19,7 @@ type Metrics struct {
 	DeadLetters      prometheus.Counter
 	BatchesAbandoned prometheus.Counter
 	Retries          *prometheus.CounterVec // by gRPC code
+	SourceGaps       *prometheus.CounterVec // by action: fail_closed, skipped
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil: not registered).
@@ -49,10 +50,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bqstore_ingest_batches_abandoned_total", Help: "Unsealed batches thrown away and replayed (lease lost, offset error, stall)."}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bqstore_ingest_rpc_retries_total", Help: "RPCs retried with backoff, by gRPC code."}, []string{"code"}),
+		SourceGaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bqstore_ingest_source_gaps_total", Help: "Source records found deleted (or out of range) before they were committed, by action: fail_closed stops the pipeline, skipped steps over them."}, []string{"action"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveStreams, m.AppendLatency, m.CommitFailures, m.RowsCommitted, m.BytesCommitted,
-			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries)
+			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries, m.SourceGaps)
 	}
 	return m
 }

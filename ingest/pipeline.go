@@ -55,6 +55,18 @@ type Config struct {
 	// MemoryBudget bounds the bytes read, mapped and in flight (256 MiB).
 	// At the budget, partitions pause reading.
 	MemoryBudget int64
+	// SkipDeletedRecords makes a partition step over source records that
+	// were deleted before they were committed (Kafka retention or
+	// DeleteRecords), logging and counting the gap. By default such a gap
+	// stops the pipeline with a RecordsGoneError naming the partition and
+	// the offsets (crash table row 17: loss outside our control is
+	// reported, not hidden).
+	SkipDeletedRecords bool
+	// OnCommit, when set, is called once per batch after its rows became
+	// visible (BatchCommitWriteStreams succeeded) and before the
+	// partition's state moves past it, on the partition's goroutine: keep
+	// it short. Benchmarks use it for event-to-visible latency.
+	OnCommit func(Committed)
 	// CreateRate bounds CreateWriteStream calls per second (20; BigQuery's
 	// guidance is to stay well under 40-50/s).
 	CreateRate float64
@@ -64,6 +76,18 @@ type Config struct {
 	Hooks   Hooks
 	Metrics *Metrics     // nil: unregistered collectors
 	Logger  *slog.Logger // nil: discard
+}
+
+// Committed is a batch whose rows are visible in the table.
+type Committed struct {
+	Partition string
+	Batch     uint64
+	// From and To are the batch's source range [From, To).
+	From, To int64
+	Rows     int64
+	// Time is the commit_time BigQuery reported for the batch's streams
+	// (the latest, when a recovery finds some committed earlier).
+	Time time.Time
 }
 
 var tableName = regexp.MustCompile(`^projects/[^/]+/datasets/[^/]+/tables/[^/]+$`)

@@ -193,3 +193,38 @@ func (l *lineReader) Close() error {
 	}
 	return nil
 }
+
+// RecordsGoneError is returned by a RecordReader when the records it must
+// read next no longer exist at the source: a Kafka partition whose log
+// start moved past them (retention, DeleteRecords) or whose end is now
+// below them (the topic was recreated, or the broker lost data). The
+// pipeline fails closed on it unless Config.SkipDeletedRecords is set
+// (EXACTLY-ONCE.md 3.6, crash table row 17).
+type RecordsGoneError struct {
+	Partition string
+	// Want is the offset the reader had to read next.
+	Want int64
+	// Start and End are the partition's log start and end offsets when the
+	// gap was found (-1 if they could not be listed).
+	Start, End int64
+	// Err is the source's error (Kafka: OFFSET_OUT_OF_RANGE).
+	Err error
+}
+
+func (e *RecordsGoneError) Error() string {
+	switch {
+	case e.Start > e.Want:
+		return fmt.Sprintf("ingest: partition %s: records [%d, %d) were deleted (retention or DeleteRecords) before they were committed: refusing to skip them (%v)",
+			e.Partition, e.Want, e.Start, e.Err)
+	case e.End >= 0 && e.Want > e.End:
+		return fmt.Sprintf("ingest: partition %s: offset %d is past the log end %d (topic recreated or broker data lost): refusing to guess (%v)",
+			e.Partition, e.Want, e.End, e.Err)
+	}
+	return fmt.Sprintf("ingest: partition %s: offset %d is out of range (log start %d, end %d): refusing to guess (%v)",
+		e.Partition, e.Want, e.Start, e.End, e.Err)
+}
+
+func (e *RecordsGoneError) Unwrap() error { return e.Err }
+
+// Lost is how many records are known gone: from Want to the log start.
+func (e *RecordsGoneError) Lost() int64 { return max(0, e.Start-e.Want) }

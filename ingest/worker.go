@@ -157,6 +157,7 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 	}
 	var pending []string
 	var rows int64
+	var latest time.Time
 	for _, s := range st.Streams {
 		name := streamName(w.p.cfg.Table, s.ID)
 		ws, err := w.p.getStream(ctx, name, storagepb.WriteStreamView_BASIC)
@@ -167,6 +168,9 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 			return st, err
 		}
 		if ws.GetCommitTime() != nil {
+			if ct := ws.GetCommitTime().AsTime(); ct.After(latest) {
+				latest = ct
+			}
 			continue
 		}
 		n, err := w.p.finalize(ctx, name)
@@ -181,9 +185,20 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 	}
 	if len(pending) > 0 {
 		w.p.metrics.ActiveStreams.Add(float64(len(pending)))
-		if err := w.p.committer.commit(ctx, &commitReq{names: pending, rows: rows}); err != nil {
+		req := &commitReq{names: pending, rows: rows}
+		if err := w.p.committer.commit(ctx, req); err != nil {
 			return st, err
 		}
+		if req.commitTime.After(latest) {
+			latest = req.commitTime
+		}
+	}
+	if f := w.p.cfg.OnCommit; f != nil {
+		var n int64
+		for _, s := range st.Streams {
+			n += s.Rows
+		}
+		f(Committed{Partition: w.key, Batch: st.Batch, From: st.Offset, To: st.To, Rows: n, Time: latest})
 	}
 	done := State{Batch: st.Batch, Offset: st.To, DeadLetterEnd: st.DeadLetterEnd, Generation: st.Generation}
 	if err := w.p.cfg.Ledger.Store(ctx, w.key, done); err != nil {
@@ -383,6 +398,26 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		if err != nil && ageCtx.Err() != nil && lease.Err() == nil && ctx.Err() == nil {
 			break // the age bound
 		}
+		var gone *RecordsGoneError
+		if errors.As(err, &gone) {
+			if !p.cfg.SkipDeletedRecords || gone.Start <= gone.Want {
+				p.metrics.SourceGaps.WithLabelValues("fail_closed").Inc()
+				w.closeReader()
+				return nil, err
+			}
+			// Told to carry on: the gap is logged, counted and stepped over;
+			// the batch's range covers it, so the state moves past it.
+			p.metrics.SourceGaps.WithLabelValues("skipped").Inc()
+			p.log.Error("source records deleted before they were committed, skipping them (SkipDeletedRecords)",
+				"partition", w.key, "from", gone.Want, "to", gone.Start, "records", gone.Lost())
+			w.closeReader()
+			r, oerr := w.part.Open(ctx, gone.Start)
+			if oerr != nil {
+				return nil, oerr
+			}
+			w.reader, w.at, to = r, gone.Start, gone.Start
+			continue
+		}
 		if err != nil {
 			w.closeReader()
 			if ctx.Err() == nil && lease.Err() != nil {
@@ -499,8 +534,12 @@ func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, 
 			return 0, err
 		}
 		// S6.
-		if err := p.committer.commit(ctx, &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}); err != nil {
+		req := &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}
+		if err := p.committer.commit(ctx, req); err != nil {
 			return 0, err
+		}
+		if p.cfg.OnCommit != nil {
+			p.cfg.OnCommit(Committed{Partition: w.key, Batch: it.b, From: it.x, To: it.to, Rows: it.n, Time: req.commitTime})
 		}
 		if err := hook(p.cfg.Hooks, AfterCommit, w.key, it.b); err != nil {
 			return 0, err
