@@ -4,21 +4,24 @@ import (
 	"context"
 	"flag"
 	"strings"
+	"time"
 
 	"github.com/bqstore/bqstore/internal/bench"
 )
 
 func runBench(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("usage: bqstore bench write|read [flags]")
+		return usagef("usage: bqstore bench write|read|ingest [flags]")
 	}
 	switch args[0] {
 	case "write":
 		return runBenchWrite(ctx, env, args[1:])
 	case "read":
 		return runBenchRead(ctx, env, args[1:])
+	case "ingest":
+		return runBenchIngest(ctx, env, args[1:])
 	}
-	return usagef("unknown workload %q (write, read)", args[0])
+	return usagef("unknown workload %q (write, read, ingest)", args[0])
 }
 
 // targetFlags registers the flags that say where the server is.
@@ -74,6 +77,39 @@ func runBenchRead(ctx context.Context, env *Env, args []string) error {
 		cfg.Columns = strings.Split(*columns, ",")
 	}
 	res, err := bench.Read(ctx, cfg)
+	if res != nil {
+		_ = res.Print(env.Stdout, *asJSON)
+	}
+	return err
+}
+
+func runBenchIngest(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "bench ingest", "[flags]")
+	var cfg bench.IngestConfig
+	targetFlags(fs, env, &cfg.Target)
+	fs.IntVar(&cfg.Rate, "rate", 10000, "events produced per second into the in-process Kafka (kfake)")
+	fs.IntVar(&cfg.RowBytes, "row-bytes", 1200, "bytes of one JSON event")
+	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the producer runs")
+	fs.IntVar(&cfg.Partitions, "partitions", 4, "topic partitions")
+	memory := fs.String("memory-budget", "", "pipeline memory budget, e.g. 256MiB (default: the pipeline's)")
+	fs.DurationVar(&cfg.BatchAge, "batch-age", 0, "pipeline batch age bound (default: the pipeline's, 1s)")
+	fs.IntVar(&cfg.Conns, "conns", 0, "gRPC connections (default 4)")
+	fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "how long to wait after the load for the pipeline to commit everything")
+	fs.BoolVar(&cfg.Verify, "verify", true, "read the table back through the Read API and check every event is there once")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if *memory != "" {
+		n, err := parseBytes(*memory)
+		if err != nil {
+			return usagef("--memory-budget: %v", err)
+		}
+		cfg.MemoryBudget = n
+	}
+	res, err := bench.Ingest(ctx, cfg)
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
 	}

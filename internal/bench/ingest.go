@@ -1,0 +1,474 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/ingest/rows"
+)
+
+// IngestConfig is the ingest workload: a paced producer writes JSON events
+// into an in-process Kafka (kfake on 127.0.0.1) while the exactly-once
+// pipeline (package ingest) commits them into the server.
+type IngestConfig struct {
+	Target
+	Rate         int           // events produced per second
+	RowBytes     int           // bytes of one JSON event (default 1200)
+	Duration     time.Duration // how long the producer runs (default 30 s)
+	Partitions   int           // topic partitions (default 4)
+	MemoryBudget int64         // pipeline memory budget (0: the pipeline's default)
+	BatchAge     time.Duration // pipeline MaxBatchAge (0: the pipeline's default)
+	Conns        int           // gRPC connections (0: ingest.Dial's default)
+	Drain        time.Duration // how long to wait for the pipeline to catch up (default 2 min)
+	Verify       bool          // read the table back through the Read API afterwards
+}
+
+// IngestResult adds what only the ingest workload measures to Result.
+//
+// Result.Rows and Bytes are the events produced (and, when verified, found
+// exactly once); Seconds runs from the first event produced to the commit
+// of the last one. Latency is event-to-visible: for every event, the
+// commit_time of the BatchCommitWriteStreams that made its batch visible
+// minus the time the producer created it (its Kafka timestamp), both read
+// from this machine's clock. ClientCPU is this process: producer, kfake
+// and pipeline together.
+type IngestResult struct {
+	Result
+	AskedRate    float64 `json:"asked_rate"`    // --rate
+	ProducedRate float64 `json:"produced_rate"` // events acknowledged by kfake per second of the load
+	LoadSeconds  float64 `json:"load_seconds"`  // the producer's run
+	// CommittedRate is the events committed while the producer ran, per
+	// second of the load: equal to the produced rate minus the backlog
+	// (a batch age or so) when the pipeline keeps up.
+	CommittedRate float64 `json:"committed_rate"`
+	DrainSeconds  float64 `json:"drain_seconds"` // from the producer's end to the last commit
+	Batches       int     `json:"batches"`
+	Abandoned     int64   `json:"batches_abandoned"`
+	BudgetPaused  float64 `json:"budget_paused_s"` // partition-seconds paused at the memory budget
+	// ProcessRSSMB is this process's peak RSS (VmHWM) before the
+	// verification read: pipeline, producer and kfake's unconsumed
+	// backlog (committed records are deleted from kfake every 250 ms).
+	ProcessRSSMB float64 `json:"process_peak_rss_mb"`
+	LoadAvg      string  `json:"loadavg"` // /proc/loadavg at the end of the load
+}
+
+// Print writes the human summary, or one JSON line.
+func (r *IngestResult) Print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	fmt.Fprintf(w, "ingest partitions=%d table=%s\n", r.Streams, r.Table)
+	fmt.Fprintf(w, "  produced   %.0f events/s asked, %.0f events/s produced over %.1fs (%.0f%%)\n",
+		r.AskedRate, r.ProducedRate, r.LoadSeconds, 100*r.ProducedRate/r.AskedRate)
+	fmt.Fprintf(w, "  committed  %.0f events/s during the load; %d events in %.2fs (drain %.2fs): %.0f events/s, %.1f MB/s\n",
+		r.CommittedRate, r.Rows, r.Seconds, r.DrainSeconds, r.RowsPerSec, r.MBPerSec)
+	if r.LatencyMax > 0 {
+		fmt.Fprintf(w, "  event-to-visible  p50 %s  p90 %s  p99 %s  max %s\n", ms(r.LatencyP50), ms(r.LatencyP90), ms(r.LatencyP99), ms(r.LatencyMax))
+	}
+	fmt.Fprintf(w, "  batches    %d committed, %d abandoned, %.1f partition-s paused at the memory budget\n", r.Batches, r.Abandoned, r.BudgetPaused)
+	fmt.Fprintf(w, "  process    CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB (pipeline + producer + kfake)\n",
+		r.ClientCPU, 100*r.ClientCPU/r.Seconds, r.ProcessRSSMB)
+	if r.ServerCPU > 0 {
+		fmt.Fprintf(w, "  server     CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB\n", r.ServerCPU, 100*r.ServerCPU/r.Seconds, r.ServerRSSMB)
+	}
+	fmt.Fprintf(w, "  loadavg    %s\n", r.LoadAvg)
+	verified := "yes: every produced event is in the table exactly once"
+	if !r.Verified {
+		verified = "no (skipped)"
+	}
+	fmt.Fprintf(w, "  verified   %s\n", verified)
+	return nil
+}
+
+// eventEncoder builds the JSON events: benchSchema's columns, the payload
+// padding each event to the asked size.
+type eventEncoder struct {
+	rowBytes int
+	pad      string
+}
+
+func newEventEncoder(rowBytes int) *eventEncoder {
+	var b strings.Builder
+	for i := range rowBytes {
+		b.WriteByte('a' + byte(i%26))
+	}
+	return &eventEncoder{rowBytes: rowBytes, pad: b.String()}
+}
+
+func (e *eventEncoder) encode(id int64, micros int64) []byte {
+	dst := make([]byte, 0, e.rowBytes+8)
+	dst = append(dst, `{"id":`...)
+	dst = strconv.AppendInt(dst, id, 10)
+	dst = append(dst, `,"ts":`...)
+	dst = strconv.AppendInt(dst, micros, 10)
+	dst = append(dst, `,"key":"key-`...)
+	k := strconv.AppendInt(nil, id, 10)
+	for range 32 - len(k) {
+		dst = append(dst, '0')
+	}
+	dst = append(dst, k...)
+	dst = append(dst, `","cat":"`...)
+	dst = append(dst, categories[id%int64(len(categories))]...)
+	dst = append(dst, `","value":`...)
+	dst = strconv.AppendFloat(dst, float64(id%1000)/8, 'g', -1, 64)
+	dst = append(dst, `,"payload":"`...)
+	n := max(0, e.rowBytes-len(dst)-2)
+	dst = append(dst, e.pad[:min(n, len(e.pad))]...)
+	return append(dst, `"}`...)
+}
+
+// commitRange is one batch's commit, as the pipeline reported it.
+type commitRange struct {
+	part     int32
+	from, to int64
+	at       int64 // commit_time, unix nanoseconds
+}
+
+// Ingest runs the ingest workload and returns what it measured.
+func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
+	if cfg.Rate <= 0 {
+		return nil, errors.New("--rate must be positive")
+	}
+	if cfg.RowBytes <= 0 {
+		cfg.RowBytes = 1200
+	}
+	if cfg.RowBytes < 150 {
+		return nil, fmt.Errorf("--row-bytes %d: an event needs at least 150 bytes", cfg.RowBytes)
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 30 * time.Second
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.Drain <= 0 {
+		cfg.Drain = 2 * time.Minute
+	}
+	if err := ensureTable(ctx, &cfg.Target, benchSchema); err != nil {
+		return nil, err
+	}
+	res := &IngestResult{Result: Result{Workload: "ingest", Streams: cfg.Partitions, Table: cfg.tablePath()},
+		AskedRate: float64(cfg.Rate)}
+
+	const topic = "events"
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topic))
+	if err != nil {
+		return nil, fmt.Errorf("kfake: %w", err)
+	}
+	defer kc.Close()
+	brokers := kc.ListenAddrs()
+	conn, err := ingest.Dial(ctx, cfg.Endpoint, cfg.Insecure, cfg.Conns)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+
+	// What the pipeline committed, per partition, and every batch's range.
+	var (
+		cmu       sync.Mutex
+		commits   []commitRange
+		doneTo    = make([]int64, cfg.Partitions)
+		committed atomic.Int64
+	)
+	metrics := ingest.NewMetrics(nil)
+	pcfg := ingest.Config{
+		Client: conn.Write, Table: cfg.tablePath(),
+		Source:       &ingest.KafkaSource{Brokers: brokers, Topic: topic, Group: "bench"},
+		Unknown:      rows.UnknownReject,
+		MemoryBudget: cfg.MemoryBudget, MaxBatchAge: cfg.BatchAge,
+		Metrics: metrics,
+		OnCommit: func(c ingest.Committed) {
+			p, err := strconv.Atoi(c.Partition[strings.LastIndexByte(c.Partition, '/')+1:])
+			if err != nil || p < 0 || p >= cfg.Partitions {
+				return
+			}
+			cmu.Lock()
+			commits = append(commits, commitRange{part: int32(p), from: c.From, to: c.To, at: c.Time.UnixNano()})
+			doneTo[p] = max(doneTo[p], c.To)
+			cmu.Unlock()
+			committed.Add(c.Rows)
+		},
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	runErr := make(chan error, 1)
+	go func() { runErr <- ingest.Run(runCtx, pcfg) }()
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	// Committed records are deleted from kfake (as retention would), so
+	// that this process's RSS is not the whole topic's history.
+	trimCtx, stopTrim := context.WithCancel(ctx)
+	trimDone := make(chan struct{})
+	go func() {
+		defer close(trimDone)
+		trim(trimCtx, kadm.NewClient(adm), topic, &cmu, doneTo)
+	}()
+	defer func() { stopTrim(); <-trimDone }()
+
+	cpu0 := selfCPU()
+	var srv0 procSample
+	if cfg.ServerPID > 0 {
+		srv0 = sampleProc(cfg.ServerPID)
+	}
+	start := time.Now()
+	produced, bytes, produceTimes, err := produce(ctx, brokers, topic, cfg, newEventEncoder(cfg.RowBytes), runErr)
+	loadEnd := time.Now()
+	res.LoadSeconds = loadEnd.Sub(start).Seconds()
+	res.LoadAvg = loadAvg()
+	committedInLoad := committed.Load()
+	if err != nil {
+		return nil, err
+	}
+	res.Rows, res.Bytes = produced, bytes
+	res.ProducedRate = float64(produced) / res.LoadSeconds
+	res.CommittedRate = float64(committedInLoad) / res.LoadSeconds
+
+	// Drain: wait until every produced event is committed.
+	ends := make([]int64, cfg.Partitions)
+	for p, ts := range produceTimes {
+		ends[p] = int64(len(ts))
+	}
+	deadline := time.NewTimer(cfg.Drain)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var lastCommit time.Time
+	for {
+		cmu.Lock()
+		caughtUp := true
+		for p := range ends {
+			if doneTo[p] < ends[p] {
+				caughtUp = false
+			}
+		}
+		if caughtUp && len(commits) > 0 {
+			lastCommit = time.Unix(0, commits[len(commits)-1].at)
+			for _, c := range commits {
+				if t := time.Unix(0, c.at); t.After(lastCommit) {
+					lastCommit = t
+				}
+			}
+		}
+		cmu.Unlock()
+		if caughtUp {
+			break
+		}
+		select {
+		case err := <-runErr:
+			return nil, fmt.Errorf("pipeline stopped: %w", err)
+		case <-deadline.C:
+			return nil, fmt.Errorf("pipeline did not catch up within %s of the load's end: %d of %d events committed",
+				cfg.Drain, committed.Load(), produced)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	if lastCommit.Before(loadEnd) {
+		lastCommit = loadEnd
+	}
+	res.DrainSeconds = lastCommit.Sub(loadEnd).Seconds()
+	res.ProcessRSSMB = float64(sampleProc(os.Getpid()).peakRSS) / (1 << 20)
+	stopRun()
+	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	stopTrim()
+	<-trimDone
+
+	res.finish(start, cpu0, srv0, cfg.ServerPID)
+	res.Seconds = lastCommit.Sub(start).Seconds()
+	res.RowsPerSec = float64(res.Rows) / res.Seconds
+	res.MBPerSec = float64(res.Bytes) / res.Seconds / 1e6
+	res.Batches = len(commits)
+	res.Abandoned = int64(counter(metrics.BatchesAbandoned))
+	res.BudgetPaused = counter(metrics.BudgetPaused)
+
+	lat, err := latencies(commits, produceTimes)
+	if err != nil {
+		return res, err
+	}
+	res.percentiles(lat)
+	if cfg.Verify {
+		if err := verifyIDs(ctx, cfg.Target, produced); err != nil {
+			return res, fmt.Errorf("verify: %w", err)
+		}
+		res.Verified = true
+	}
+	return res, nil
+}
+
+// produce runs the paced producer for cfg.Duration: event i is due at
+// start + i/rate and is created (timestamped) when the producer gets to
+// it, so a producer that falls behind shows as a produced rate below the
+// asked one, not as latency. It returns the events acknowledged, their
+// bytes and, per partition, each offset's creation time (unix ns).
+func produce(ctx context.Context, brokers []string, topic string, cfg IngestConfig, enc *eventEncoder, runErr <-chan error) (int64, int64, [][]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.MaxBufferedRecords(max(10000, cfg.Rate/2)),
+	)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	defer cl.Close()
+	times := make([][]int64, cfg.Partitions)
+	per := max(1024, int(int64(cfg.Rate)*int64(cfg.Duration/time.Second)/int64(cfg.Partitions)))
+	for p := range times {
+		times[p] = make([]int64, 0, per+per/8)
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		acked    atomic.Int64
+		bytes    atomic.Int64
+	)
+	promise := func(r *kgo.Record, err error) {
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = fmt.Errorf("produce: %w", err)
+			}
+			mu.Unlock()
+			return
+		}
+		acked.Add(1)
+		bytes.Add(int64(len(r.Value)))
+		mu.Lock()
+		ts := times[r.Partition]
+		for int64(len(ts)) <= r.Offset {
+			ts = append(ts, 0)
+		}
+		ts[r.Offset] = r.Timestamp.UnixNano()
+		times[r.Partition] = ts
+		mu.Unlock()
+	}
+	start := time.Now()
+	end := start.Add(cfg.Duration)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	var id int64
+	for now := start; now.Before(end); now = time.Now() {
+		due := int64(float64(cfg.Rate) * now.Sub(start).Seconds())
+		for ; id < due; id++ {
+			t := time.Now()
+			cl.Produce(ctx, &kgo.Record{
+				Partition: int32(id % int64(cfg.Partitions)),
+				Timestamp: t,
+				Value:     enc.encode(id, t.UnixMicro()),
+			}, promise)
+		}
+		select {
+		case err := <-runErr:
+			return 0, 0, nil, fmt.Errorf("pipeline stopped during the load: %w", err)
+		case <-ctx.Done():
+			return 0, 0, nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return 0, 0, nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr != nil {
+		return 0, 0, nil, firstErr
+	}
+	if acked.Load() != id {
+		return 0, 0, nil, fmt.Errorf("produce: %d of %d events acknowledged", acked.Load(), id)
+	}
+	return id, bytes.Load(), times, nil
+}
+
+// latencies returns every event's commit time minus its creation time, in
+// seconds. Each produced offset must be covered by exactly one commit.
+func latencies(commits []commitRange, times [][]int64) ([]float64, error) {
+	var n int64
+	for _, ts := range times {
+		n += int64(len(ts))
+	}
+	out := make([]float64, 0, n)
+	seen := make([]int64, len(times)) // offsets covered so far, per partition
+	for _, c := range commits {
+		ts := times[c.part]
+		for off := c.from; off < c.to && off < int64(len(ts)); off++ {
+			out = append(out, float64(c.at-ts[off])/1e9)
+		}
+		seen[c.part] += c.to - c.from
+	}
+	for p, ts := range times {
+		if seen[p] < int64(len(ts)) {
+			return nil, fmt.Errorf("partition %d: commits cover %d offsets, %d were produced", p, seen[p], len(ts))
+		}
+	}
+	return out, nil
+}
+
+// trim deletes the records every partition has committed from kfake,
+// every 250 ms, until ctx ends.
+func trim(ctx context.Context, adm *kadm.Client, topic string, mu *sync.Mutex, doneTo []int64) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	last := make([]int64, len(doneTo))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		offs := kadm.Offsets{}
+		mu.Lock()
+		for p, to := range doneTo {
+			if to > last[p] {
+				offs.Add(kadm.Offset{Topic: topic, Partition: int32(p), At: to})
+				last[p] = to
+			}
+		}
+		mu.Unlock()
+		if len(offs) > 0 {
+			_, _ = adm.DeleteRecords(ctx, offs) // best effort: only memory is at stake
+		}
+	}
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func counter(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return 0
+	}
+	return m.GetCounter().GetValue()
+}
