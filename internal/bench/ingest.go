@@ -1,18 +1,25 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -65,7 +72,18 @@ type IngestResult struct {
 	// verification read: pipeline, producer and kfake's unconsumed
 	// backlog (committed records are deleted from kfake every 250 ms).
 	ProcessRSSMB float64 `json:"process_peak_rss_mb"`
-	LoadAvg      string  `json:"loadavg"` // /proc/loadavg at the end of the load
+	// HeapPeakMB is the largest Go heap (live and not yet swept objects)
+	// seen every 100 ms during the load and drain: the same three parts.
+	HeapPeakMB float64 `json:"process_peak_heap_mb"`
+	// PipelineHeapMB is the largest heap in use by the pipeline alone:
+	// heap profiles taken every 2 s, each allocation attributed by its
+	// stack to kfake, to the producer (this package and franz-go's
+	// producer), or else to the pipeline (ingest, its Kafka consumer,
+	// gRPC). A process running only the pipeline would need about twice
+	// this in RSS with the default GOGC=100.
+	PipelineHeapMB float64 `json:"pipeline_peak_heap_mb"`
+	KfakeHeapMB    float64 `json:"kfake_peak_heap_mb"`
+	LoadAvg        string  `json:"loadavg"` // /proc/loadavg at the end of the load
 }
 
 // Print writes the human summary, or one JSON line.
@@ -82,8 +100,9 @@ func (r *IngestResult) Print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(w, "  event-to-visible  p50 %s  p90 %s  p99 %s  max %s\n", ms(r.LatencyP50), ms(r.LatencyP90), ms(r.LatencyP99), ms(r.LatencyMax))
 	}
 	fmt.Fprintf(w, "  batches    %d committed, %d abandoned, %.1f partition-s paused at the memory budget\n", r.Batches, r.Abandoned, r.BudgetPaused)
-	fmt.Fprintf(w, "  process    CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB (pipeline + producer + kfake)\n",
-		r.ClientCPU, 100*r.ClientCPU/r.Seconds, r.ProcessRSSMB)
+	fmt.Fprintf(w, "  heap       pipeline %.0f MB, kfake %.0f MB at their peaks (in use, from heap profiles)\n", r.PipelineHeapMB, r.KfakeHeapMB)
+	fmt.Fprintf(w, "  process    CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB, peak Go heap %.0f MB (pipeline + producer + kfake)\n",
+		r.ClientCPU, 100*r.ClientCPU/r.Seconds, r.ProcessRSSMB, r.HeapPeakMB)
 	if r.ServerCPU > 0 {
 		fmt.Fprintf(w, "  server     CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB\n", r.ServerCPU, 100*r.ServerCPU/r.Seconds, r.ServerRSSMB)
 	}
@@ -167,7 +186,10 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		AskedRate: float64(cfg.Rate)}
 
 	const topic = "events"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topic))
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topic),
+		// Small segments, so that deleting committed records frees memory
+		// (kfake drops whole segments, like Kafka).
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(8 << 20)}))
 	if err != nil {
 		return nil, fmt.Errorf("kfake: %w", err)
 	}
@@ -224,6 +246,16 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		trim(trimCtx, kadm.NewClient(adm), topic, &cmu, doneTo)
 	}()
 	defer func() { stopTrim(); <-trimDone }()
+
+	heapCtx, stopHeap := context.WithCancel(ctx)
+	heapPeak := make(chan heapPeaks, 1)
+	go func() { heapPeak <- sampleHeap(heapCtx) }()
+	defer func() {
+		if stopHeap != nil {
+			stopHeap()
+			<-heapPeak
+		}
+	}()
 
 	cpu0 := selfCPU()
 	var srv0 procSample
@@ -289,6 +321,12 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	}
 	res.DrainSeconds = lastCommit.Sub(loadEnd).Seconds()
 	res.ProcessRSSMB = float64(sampleProc(os.Getpid()).peakRSS) / (1 << 20)
+	stopHeap()
+	hp := <-heapPeak
+	res.HeapPeakMB = float64(hp.total) / (1 << 20)
+	res.PipelineHeapMB = float64(hp.pipeline) / (1 << 20)
+	res.KfakeHeapMB = float64(hp.kfake) / (1 << 20)
+	stopHeap = nil
 	stopRun()
 	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("pipeline: %w", err)
@@ -310,7 +348,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	}
 	res.percentiles(lat)
 	if cfg.Verify {
-		if err := verifyIDs(ctx, cfg.Target, produced); err != nil {
+		if err := verifyEvents(ctx, cfg.Target, produced); err != nil {
 			return res, fmt.Errorf("verify: %w", err)
 		}
 		res.Verified = true
@@ -328,7 +366,7 @@ func produce(ctx context.Context, brokers []string, topic string, cfg IngestConf
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.MaxBufferedRecords(max(10000, cfg.Rate/2)),
+		kgo.MaxBufferedRecords(10000),
 	)
 	if err != nil {
 		return 0, 0, nil, err
@@ -451,6 +489,131 @@ func trim(ctx context.Context, adm *kadm.Client, topic string, mu *sync.Mutex, d
 			_, _ = adm.DeleteRecords(ctx, offs) // best effort: only memory is at stake
 		}
 	}
+}
+
+// verifyEvents checks through the Read API that the table holds exactly
+// the ids 0..n-1, each once: count, sum and sum of squares, the expected
+// sums computed with the same wrapping int64 arithmetic as the observed
+// ones (n³ overflows int64 past a couple of million events).
+func verifyEvents(ctx context.Context, t Target, n int64) error {
+	var count, sum, sumSq atomic.Int64
+	_, err := readTable(ctx, t, ReadConfig{Columns: []string{"id"}}, readVisitor{record: func(rec arrow.Record) {
+		col, ok := rec.Column(0).(*array.Int64)
+		if !ok {
+			return
+		}
+		var s, sq int64
+		for _, v := range col.Int64Values() {
+			s += v
+			sq += v * v
+		}
+		count.Add(int64(col.Len()))
+		sum.Add(s)
+		sumSq.Add(sq)
+	}})
+	if err != nil {
+		return err
+	}
+	var wantSum, wantSq int64
+	for i := range n {
+		wantSum += i
+		wantSq += i * i
+	}
+	if count.Load() != n || sum.Load() != wantSum || sumSq.Load() != wantSq {
+		return fmt.Errorf("table holds %d rows (id sum %d, squares %d), want %d rows with ids 0..%d (sum %d, squares %d)",
+			count.Load(), sum.Load(), sumSq.Load(), n, n-1, wantSum, wantSq)
+	}
+	return nil
+}
+
+type heapPeaks struct{ total, pipeline, kfake uint64 }
+
+// sampleHeap returns the largest Go heap seen every 100 ms, and the
+// largest pipeline and kfake shares of heap profiles taken every 2 s,
+// until ctx ends.
+func sampleHeap(ctx context.Context) heapPeaks {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var peak heapPeaks
+	var buf bytes.Buffer
+	for i := 0; ; i++ {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			peak.total = max(peak.total, sample[0].Value.Uint64())
+		}
+		if i%20 == 19 {
+			buf.Reset()
+			if err := pprof.Lookup("heap").WriteTo(&buf, 1); err == nil {
+				pl, kf := heapShares(buf.Bytes())
+				peak.pipeline = max(peak.pipeline, pl)
+				peak.kfake = max(peak.kfake, kf)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-tick.C:
+		}
+	}
+}
+
+// heapShares sums the in-use bytes of a heap profile in its text form
+// (debug=1) by who allocated them: kfake, the producer, or the pipeline.
+func heapShares(prof []byte) (pipeline, kfake uint64) {
+	var inuse uint64
+	owner := ""
+	rate := float64(runtime.MemProfileRate)
+	flush := func() {
+		switch owner {
+		case "kfake":
+			kfake += inuse
+		case "pipeline":
+			pipeline += inuse
+		}
+		inuse, owner = 0, ""
+	}
+	for line := range strings.Lines(string(prof)) {
+		switch {
+		case strings.HasPrefix(line, "#"):
+			if owner != "pipeline" {
+				continue // decided by an inner frame already, or not a record
+			}
+			switch {
+			case strings.Contains(line, "franz-go/pkg/kfake."):
+				owner = "kfake"
+			case strings.Contains(line, "bqstore/internal/bench."),
+				strings.Contains(line, "kgo.(*Client).Produce"), strings.Contains(line, "kgo.(*sink)"),
+				strings.Contains(line, "kgo.(*recBuf)"), strings.Contains(line, "kgo.(*produceRequest)"):
+				owner = "producer"
+			}
+		case strings.HasPrefix(line, "heap profile:"):
+			// "heap profile: ... @ heap/<2*MemProfileRate>"
+			if i := strings.LastIndex(line, "heap/"); i >= 0 {
+				if r, err := strconv.ParseFloat(strings.TrimSpace(line[i+5:]), 64); err == nil && r > 0 {
+					rate = r / 2
+				}
+			}
+		case strings.Contains(line, " @ "):
+			flush()
+			// "inuse_objects: inuse_bytes [alloc_objects: alloc_bytes] @ ...",
+			// sampled: scaled up as pprof does.
+			if f := strings.Fields(line); len(f) > 1 {
+				objs, err1 := strconv.ParseFloat(strings.TrimSuffix(f[0], ":"), 64)
+				b, err2 := strconv.ParseFloat(f[1], 64)
+				if err1 == nil && err2 == nil && objs > 0 {
+					if rate > 0 {
+						b /= 1 - math.Exp(-b/objs/rate)
+					}
+					inuse, owner = uint64(b), "pipeline"
+				}
+			}
+		case strings.TrimSpace(line) == "":
+			flush()
+		}
+	}
+	flush()
+	return pipeline, kfake
 }
 
 func loadAvg() string {

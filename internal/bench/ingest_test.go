@@ -59,3 +59,24 @@ func TestLatencies(t *testing.T) {
 		t.Fatal("offset 2 of partition 0 is uncommitted, latencies did not say so")
 	}
 }
+
+func TestHeapShares(t *testing.T) {
+	// Two records of large objects (sampled with probability ~1) and one of
+	// a producer allocation; rate 512 KiB (heap/1048576).
+	prof := `heap profile: 3: 30000000 [3: 30000000] @ heap/1048576
+1: 20000000 [1: 20000000] @ 0x1 0x2
+#	0x1	github.com/twmb/franz-go/pkg/kfake.(*memFile).Write+0x1	kfake/persist_fs.go:240
+#	0x2	github.com/bqstore/bqstore/ingest.(*worker).run+0x1	ingest/worker.go:1
+
+1: 8000000 [1: 8000000] @ 0x3
+#	0x3	github.com/bqstore/bqstore/ingest.(*worker).batch+0x1	ingest/worker.go:2
+
+1: 2000000 [1: 2000000] @ 0x4 0x5
+#	0x4	github.com/bqstore/bqstore/internal/bench.(*eventEncoder).encode+0x1	internal/bench/ingest.go:1
+#	0x5	github.com/bqstore/bqstore/internal/bench.produce+0x1	internal/bench/ingest.go:2
+`
+	pl, kf := heapShares([]byte(prof))
+	if kf < 20000000 || kf > 20000010 || pl < 8000000 || pl > 8001000 {
+		t.Fatalf("pipeline %d, kfake %d: want about 8 MB and 20 MB (the producer's 2 MB in neither)", pl, kf)
+	}
+}
