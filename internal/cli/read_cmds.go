@@ -931,47 +931,9 @@ func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem b
 	return appendJSONString(dst, *tmp)
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
+// appendJSONString appends s as a JSON string (rowjson's escaping, shared
+// with the REST rows).
 func appendJSONString(dst []byte, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return rowjson.AppendJSONString(dst, unsafe.String(unsafe.SliceData(s), len(s)))
 }
 
-const jsonHex = "0123456789abcdef"

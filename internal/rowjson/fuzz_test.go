@@ -19,7 +19,7 @@ func FuzzJSONString(f *testing.F) {
 		if len(s) > 4096 {
 			return
 		}
-		b := appendJSONString(nil, s)
+		b := AppendJSONString(nil, s)
 		var got string
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%q -> %s: %v", s, b, err)

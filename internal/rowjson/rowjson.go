@@ -162,7 +162,7 @@ func newValueWriter(f *schema.Field, arr arrow.Array, path string, opts Options)
 		if !ok {
 			return bad()
 		}
-		return nullable(func(dst []byte, row int) []byte { return appendJSONString(dst, a.Value(row)) }), nil
+		return nullable(func(dst []byte, row int) []byte { return AppendJSONString(dst, a.Value(row)) }), nil
 	case schema.Bytes:
 		a, ok := arr.(*array.Binary)
 		if !ok {
@@ -308,9 +308,9 @@ func typeError(path string, f *schema.Field, arr arrow.Array) error {
 	return fmt.Errorf("rowjson: field %q: %s %s column has Arrow type %s", path, f.EffectiveMode(), f.Type, arr.DataType())
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
-// with U+FFFD, as encoding/json does.
-func appendJSONString(dst []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string. Invalid UTF-8 is replaced
+// with U+FFFD, as encoding/json does; U+2028 and U+2029 are escaped.
+func AppendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -382,14 +382,14 @@ func AppendPage(dst []byte, p Page) []byte {
 	dst = append(dst, `{"kind":"bigquery#tableDataList"`...)
 	if p.ETag != "" {
 		dst = append(dst, `,"etag":`...)
-		dst = appendJSONString(dst, p.ETag)
+		dst = AppendJSONString(dst, p.ETag)
 	}
 	dst = append(dst, `,"totalRows":"`...)
 	dst = strconv.AppendInt(dst, p.TotalRows, 10)
 	dst = append(dst, '"')
 	if p.PageToken != "" {
 		dst = append(dst, `,"pageToken":`...)
-		dst = appendJSONString(dst, p.PageToken)
+		dst = AppendJSONString(dst, p.PageToken)
 	}
 	if len(p.Rows) > 0 {
 		dst = append(dst, `,"rows":[`...)
