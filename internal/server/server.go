@@ -315,6 +315,10 @@ func (s *Server) Close(ctx context.Context) error {
 	select {
 	case <-stopped:
 	case <-ctx.Done():
+		// Long-lived streams (AppendRows connections clients keep open)
+		// did not end in time: cut them. Everything acknowledged is
+		// durable; clients reconnect and retry what was not.
+		s.log.Warn("shutdown: cutting connections still open", "err", ctx.Err())
 		s.grpcSrv.Stop()
 		<-stopped
 	}
