@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -12,6 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 var simpleSchema = bigquery.Schema{
@@ -406,5 +410,51 @@ func TestMultiplexedDefaultStreams(t *testing.T) {
 		if n := len(ids(t, e, tp)); n != 15 {
 			t.Fatalf("%s holds %d rows, want 15", tp, n)
 		}
+	}
+}
+
+// TestGracefulStopWithOpenWriters stops the server while a managedwriter
+// connection is open: Close must end the idle connection itself instead of
+// waiting for the client to hang up, and everything acknowledged is there
+// after a restart.
+func TestGracefulStopWithOpenWriters(t *testing.T) {
+	dir := t.TempDir()
+	srv := testkit.StartDir(t, dir)
+	e := dial(t, t.Context(), srv)
+	tp := e.table("t_stop", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
+		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	var results []*managedwriter.AppendResult
+	for i := 0; i < 5; i++ {
+		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	for _, r := range results {
+		if _, err := r.GetResult(e.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The connection is still open. Without the drain, Close would wait
+	// for the client until its context expired and then cut it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("Close waited for the open AppendRows connection until its deadline")
+	}
+	srv2 := testkit.StartDir(t, dir)
+	e2 := dial(t, t.Context(), srv2)
+	if n := len(ids(t, e2, tp)); n != 50 {
+		t.Fatalf("after restart: %d rows, want 50", n)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -119,6 +120,8 @@ type Server struct {
 	cat     *catalog.Catalog
 	backend *backend
 	read    *readapi.Service
+	write   *writeapi.Service
+	busy    atomic.Int64 // calls in flight other than AppendRows
 	// compactor compacts tables in the background (nil: disabled).
 	compactor *compactor
 	faults    *faults.Injector
@@ -190,8 +193,8 @@ func Start(cfg Config) (_ *Server, err error) {
 	)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
-	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, writeapi.New(s.backend, s.db,
-		writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log}))
+	s.write = writeapi.New(s.backend, s.db, writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log})
+	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, s.write)
 	ropts := cfg.Read
 	ropts.Logger, ropts.Registerer = s.log, s.registry
 	s.read = readapi.New(readTables{s.backend}, s.db, ropts)
@@ -306,21 +309,38 @@ func (s *Server) Close(ctx context.Context) error {
 	s.closed = true
 	s.health.Shutdown()
 
+	// AppendRows connections are long-lived: clients keep them open. Stop
+	// taking their requests (new ones are answered UNAVAILABLE, in-band),
+	// let GracefulStop refuse new calls and wait for the others, and once
+	// every request received has been answered and no other call is in
+	// flight, close what is left: nothing acknowledged is lost, and
+	// clients reconnect to the restarted server.
+	s.write.Drain()
 	stopped := make(chan struct{})
 	go func() {
 		s.grpcSrv.GracefulStop()
 		close(stopped)
 	}()
 	httpErr := s.httpSrv.Shutdown(ctx)
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		// Long-lived streams (AppendRows connections clients keep open)
-		// did not end in time: cut them. Everything acknowledged is
-		// durable; clients reconnect and retry what was not.
-		s.log.Warn("shutdown: cutting connections still open", "err", ctx.Err())
-		s.grpcSrv.Stop()
-		<-stopped
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-stopped:
+			break wait
+		case <-tick.C:
+			if s.write.Idle() && s.busy.Load() == 0 {
+				s.grpcSrv.Stop()
+				<-stopped
+				break wait
+			}
+		case <-ctx.Done():
+			s.log.Warn("shutdown: cutting calls still in flight", "err", ctx.Err())
+			s.grpcSrv.Stop()
+			<-stopped
+			break wait
+		}
 	}
 	s.wg.Wait()
 	s.closeErr = errors.Join(httpErr, s.closeResources())

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -132,6 +133,7 @@ func (c *conn) recvLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 			return err
 		}
 		item := c.handle(req)
+		c.s.unanswered.Add(1)
 		select {
 		case c.queue <- item:
 		case <-c.ctx.Done():
@@ -144,10 +146,16 @@ func (c *conn) recvLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 // handle validates, decodes and submits one request and returns what the
 // sender needs to answer it.
 func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
-	item := &inflight{start: time.Now()}
+	item := &inflight{start: time.Now(), name: req.GetWriteStream()}
 	fail := func(err error) *inflight {
 		item.resp = errorResponse(err, item.name)
 		return item
+	}
+	if c.s.draining.Load() {
+		if c.cur != nil && item.name == "" {
+			item.name = c.cur.name
+		}
+		return fail(status.Error(codes.Unavailable, "the server is shutting down; reconnect and retry"))
 	}
 	// The destination and writer schema are taken even from a request
 	// that is refused below: clients send them only on a connection's
@@ -428,6 +436,7 @@ func (c *conn) sendLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 	var failed error
 	for item := range c.queue {
 		if failed != nil {
+			c.s.unanswered.Add(-1)
 			continue // drain: the handler stops at ctx cancellation
 		}
 		resp := item.resp
@@ -457,6 +466,7 @@ func (c *conn) sendLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 		if err := stream.Send(resp); err != nil {
 			failed = err
 		}
+		c.s.unanswered.Add(-1)
 	}
 	return failed
 }

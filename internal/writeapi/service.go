@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -66,7 +67,22 @@ type Service struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *Metrics
+
+	// draining is set by Drain; unanswered counts AppendRows requests
+	// received and not yet answered, over every connection.
+	draining   atomic.Bool
+	unanswered atomic.Int64
 }
+
+// Drain prepares a shutdown: AppendRows requests received from now on are
+// answered in-band with UNAVAILABLE (clients retry against the restarted
+// server), while those already received are answered as their rows become
+// durable. Idle then reports when all are answered.
+func (s *Service) Drain() { s.draining.Store(true) }
+
+// Idle reports whether every AppendRows request received has been
+// answered.
+func (s *Service) Idle() bool { return s.unanswered.Load() == 0 }
 
 // New returns the service. metrics may be nil.
 func New(tables Tables, db *storage.DB, metrics *Metrics, opts Options) *Service {
