@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -44,6 +45,21 @@ type IngestConfig struct {
 	Conns        int           // gRPC connections (0: ingest.Dial's default)
 	Drain        time.Duration // how long to wait for the pipeline to catch up (default 2 min)
 	Verify       bool          // read the table back through the Read API afterwards
+
+	// External leaves the pipeline to another process (bqstore ingest, or
+	// any consumer that commits its offsets to the group): the bench
+	// announces the source URL on Announce, waits for the group to form,
+	// then produces. Commits are seen by polling the group's committed
+	// offsets every 5 ms, so latency is an upper bound (the offset moves
+	// when the batch is DONE, just after its commit).
+	External    bool
+	KafkaPort   int       // kfake's port (0: ephemeral)
+	PipelinePID int       // an external pipeline's pid, sampled for CPU and peak RSS
+	Announce    io.Writer // where External writes the source URL
+	// PipelineCmd, with External, is started by the bench once kfake is
+	// up, with "{source}" and "{table}" (P:D.T) in its arguments replaced;
+	// its pid is sampled, and it is interrupted after the drain.
+	PipelineCmd []string
 }
 
 // IngestResult adds what only the ingest workload measures to Result.
@@ -84,6 +100,11 @@ type IngestResult struct {
 	PipelineHeapMB float64 `json:"pipeline_peak_heap_mb"`
 	KfakeHeapMB    float64 `json:"kfake_peak_heap_mb"`
 	LoadAvg        string  `json:"loadavg"` // /proc/loadavg at the end of the load
+	// Latency says how commits were seen: "commit_time" (in process) or
+	// "offset_poll" (an external pipeline; an upper bound).
+	Latency       string  `json:"latency_source"`
+	PipelineCPU   float64 `json:"pipeline_cpu_s,omitempty"`       // external pipeline
+	PipelineRSSMB float64 `json:"pipeline_peak_rss_mb,omitempty"` // external pipeline
 }
 
 // Print writes the human summary, or one JSON line.
@@ -97,12 +118,19 @@ func (r *IngestResult) Print(w io.Writer, asJSON bool) error {
 	fmt.Fprintf(w, "  committed  %.0f events/s during the load; %d events in %.2fs (drain %.2fs): %.0f events/s, %.1f MB/s\n",
 		r.CommittedRate, r.Rows, r.Seconds, r.DrainSeconds, r.RowsPerSec, r.MBPerSec)
 	if r.LatencyMax > 0 {
-		fmt.Fprintf(w, "  event-to-visible  p50 %s  p90 %s  p99 %s  max %s\n", ms(r.LatencyP50), ms(r.LatencyP90), ms(r.LatencyP99), ms(r.LatencyMax))
+		fmt.Fprintf(w, "  event-to-visible  p50 %s  p90 %s  p99 %s  max %s (%s)\n", ms(r.LatencyP50), ms(r.LatencyP90), ms(r.LatencyP99), ms(r.LatencyMax), r.Latency)
 	}
 	fmt.Fprintf(w, "  batches    %d committed, %d abandoned, %.1f partition-s paused at the memory budget\n", r.Batches, r.Abandoned, r.BudgetPaused)
-	fmt.Fprintf(w, "  heap       pipeline %.0f MB, kfake %.0f MB at their peaks (in use, from heap profiles)\n", r.PipelineHeapMB, r.KfakeHeapMB)
-	fmt.Fprintf(w, "  process    CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB, peak Go heap %.0f MB (pipeline + producer + kfake)\n",
-		r.ClientCPU, 100*r.ClientCPU/r.Seconds, r.ProcessRSSMB, r.HeapPeakMB)
+	if r.PipelineRSSMB > 0 {
+		fmt.Fprintf(w, "  pipeline   CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB (its own process)\n", r.PipelineCPU, 100*r.PipelineCPU/r.Seconds, r.PipelineRSSMB)
+	}
+	parts := "producer + kfake"
+	if r.Latency != "offset_poll" {
+		parts = "pipeline + producer + kfake"
+		fmt.Fprintf(w, "  heap       pipeline %.0f MB, kfake %.0f MB at their peaks (in use, from heap profiles)\n", r.PipelineHeapMB, r.KfakeHeapMB)
+	}
+	fmt.Fprintf(w, "  process    CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB, peak Go heap %.0f MB (%s)\n",
+		r.ClientCPU, 100*r.ClientCPU/r.Seconds, r.ProcessRSSMB, r.HeapPeakMB, parts)
 	if r.ServerCPU > 0 {
 		fmt.Fprintf(w, "  server     CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB\n", r.ServerCPU, 100*r.ServerCPU/r.Seconds, r.ServerRSSMB)
 	}
@@ -185,22 +213,20 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	res := &IngestResult{Result: Result{Workload: "ingest", Streams: cfg.Partitions, Table: cfg.tablePath()},
 		AskedRate: float64(cfg.Rate)}
 
-	const topic = "events"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topic),
+	const topic, group = "events", "bench"
+	kopts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), topic),
 		// Small segments, so that deleting committed records frees memory
 		// (kfake drops whole segments, like Kafka).
-		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(8 << 20)}))
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(8 << 20)})}
+	if cfg.KafkaPort > 0 {
+		kopts = append(kopts, kfake.Ports(cfg.KafkaPort))
+	}
+	kc, err := kfake.NewCluster(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("kfake: %w", err)
 	}
 	defer kc.Close()
 	brokers := kc.ListenAddrs()
-	conn, err := ingest.Dial(ctx, cfg.Endpoint, cfg.Insecure, cfg.Conns)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-
 	// What the pipeline committed, per partition, and every batch's range.
 	var (
 		cmu       sync.Mutex
@@ -208,35 +234,79 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		doneTo    = make([]int64, cfg.Partitions)
 		committed atomic.Int64
 	)
-	metrics := ingest.NewMetrics(nil)
-	pcfg := ingest.Config{
-		Client: conn.Write, Table: cfg.tablePath(),
-		Source:       &ingest.KafkaSource{Brokers: brokers, Topic: topic, Group: "bench"},
-		Unknown:      rows.UnknownReject,
-		MemoryBudget: cfg.MemoryBudget, MaxBatchAge: cfg.BatchAge,
-		Metrics: metrics,
-		OnCommit: func(c ingest.Committed) {
-			p, err := strconv.Atoi(c.Partition[strings.LastIndexByte(c.Partition, '/')+1:])
-			if err != nil || p < 0 || p >= cfg.Partitions {
-				return
-			}
-			cmu.Lock()
-			commits = append(commits, commitRange{part: int32(p), from: c.From, to: c.To, at: c.Time.UnixNano()})
-			doneTo[p] = max(doneTo[p], c.To)
-			cmu.Unlock()
-			committed.Add(c.Rows)
-		},
+	onCommit := func(p int, from, to int64, at time.Time) {
+		cmu.Lock()
+		commits = append(commits, commitRange{part: int32(p), from: from, to: to, at: at.UnixNano()})
+		doneTo[p] = max(doneTo[p], to)
+		cmu.Unlock()
+		committed.Add(to - from)
 	}
+	metrics := ingest.NewMetrics(nil)
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
-	runErr := make(chan error, 1)
-	go func() { runErr <- ingest.Run(runCtx, pcfg) }()
-
+	var runErr chan error // stays nil (never ready) for an external pipeline
 	adm, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return nil, err
 	}
 	defer adm.Close()
+	if cfg.External {
+		res.Latency = "offset_poll"
+		url := fmt.Sprintf("kafka://%s/%s?group=%s", strings.Join(brokers, ","), topic, group)
+		if cfg.Announce != nil {
+			fmt.Fprintf(cfg.Announce, "source %s (waiting for the group to form)\n", url)
+		}
+		if len(cfg.PipelineCmd) > 0 {
+			args := make([]string, len(cfg.PipelineCmd))
+			for i, a := range cfg.PipelineCmd {
+				a = strings.ReplaceAll(a, "{source}", url)
+				args[i] = strings.ReplaceAll(a, "{table}", fmt.Sprintf("%s:%s.%s", cfg.Project, cfg.Dataset, cfg.Table))
+			}
+			cmd := exec.Command(args[0], args[1:]...)
+			cmd.Stdout, cmd.Stderr = cfg.Announce, cfg.Announce
+			if err := cmd.Start(); err != nil {
+				return nil, fmt.Errorf("pipeline command: %w", err)
+			}
+			cfg.PipelinePID = cmd.Process.Pid
+			defer func() {
+				_ = cmd.Process.Signal(os.Interrupt)
+				_ = cmd.Wait()
+			}()
+		}
+		if err := waitGroup(ctx, kadm.NewClient(adm), group, cfg.Drain); err != nil {
+			return nil, err
+		}
+		pollDone := make(chan struct{})
+		go func() {
+			defer close(pollDone)
+			pollOffsets(runCtx, kadm.NewClient(adm), topic, group, cfg.Partitions, onCommit)
+		}()
+		defer func() { stopRun(); <-pollDone }()
+	} else {
+		res.Latency = "commit_time"
+		conn, err := ingest.Dial(ctx, cfg.Endpoint, cfg.Insecure, cfg.Conns)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		pcfg := ingest.Config{
+			Client: conn.Write, Table: cfg.tablePath(),
+			Source:       &ingest.KafkaSource{Brokers: brokers, Topic: topic, Group: group},
+			Unknown:      rows.UnknownReject,
+			MemoryBudget: cfg.MemoryBudget, MaxBatchAge: cfg.BatchAge,
+			Metrics: metrics,
+			OnCommit: func(c ingest.Committed) {
+				p, err := strconv.Atoi(c.Partition[strings.LastIndexByte(c.Partition, '/')+1:])
+				if err != nil || p < 0 || p >= cfg.Partitions {
+					return
+				}
+				onCommit(p, c.From, c.To, c.Time)
+			},
+		}
+		runErr = make(chan error, 1)
+		go func() { runErr <- ingest.Run(runCtx, pcfg) }()
+	}
+
 	// Committed records are deleted from kfake (as retention would), so
 	// that this process's RSS is not the whole topic's history.
 	trimCtx, stopTrim := context.WithCancel(ctx)
@@ -258,9 +328,12 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	}()
 
 	cpu0 := selfCPU()
-	var srv0 procSample
+	var srv0, pipe0 procSample
 	if cfg.ServerPID > 0 {
 		srv0 = sampleProc(cfg.ServerPID)
+	}
+	if cfg.PipelinePID > 0 {
+		pipe0 = sampleProc(cfg.PipelinePID)
 	}
 	start := time.Now()
 	produced, bytes, produceTimes, err := produce(ctx, brokers, topic, cfg, newEventEncoder(cfg.RowBytes), runErr)
@@ -327,9 +400,16 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 	res.PipelineHeapMB = float64(hp.pipeline) / (1 << 20)
 	res.KfakeHeapMB = float64(hp.kfake) / (1 << 20)
 	stopHeap = nil
+	if cfg.PipelinePID > 0 {
+		ps := sampleProc(cfg.PipelinePID)
+		res.PipelineCPU = (ps.cpu - pipe0.cpu).Seconds()
+		res.PipelineRSSMB = float64(ps.peakRSS) / (1 << 20)
+	}
 	stopRun()
-	if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
-		return nil, fmt.Errorf("pipeline: %w", err)
+	if runErr != nil {
+		if err := <-runErr; err != nil && !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("pipeline: %w", err)
+		}
 	}
 	stopTrim()
 	<-trimDone
@@ -462,6 +542,53 @@ func latencies(commits []commitRange, times [][]int64) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// waitGroup waits until the consumer group has members and a stable
+// assignment.
+func waitGroup(ctx context.Context, adm *kadm.Client, group string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		gs, err := adm.DescribeGroups(ctx, group)
+		if err == nil {
+			if g, ok := gs[group]; ok && g.Err == nil && g.State == "Stable" && len(g.Members) > 0 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no pipeline joined group %s within %s", group, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// pollOffsets reports every move of the group's committed offsets as a
+// commit of the range it covers, until ctx ends.
+func pollOffsets(ctx context.Context, adm *kadm.Client, topic, group string, parts int, onCommit func(p int, from, to int64, at time.Time)) {
+	last := make([]int64, parts)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		offs, err := adm.FetchOffsets(ctx, group)
+		now := time.Now()
+		if err == nil {
+			for p := range parts {
+				if o, ok := offs.Lookup(topic, int32(p)); ok && o.Err == nil && o.At > last[p] {
+					onCommit(p, last[p], o.At, now)
+					last[p] = o.At
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // trim deletes the records every partition has committed from kfake,

@@ -96,11 +96,20 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&cfg.Conns, "conns", 0, "gRPC connections (default 4)")
 	fs.DurationVar(&cfg.Drain, "drain", 2*time.Minute, "how long to wait after the load for the pipeline to commit everything")
 	fs.BoolVar(&cfg.Verify, "verify", true, "read the table back through the Read API and check every event is there once")
+	fs.BoolVar(&cfg.External, "external", false, "run no pipeline: print the kafka:// source on stderr for another process (bqstore ingest) and measure it through the group's committed offsets")
+	fs.IntVar(&cfg.KafkaPort, "kafka-port", 0, "the in-process Kafka's port on 127.0.0.1 (default: ephemeral)")
+	fs.IntVar(&cfg.PipelinePID, "pipeline-pid", 0, "pid of an external pipeline to sample for CPU and peak RSS")
+	pipelineCmd := fs.String("pipeline-cmd", "", "with --external: a command the bench starts as the pipeline, {source} and {table} replaced (e.g. \"bqstore ingest --insecure --table {table} --source {source} --state-dir DIR\")")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	cfg.Announce = env.Stderr
+	cfg.PipelineCmd = strings.Fields(*pipelineCmd)
+	if len(cfg.PipelineCmd) > 0 && !cfg.External {
+		return usagef("--pipeline-cmd needs --external")
 	}
 	if *memory != "" {
 		n, err := parseBytes(*memory)
