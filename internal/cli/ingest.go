@@ -38,6 +38,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
+	skipDeleted := fs.Bool("skip-deleted-records", false, "Kafka: step over source records deleted (retention, DeleteRecords) before they were committed, logging and counting the gap; default: stop with an error naming the offsets")
 	batchRows := fs.Int64("batch-rows", 1_000_000, "close a batch at this many rows")
 	batchBytes := fs.String("batch-bytes", "64MiB", "close a batch at this many serialized row bytes")
 	batchAge := fs.Duration("batch-age", time.Second, "close a batch this long after it started")
@@ -158,7 +159,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	}
 	err = ingest.Run(ctx, ingest.Config{
 		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl,
-		Unknown: uf, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
+		Unknown: uf, SkipDeletedRecords: *skipDeleted, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
 		Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
