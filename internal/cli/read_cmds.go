@@ -936,4 +936,3 @@ func appendJSONValue(dst []byte, f *schema.Field, arr arrow.Array, i int, elem b
 func appendJSONString(dst []byte, s []byte) []byte {
 	return rowjson.AppendJSONString(dst, unsafe.String(unsafe.SliceData(s), len(s)))
 }
-
