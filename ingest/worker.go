@@ -547,7 +547,20 @@ func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, 
 	}
 	// S7.
 	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: it.b, Offset: it.to, DeadLetterEnd: end}); err != nil {
-		return 0, err
+		if errors.Is(err, ErrFenced) || ctx.Err() != nil {
+			return 0, err
+		}
+		// Ambiguous (crash table rows 9 and 14): read back what the ledger
+		// holds. DONE stored means carry on; otherwise stop and leave the
+		// seal to the restart (or the next owner), which resolves it.
+		got, lerr := p.cfg.Ledger.Load(ctx, w.key)
+		if lerr != nil {
+			return 0, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
+		}
+		if got.Sealed || got.Batch != it.b || got.Offset != it.to {
+			return 0, fmt.Errorf("ingest: %s: DONE of batch %d not stored (state %s): %w", w.key, it.b, got, err)
+		}
+		p.log.Warn("ambiguous DONE reply; the state was stored", "partition", w.key, "batch", it.b, "err", err)
 	}
 	if e, ok := w.part.(Ender); ok {
 		if end := e.End(); end >= it.to {
