@@ -7,6 +7,10 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +75,99 @@ func TestCrashTableRow14AmbiguousOffsetCommit(t *testing.T) {
 		t.Fatalf("faults answered %d seals and %d DONEs, want 1 each", seal.Hits(), done.Hits())
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
+
+// TestCrashTableRow16SealedStreamNotFound: a seal names a stream the server
+// does not know, either because the seal was tampered with (a stream id
+// that never existed) or because the server restarted on a fresh data dir.
+// The commit outcome of the range cannot be known, so the run fails
+// closed: it stops with an error naming the partition, the stream and the
+// range, commits nothing, and leaves the seal as it was (a rerun fails the
+// same way).
+func TestCrashTableRow16SealedStreamNotFound(t *testing.T) {
+	const n = 200
+	src, _ := writeEvents(t, n, 0)
+	key := "file:" + src
+	for _, tc := range []struct {
+		name string
+		// after returns the server and table the second run uses, and the
+		// seal to put in the ledger instead of the one the crash left.
+		after func(t *testing.T, e *env, seal ingest.State) (*env, ingest.State)
+		// firstBatch: the second run's table holds the first batch (40
+		// rows, committed before the crash); otherwise it is empty.
+		firstBatch bool
+	}{
+		{"bogus-stream-id", func(t *testing.T, e *env, seal ingest.State) (*env, ingest.State) {
+			id := seal.Streams[0].ID
+			seal.Streams = []ingest.SealedStream{{Table: 0, ID: strings.Repeat("0", len(id)), Rows: seal.Streams[0].Rows}}
+			return e, seal
+		}, true},
+		{"fresh-server", func(t *testing.T, _ *env, seal ingest.State) (*env, ingest.State) {
+			fresh := newEnv(t)
+			fresh.table(t, "row16_fresh_server")
+			return fresh, seal
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			name := "row16_" + strings.ReplaceAll(tc.name, "-", "_")
+			table := e.table(t, name)
+			dir := t.TempDir()
+			r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+				deadLetter: filepath.Join(dir, "dead.ndjson"), hooks: &crashAt{point: ingest.AfterSeal, batch: 2}}
+			if err := r.do(t); !errors.Is(err, errCrash) {
+				t.Fatalf("first run: %v, want the injected crash after the seal", err)
+			}
+			ledger, err := ingest.OpenFileLedger(r.stateDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			seal, err := ledger.Load(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !seal.Sealed || seal.Batch != 2 || len(seal.Streams) != 1 {
+				t.Fatalf("state after the crash: %v, want the seal of batch 2", seal)
+			}
+			var want ingest.State
+			r.e, want = tc.after(t, e, seal)
+			if err := ledger.Store(ctx, key, want); err != nil {
+				t.Fatal(err)
+			}
+			r.hooks = nil
+			for i := range 2 {
+				err := r.do(t)
+				if err == nil {
+					t.Fatalf("run %d after the seal lost its stream succeeded, want it to fail closed", i+1)
+				}
+				for _, part := range []string{"not found", key, want.Streams[0].ID,
+					fmt.Sprintf("[%d, %d)", want.Offset, want.To)} {
+					if !strings.Contains(err.Error(), part) {
+						t.Fatalf("run %d: %v, want an error naming %q", i+1, err, part)
+					}
+				}
+				if i == 0 {
+					t.Logf("fails closed: %v", err)
+				}
+				got, err := ledger.Load(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("state after failing closed: %v, want the seal untouched: %v", got, want)
+				}
+			}
+			ids := r.e.readIDs(t, table)
+			if tc.firstBatch {
+				// Batch 1 (ids 0-39) was committed before the crash; nothing
+				// of the sealed range or past it was committed.
+				checkExactlyOnce(t, ids, 40)
+			} else if len(ids) != 0 {
+				t.Fatalf("the fresh server's table holds %d rows, want none", len(ids))
+			}
+		})
+	}
 }
 
 // runUntilCommitted runs the pipeline until the group's committed offsets
