@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	storage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/hamba/avro/v2"
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/api/iterator"
 )
 
 // ReadConfig is the read workload.
@@ -192,7 +194,11 @@ func verifyIDs(ctx context.Context, t Target, n int64) error {
 // Read runs the read workload.
 func Read(ctx context.Context, cfg ReadConfig) (*Result, error) {
 	if cfg.Table == "" {
-		return nil, fmt.Errorf("--table is required")
+		t, err := latestTable(ctx, cfg.Target)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Table = t
 	}
 	res := &Result{Workload: "read", Format: strings.ToLower(cmpOr(cfg.Format, "arrow")), Table: cfg.tablePath()}
 	cpu0 := selfCPU()
@@ -218,4 +224,37 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// latestTable is the most recently created table of the target dataset
+// (what the last `bench write` made), for `bench read` without --table.
+func latestTable(ctx context.Context, t Target) (string, error) {
+	bq, err := bigquery.NewClient(ctx, t.Project, t.restOptions()...)
+	if err != nil {
+		return "", err
+	}
+	defer bq.Close()
+	it := bq.Dataset(t.Dataset).Tables(ctx)
+	var best string
+	var bestTime time.Time
+	for {
+		tbl, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("list tables of %s: %w", t.Dataset, err)
+		}
+		md, err := tbl.Metadata(ctx)
+		if err != nil {
+			return "", err
+		}
+		if best == "" || md.CreationTime.After(bestTime) {
+			best, bestTime = tbl.TableID, md.CreationTime
+		}
+	}
+	if best == "" {
+		return "", fmt.Errorf("dataset %s has no table: run bench write first, or name one with --table", t.Dataset)
+	}
+	return best, nil
 }

@@ -31,7 +31,7 @@ func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) {
 	fs.BoolVar(&t.Insecure, "insecure", true, "plaintext gRPC without credentials (false: TLS with Application Default Credentials)")
 	fs.StringVar(&t.Project, "project", envDefault(env, "BQSTORE_PROJECT", "local"), "project")
 	fs.StringVar(&t.Dataset, "dataset", "bench", "dataset (created if missing)")
-	fs.StringVar(&t.Table, "table", "", "table (write: created if missing, default a new bench_<time> table; read: required)")
+	fs.StringVar(&t.Table, "table", "", "table (write: created if missing, default a new bench_<time> table; read: default the dataset's newest table)")
 	fs.IntVar(&t.ServerPID, "server-pid", 0, "pid of a local server to sample for CPU and peak RSS")
 	fs.IntVar(&t.Window, "grpc-window", 0, "client HTTP/2 stream window in bytes (0: grpc-go's dynamic default)")
 }
