@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,6 +169,168 @@ func TestCrashTableRow16SealedStreamNotFound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ledgerFunc wraps a pipeline's Ledger so a test can watch the states it
+// loads and step in around the states it stores (store gets the worker's
+// context and do, which stores st in the wrapped ledger).
+type ledgerFunc struct {
+	inner ingest.Ledger
+	load  func(key string, st ingest.State)
+	store func(ctx context.Context, key string, st ingest.State, do func() error) error
+}
+
+func (l *ledgerFunc) Load(ctx context.Context, key string) (ingest.State, error) {
+	st, err := l.inner.Load(ctx, key)
+	if err == nil && l.load != nil {
+		l.load(key, st)
+	}
+	return st, err
+}
+
+func (l *ledgerFunc) Store(ctx context.Context, key string, st ingest.State) error {
+	do := func() error { return l.inner.Store(ctx, key, st) }
+	if l.store == nil {
+		return do()
+	}
+	return l.store(ctx, key, st, do)
+}
+
+// TestCrashTableRows10To13CooperativeRebalance: member A owns both
+// partitions and holds each at its second batch, finalized; member B joins
+// and the cooperative rebalance revokes one partition from A mid-batch
+// (row 13). A's worker for it sees the revocation (its context ends)
+// before it returns, and B gets the partition only after that.
+//
+//   - revoked before the seal (rows 10 and 13, unsealed: drop): A's seal is
+//     never sent; B loads IDLE at the batch's start X and replays it into
+//     its own streams; A's finalized stream is never committed.
+//   - revoked after the seal (rows 11 and 13, sealed): the seal landed under
+//     A's generation; B loads it and commits the very streams A sealed,
+//     then continues at Y. (A does not finish S6-S7 inside the revoke
+//     callback: it leaves the seal to B, the row's fallback.)
+//
+// The other partition stays with A and goes on. The table holds every
+// record once.
+func TestCrashTableRows10To13CooperativeRebalance(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		name := "revoked-before-seal"
+		if sealed {
+			name = "revoked-after-seal"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			table := e.table(t, "row13_"+strings.ReplaceAll(name, "-", "_"))
+			const n, group = 300, "coop"
+			k := newKafka(t, 2, n, 0)
+
+			var (
+				mu         sync.Mutex
+				held       = map[string]ingest.State{} // A's seal of batch 2, per partition
+				revoked    []string
+				bLoaded    = map[string]ingest.State{}
+				allHeld    = make(chan struct{})
+				rebalanced = make(chan struct{}) // B loaded its first partition
+			)
+			cfgA, srcA := k.config(e, table, group, nil)
+			cfgA.Ledger = &ledgerFunc{inner: srcA.Ledger(), store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+				if !st.Sealed || st.Batch != 2 {
+					return do()
+				}
+				if sealed {
+					if err := do(); err != nil {
+						return err
+					}
+				}
+				mu.Lock()
+				held[key] = st
+				if len(held) == 2 {
+					close(allHeld)
+				}
+				mu.Unlock()
+				select {
+				case <-ctx.Done():
+					// Revoked while held: the seal (if not yet sent) never
+					// is; a sent seal is left to the next owner.
+					mu.Lock()
+					revoked = append(revoked, key)
+					mu.Unlock()
+					return ctx.Err()
+				case <-rebalanced:
+				}
+				if sealed {
+					return nil
+				}
+				return do()
+			}}
+			cfgB, srcB := k.config(e, table, group, nil)
+			cfgB.Ledger = &ledgerFunc{inner: srcB.Ledger(), load: func(key string, st ingest.State) {
+				mu.Lock()
+				defer mu.Unlock()
+				if _, ok := bLoaded[key]; ok {
+					return
+				}
+				if len(bLoaded) == 0 {
+					close(rebalanced)
+				}
+				bLoaded[key] = st
+			}}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errA, errB := make(chan error, 1), make(chan error, 1)
+			go func() { errA <- ingest.Run(ctx, cfgA) }()
+			select {
+			case <-allHeld:
+			case err := <-errA:
+				t.Fatalf("A stopped before reaching its second batches: %v", err)
+			}
+			go func() { errB <- ingest.Run(ctx, cfgB) }()
+			waitAllCommitted(t, k, group, errA, errB)
+			cancel()
+			for who, errc := range map[string]chan error{"A": errA, "B": errB} {
+				if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Run %s: %v", who, err)
+				}
+			}
+
+			mu.Lock()
+			defer mu.Unlock()
+			if len(revoked) != 1 {
+				t.Fatalf("partitions revoked from A while held at their seal: %v, want exactly one", revoked)
+			}
+			p := revoked[0]
+			seal, got := held[p], bLoaded[p]
+			if !sealed {
+				if got.Sealed || got.Offset != seal.Offset || got.Batch != seal.Batch-1 {
+					t.Fatalf("B loaded %v for %s, want IDLE{b:%d x:%d} (A's unsent seal was %v)", got, p, seal.Batch-1, seal.Offset, seal)
+				}
+			} else if !got.Sealed || got.Offset != seal.Offset || got.To != seal.To || !reflect.DeepEqual(got.Streams, seal.Streams) {
+				t.Fatalf("B loaded %v %+v for %s, want A's seal %v %+v", got, got.Streams, p, seal, seal.Streams)
+			}
+			checkExactlyOnce(t, e.readIDs(t, table), n)
+		})
+	}
+}
+
+// waitAllCommitted waits until the group's committed offsets reach the end
+// of every partition; any Run ending first fails the test.
+func waitAllCommitted(t *testing.T, k *kafkaEnv, group string, errcs ...chan error) {
+	t.Helper()
+	stopped := make(chan error, len(errcs))
+	done := make(chan struct{})
+	defer close(done)
+	for _, errc := range errcs {
+		go func() {
+			select {
+			case err := <-errc:
+				errc <- err // put it back for the caller
+				stopped <- err
+			case <-done:
+			}
+		}()
+	}
+	k.waitCommitted(t, group, stopped)
 }
 
 // runUntilCommitted runs the pipeline until the group's committed offsets
