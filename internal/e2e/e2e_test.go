@@ -222,3 +222,38 @@ func managedwriterMultiplexed(e *env) (*managedwriter.Client, error) {
 	opts := append(testkit.GRPCOptions(e.srv.GRPCAddr()), managedwriter.WithMultiplexing())
 	return managedwriter.NewClient(e.ctx, project, opts...)
 }
+
+// committedWriter opens a managedwriter stream of type COMMITTED on table
+// tp with simpleSchema's descriptor (plus opts) and closes it at the end of
+// the test.
+func committedWriter(t *testing.T, e *env, tp string, opts ...managedwriter.WriterOption) (*managedwriter.ManagedStream, protoreflect.MessageDescriptor) {
+	t.Helper()
+	dp, md := descriptor(t, simpleSchema)
+	opts = append([]managedwriter.WriterOption{managedwriter.WithDestinationTable(tp),
+		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp)}, opts...)
+	ms, err := e.mw.NewManagedStream(e.ctx, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	return ms, md
+}
+
+// appendBatches sends n batches of 10 rows (ids 0..10n-1) at explicit
+// offsets without waiting, then waits for every result.
+func appendBatches(t *testing.T, e *env, ms *managedwriter.ManagedStream, md protoreflect.MessageDescriptor, n int) {
+	t.Helper()
+	results := make([]*managedwriter.AppendResult, 0, n)
+	for i := 0; i < n; i++ {
+		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		results = append(results, r)
+	}
+	for i, r := range results {
+		if _, err := r.GetResult(e.ctx); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+}

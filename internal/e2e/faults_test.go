@@ -136,27 +136,8 @@ func TestFaultLostAcknowledgement(t *testing.T) {
 func TestFaultResetBeforeDurable(t *testing.T) {
 	e := newFaultEnv(t, withFaults(t, "append.reset:when=before,every=3,times=2", 1))
 	tp := e.table("t_reset", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp),
-		managedwriter.EnableWriteRetries(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	var results []*managedwriter.AppendResult
-	for i := 0; i < 8; i++ {
-		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, r)
-	}
-	for i, r := range results {
-		if _, err := r.GetResult(e.ctx); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
+	ms, md := committedWriter(t, e, tp, managedwriter.EnableWriteRetries(true))
+	appendBatches(t, e, ms, md, 8)
 	wantUnique(t, ids(t, e, tp), 0, 80)
 	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "append.reset"); n != 2 {
 		t.Fatalf("resets injected = %v, want 2", n)
@@ -599,27 +580,8 @@ func TestQuotaCreateStreamRate(t *testing.T) {
 func TestFaultQuotaStormPipelined(t *testing.T) {
 	e := newFaultEnv(t, withFaults(t, "quota:every=4,times=2", 1))
 	tp := e.table("t_quota_pipe", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp),
-		managedwriter.EnableWriteRetries(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	var results []*managedwriter.AppendResult
-	for i := 0; i < 12; i++ {
-		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, r)
-	}
-	for i, r := range results {
-		if _, err := r.GetResult(e.ctx); err != nil {
-			t.Fatalf("append %d: %v", i, err)
-		}
-	}
+	ms, md := committedWriter(t, e, tp, managedwriter.EnableWriteRetries(true))
+	appendBatches(t, e, ms, md, 12)
 	wantUnique(t, ids(t, e, tp), 0, 120)
 	if n := counter(t, e, "bqstore_faults_injected_total", "kind", "quota"); n != 2 {
 		t.Fatalf("quota faults injected = %v, want 2", n)

@@ -422,26 +422,8 @@ func TestGracefulStopWithOpenWriters(t *testing.T) {
 	srv := testkit.StartDir(t, dir)
 	e := dial(t, t.Context(), srv)
 	tp := e.table("t_stop", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	var results []*managedwriter.AppendResult
-	for i := 0; i < 5; i++ {
-		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		results = append(results, r)
-	}
-	for _, r := range results {
-		if _, err := r.GetResult(e.ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ms, md := committedWriter(t, e, tp)
+	appendBatches(t, e, ms, md, 5)
 	// The connection is still open. Without the drain, Close would wait
 	// for the client until its context expired and then cut it.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
