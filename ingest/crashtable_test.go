@@ -313,6 +313,220 @@ func TestCrashTableRows10To13CooperativeRebalance(t *testing.T) {
 	}
 }
 
+// TestCrashTableRows10To12Zombie: member A holds one partition at its
+// second batch, then freezes as a GC pause or a network partition would:
+// its heartbeats stop reaching the coordinator (the test answers them
+// itself, so A believes it is still a member), its session expires, and B
+// gets the partition. When A comes back it acts on its stale membership:
+//
+//   - held before the seal (rows 10 and 12): B loaded IDLE at X and
+//     replayed the batch; A's seal is refused by the coordinator
+//     (UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION, ErrFenced), so its
+//     finalized stream is never committed.
+//   - held after the seal (rows 11 and 12): B loaded A's seal and committed
+//     A's stream; A's own BatchCommit of it gets STREAM_ALREADY_COMMITTED,
+//     which A confirms with GetWriteStream (same commit_time as B's
+//     commit), and A's DONE is refused.
+//
+// Either way the committed offset stays where B put it and the table holds
+// every record once.
+func TestCrashTableRows10To12Zombie(t *testing.T) {
+	for _, sealed := range []bool{false, true} {
+		name := "held-before-seal"
+		if sealed {
+			name = "held-after-seal"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			table := e.table(t, "row12_"+strings.ReplaceAll(name, "-", "_"))
+			const n, group = 200, "zombie"
+			const key = "kafka:events/0"
+			k := newKafkaCluster(t, 1, n, kfake.GroupMinSessionTimeout(100*time.Millisecond))
+
+			// Once frozen, A's heartbeats are answered here, never reaching
+			// the group: A's session expires while A thinks it is fine.
+			var (
+				mu         sync.Mutex
+				lastMember string
+				frozen     string
+			)
+			k.c.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				k.c.KeepControl()
+				req := kr.(*kmsg.HeartbeatRequest)
+				mu.Lock()
+				defer mu.Unlock()
+				if frozen == "" || req.MemberID != frozen {
+					return nil, nil, false
+				}
+				resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+				resp.SetVersion(req.Version)
+				return resp, nil, true
+			})
+			// Before B joins, every member commit is A's (its DONE of batch 1).
+			k.c.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				k.c.KeepControl()
+				mu.Lock()
+				defer mu.Unlock()
+				if req := kr.(*kmsg.OffsetCommitRequest); frozen == "" && req.MemberID != "" {
+					lastMember = req.MemberID
+				}
+				return nil, nil, false
+			})
+
+			var (
+				held       = make(chan ingest.State, 1)
+				resume     = make(chan struct{})
+				aRefused   = make(chan error, 1) // A's first store after resuming
+				aCommitted = make(chan ingest.Committed, 1)
+				bLoaded    = make(chan ingest.State, 1)
+				bCommitted = make(chan ingest.Committed, 1)
+			)
+			cfgA, srcA := k.config(e, table, group, nil)
+			srcA.Opts = append(srcA.Opts, kgo.SessionTimeout(time.Second))
+			resumed := false
+			cfgA.Ledger = &ledgerFunc{inner: srcA.Ledger(), store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+				if st.Batch != 2 {
+					return do()
+				}
+				if st.Sealed && !resumed {
+					var err error
+					if sealed {
+						err = do()
+					}
+					held <- st
+					<-resume
+					resumed = true
+					if sealed || err != nil {
+						return err
+					}
+				}
+				err := do()
+				select {
+				case aRefused <- err:
+				default:
+				}
+				return err
+			}}
+			cfgA.OnCommit = func(c ingest.Committed) {
+				if c.Batch == 2 {
+					aCommitted <- c
+				}
+			}
+			cfgB, srcB := k.config(e, table, group, nil)
+			cfgB.Ledger = &ledgerFunc{inner: srcB.Ledger(), load: func(_ string, st ingest.State) {
+				select {
+				case bLoaded <- st:
+				default:
+				}
+			}}
+			cfgB.OnCommit = func(c ingest.Committed) {
+				if c.Batch == 2 {
+					bCommitted <- c
+				}
+			}
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errA, errB := make(chan error, 1), make(chan error, 1)
+			go func() { errA <- ingest.Run(ctx, cfgA) }()
+			var seal ingest.State
+			select {
+			case seal = <-held:
+			case err := <-errA:
+				t.Fatalf("A stopped before its second batch: %v", err)
+			}
+			mu.Lock()
+			frozen = lastMember
+			mu.Unlock()
+			if frozen == "" {
+				t.Fatal("A committed nothing as a member before its second batch")
+			}
+			go func() { errB <- ingest.Run(ctx, cfgB) }()
+			waitAllCommitted(t, k, group, errA, errB)
+
+			got := <-bLoaded
+			if !sealed && (got.Sealed || got.Offset != seal.Offset) {
+				t.Fatalf("B loaded %v, want IDLE at %d (A's seal was not sent)", got, seal.Offset)
+			}
+			if sealed && (!got.Sealed || got.To != seal.To || !reflect.DeepEqual(got.Streams, seal.Streams)) {
+				t.Fatalf("B loaded %v %+v, want A's seal %v %+v", got, got.Streams, seal, seal.Streams)
+			}
+
+			close(resume)
+			var err error
+			select {
+			case err = <-aRefused:
+			case err = <-errA:
+				t.Fatalf("A stopped without storing again: %v", err)
+			}
+			if !errors.Is(err, ingest.ErrFenced) ||
+				!(errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
+					strings.Contains(err.Error(), kerr.UnknownMemberID.Message) || strings.Contains(err.Error(), kerr.IllegalGeneration.Message)) {
+				t.Fatalf("zombie A's OffsetCommit: %v, want ErrFenced (UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION)", err)
+			}
+			if sealed {
+				a, b := <-aCommitted, <-bCommitted
+				if !a.Time.Equal(b.Time) || a.Time.IsZero() {
+					t.Fatalf("A's commit of its sealed stream reports commit_time %v, B's %v: want the one commit", a.Time, b.Time)
+				}
+			} else {
+				select {
+				case c := <-aCommitted:
+					t.Fatalf("zombie A committed %+v without a seal", c)
+				default:
+				}
+			}
+			// A's refused write changed nothing: the group still has B's
+			// IDLE state at the end of the partition.
+			t.Logf("zombie A refused: %v", err)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+			cl.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, _ := offs.Lookup(k.topic, 0)
+			if st, err := ingest.DecodeState([]byte(o.Metadata)); err != nil || o.At != n || st.Sealed {
+				t.Fatalf("committed offset %d %q (%v) after A's refused write, want B's IDLE state at %d", o.At, o.Metadata, err, n)
+			}
+			cancel()
+			for who, errc := range map[string]chan error{"A": errA, "B": errB} {
+				if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Run %s: %v", who, err)
+				}
+			}
+			checkExactlyOnce(t, e.readIDs(t, table), n)
+		})
+	}
+}
+
+// newKafkaCluster is newKafka with extra cluster options and no bad
+// records.
+func newKafkaCluster(t *testing.T, parts int32, n int, opts ...kfake.Opt) *kafkaEnv {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(parts, "events")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range n {
+		recs[i] = &kgo.Record{Topic: "events", Value: fmt.Appendf(nil, `{"id":%d,"name":"k%d","tags":[]}`, i, i)}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return &kafkaEnv{c: c, topic: "events", parts: parts}
+}
+
 // waitAllCommitted waits until the group's committed offsets reach the end
 // of every partition; any Run ending first fails the test.
 func waitAllCommitted(t *testing.T, k *kafkaEnv, group string, errcs ...chan error) {
