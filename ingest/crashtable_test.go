@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,111 @@ import (
 
 	"github.com/bqstore/bqstore/ingest"
 )
+
+// TestCrashTableRow14BrokerRestart: the only broker (the group coordinator)
+// stops right after a seal was acknowledged and comes back on the same port
+// from its data directory. The seal survives the restart (committed offsets
+// and their metadata are durable); the pipeline's kafka client reconnects
+// and its DONE reaches the restarted broker. (kfake reloads the group with
+// its members; a coordinator that forgot the member would fence the DONE,
+// and the partition's next owner would resolve the seal: the zombie test's
+// path.) Every record ends in the table once.
+func TestCrashTableRow14BrokerRestart(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "row14_restart")
+	const n, group = 200, "restart"
+	const key = "kafka:events/0"
+	dir := t.TempDir()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "events"), kfake.DataDir(dir),
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond)}
+	c1, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := c1.ListenAddrs()[0]
+	port, err := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kafkaEnv{c: c1, topic: "events", parts: 1}
+	produce(t, k, n)
+
+	held := make(chan ingest.State, 1)
+	resume := make(chan struct{})
+	cfg, src := k.config(e, table, group, nil)
+	src.Opts = append(src.Opts, kgo.SessionTimeout(time.Second))
+	var once sync.Once
+	cfg.Ledger = &ledgerFunc{inner: src.Ledger(), store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+		if err := do(); err != nil || !st.Sealed || st.Batch != 2 {
+			return err
+		}
+		once.Do(func() {
+			held <- st
+			select {
+			case <-resume:
+			case <-ctx.Done():
+			}
+		})
+		return nil
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(ctx, cfg) }()
+	var seal ingest.State
+	select {
+	case seal = <-held:
+	case err := <-errc:
+		t.Fatalf("Run stopped before its second seal: %v", err)
+	}
+	c1.Close()
+	c2, err := kfake.NewCluster(append(opts, kfake.Ports(port))...)
+	if err != nil {
+		t.Fatalf("restarting the broker on port %d: %v", port, err)
+	}
+	t.Cleanup(c2.Close)
+	k.c = c2
+
+	// The seal is what the restarted coordinator holds for the partition.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c2.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := offs.Lookup(k.topic, 0)
+	got, err := ingest.DecodeState([]byte(o.Metadata))
+	if err != nil || !got.Sealed || got.Batch != seal.Batch || o.At != seal.Offset || !reflect.DeepEqual(got.Streams, seal.Streams) {
+		t.Fatalf("after the restart %s holds offset %d %q (%v), want the seal %v", key, o.At, o.Metadata, err, seal)
+	}
+
+	close(resume)
+	waitAllCommitted(t, k, group, errc)
+	cancel()
+	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
+
+func produce(t *testing.T, k *kafkaEnv, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	recs := make([]*kgo.Record, n)
+	for i := range n {
+		recs[i] = &kgo.Record{Topic: k.topic, Value: fmt.Appendf(nil, `{"id":%d,"name":"k%d","tags":[]}`, i, i)}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // commitState decodes the partition state an OffsetCommit carries for
 // partition p, if it carries one.
@@ -512,19 +618,9 @@ func newKafkaCluster(t *testing.T, parts int32, n int, opts ...kfake.Opt) *kafka
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	recs := make([]*kgo.Record, n)
-	for i := range n {
-		recs[i] = &kgo.Record{Topic: "events", Value: fmt.Appendf(nil, `{"id":%d,"name":"k%d","tags":[]}`, i, i)}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	return &kafkaEnv{c: c, topic: "events", parts: parts}
+	k := &kafkaEnv{c: c, topic: "events", parts: parts}
+	produce(t, k, n)
+	return k
 }
 
 // waitAllCommitted waits until the group's committed offsets reach the end
