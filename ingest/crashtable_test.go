@@ -277,6 +277,74 @@ func TestCrashTableRow16SealedStreamNotFound(t *testing.T) {
 	}
 }
 
+// TestCrashTableRow16KafkaFreshServer: row 16 with the seal in Kafka. The
+// pipeline crashes right after sealing a partition's second batch; the
+// BigQuery server is then replaced by one on a fresh data dir (same table,
+// none of the streams). The restart fails closed naming the partition and
+// the stream, and the group's committed offset and seal stay as they were.
+func TestCrashTableRow16KafkaFreshServer(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "row16_kafka")
+	const n, group = 200, "row16"
+	const key = "kafka:events/0"
+	k := newKafkaCluster(t, 1, n)
+	cfg, _ := k.config(e, table, group, nil)
+	cfg.Hooks = &crashAt{point: ingest.AfterSeal, batch: 2}
+	if err := ingest.Run(context.Background(), cfg); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: %v, want the injected crash after the seal", err)
+	}
+	before := committedState(t, k, group)
+	if !before.Sealed || before.Batch != 2 {
+		t.Fatalf("state after the crash: %v, want the seal of batch 2", before)
+	}
+
+	fresh := newEnv(t)
+	fresh.table(t, "row16_kafka")
+	cfg, _ = k.config(fresh, table, group, nil)
+	err := ingest.Run(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("the run against the fresh server succeeded, want it to fail closed")
+	}
+	for _, part := range []string{"not found", key, before.Streams[0].ID, fmt.Sprintf("[%d, %d)", before.Offset, before.To)} {
+		if !strings.Contains(err.Error(), part) {
+			t.Fatalf("Run: %v, want an error naming %q", err, part)
+		}
+	}
+	if after := committedState(t, k, group); !reflect.DeepEqual(after, before) {
+		t.Fatalf("state after failing closed: %v, want the seal untouched: %v", after, before)
+	}
+	if ids := fresh.readIDs(t, table); len(ids) != 0 {
+		t.Fatalf("the fresh server's table holds %d rows, want none", len(ids))
+	}
+}
+
+// committedState reads partition 0's state from the group's committed
+// offset and metadata.
+func committedState(t *testing.T, k *kafkaEnv, group string) ingest.State {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := offs.Lookup(k.topic, 0)
+	if !ok {
+		t.Fatalf("group %s has no committed offset for %s/0", group, k.topic)
+	}
+	st, err := ingest.DecodeState([]byte(o.Metadata))
+	if err != nil {
+		t.Fatalf("committed metadata %q: %v", o.Metadata, err)
+	}
+	if st.Offset != o.At {
+		t.Fatalf("committed offset %d, state %v", o.At, st)
+	}
+	return st
+}
+
 // ledgerFunc wraps a pipeline's Ledger so a test can watch the states it
 // loads and step in around the states it stores (store gets the worker's
 // context and do, which stores st in the wrapped ledger).
@@ -585,18 +653,8 @@ func TestCrashTableRows10To12Zombie(t *testing.T) {
 			// A's refused write changed nothing: the group still has B's
 			// IDLE state at the end of the partition.
 			t.Logf("zombie A refused: %v", err)
-			cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
-			cl.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			o, _ := offs.Lookup(k.topic, 0)
-			if st, err := ingest.DecodeState([]byte(o.Metadata)); err != nil || o.At != n || st.Sealed {
-				t.Fatalf("committed offset %d %q (%v) after A's refused write, want B's IDLE state at %d", o.At, o.Metadata, err, n)
+			if st := committedState(t, k, group); st.Sealed || st.Offset != n {
+				t.Fatalf("state after A's refused write: %v, want B's IDLE state at %d", st, n)
 			}
 			cancel()
 			for who, errc := range map[string]chan error{"A": errA, "B": errB} {
