@@ -1,8 +1,12 @@
 package ingest_test
 
-// One focused test per remaining row of the crash table (EXACTLY-ONCE.md
-// section 3.6): rows 14 and 16. Rows 1-9 are in pipeline_test.go and
-// kafka_test.go, row 17 in retention_test.go.
+// Focused tests for rows 10-16 of the crash table (EXACTLY-ONCE.md section
+// 3.6): rebalances before and after the seal, a zombie member, a
+// cooperative revoke mid-batch, ambiguous OffsetCommit replies and a broker
+// restart, and a sealed stream the server does not know. Rows 1-9 are in
+// pipeline_test.go and kafka_test.go, row 15 in kill_test.go, row 17 in
+// retention_test.go. Each test ends by reading the table through the Read
+// API.
 
 import (
 	"context"
