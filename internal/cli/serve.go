@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", envDefault(env, "BQSTORE_GRPC_ADDR", server.DefaultGRPCAddr), "gRPC listen address for the Storage API; port 0 picks one (env BQSTORE_GRPC_ADDR)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envDefault(env, "BQSTORE_HTTP_ADDR", server.DefaultHTTPAddr), "HTTP listen address for REST v2, /healthz and /metrics; port 0 picks one (env BQSTORE_HTTP_ADDR)")
 	fs.StringVar(&cfg.Project, "project", envDefault(env, "BQSTORE_PROJECT", server.DefaultProject), "a project that exists from the start (env BQSTORE_PROJECT)")
+	memLimit := fs.String("memory-limit", envDefault(env, "BQSTORE_MEMORY_LIMIT", "448MiB"), "soft limit of the Go heap (runtime/debug.SetMemoryLimit): the GC works harder near it, nothing fails above it; 0 turns it off; GOMEMLIMIT, when set, wins (env BQSTORE_MEMORY_LIMIT)")
 	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
@@ -40,6 +42,19 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.Storage.MaxInflightBytes, err = parseBytes(*inflight); err != nil || cfg.Storage.MaxInflightBytes <= 0 {
 		return usagef("--max-inflight-bytes: %q is not a positive size (for example 256MiB)", *inflight)
+	}
+	var limit int64
+	if *memLimit != "0" && *memLimit != "off" {
+		limit, err = parseBytes(*memLimit)
+	}
+	if err != nil {
+		return usagef("--memory-limit: %q is not a size (for example 448MiB, or 0 for none)", *memLimit)
+	}
+	if _, set := env.LookupEnv("GOMEMLIMIT"); !set && limit > 0 {
+		// Measured: with 16 concurrent 1 MB writers, peak RSS 531 MB
+		// without it, 399 MB with 448 MiB, at the same throughput
+		// (docs/PERFORMANCE.md).
+		debug.SetMemoryLimit(limit)
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
