@@ -223,20 +223,39 @@ func managedwriterMultiplexed(e *env) (*managedwriter.Client, error) {
 	return managedwriter.NewClient(e.ctx, project, opts...)
 }
 
-// committedWriter opens a managedwriter stream of type COMMITTED on table
-// tp with simpleSchema's descriptor (plus opts) and closes it at the end of
-// the test.
-func committedWriter(t *testing.T, e *env, tp string, opts ...managedwriter.WriterOption) (*managedwriter.ManagedStream, protoreflect.MessageDescriptor) {
+// newWriter opens a managedwriter stream of type typ on table tp with
+// simpleSchema's descriptor (plus opts) and closes it at the end of the
+// test.
+func newWriter(t *testing.T, e *env, tp string, typ managedwriter.StreamType, opts ...managedwriter.WriterOption) (*managedwriter.ManagedStream, protoreflect.MessageDescriptor) {
 	t.Helper()
 	dp, md := descriptor(t, simpleSchema)
 	opts = append([]managedwriter.WriterOption{managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp)}, opts...)
+		managedwriter.WithType(typ), managedwriter.WithSchemaDescriptor(dp)}, opts...)
 	ms, err := e.mw.NewManagedStream(e.ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
 	return ms, md
+}
+
+// committedWriter is newWriter for a COMMITTED stream.
+func committedWriter(t *testing.T, e *env, tp string, opts ...managedwriter.WriterOption) (*managedwriter.ManagedStream, protoreflect.MessageDescriptor) {
+	t.Helper()
+	return newWriter(t, e, tp, managedwriter.CommittedStream, opts...)
+}
+
+// appendAt appends n rows (ids first..first+n-1) at offset off and waits
+// for the result.
+func appendAt(t *testing.T, e *env, ms *managedwriter.ManagedStream, md protoreflect.MessageDescriptor, first, n int, off int64) {
+	t.Helper()
+	r, err := ms.AppendRows(e.ctx, rows(t, md, first, n), managedwriter.WithOffset(off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GetResult(e.ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // appendBatches sends n batches of 10 rows (ids 0..10n-1) at explicit

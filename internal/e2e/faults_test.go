@@ -147,20 +147,8 @@ func TestFaultResetBeforeDurable(t *testing.T) {
 // pendingStream writes n rows to a new finalized PENDING stream.
 func pendingStream(t *testing.T, e *env, tp string, first, n int) string {
 	t.Helper()
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	r, err := ms.AppendRows(e.ctx, rows(t, md, first, n), managedwriter.WithOffset(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.GetResult(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	ms, md := newWriter(t, e, tp, managedwriter.PendingStream)
+	appendAt(t, e, ms, md, first, n, 0)
 	if _, err := ms.Finalize(e.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -240,22 +228,10 @@ func TestFaultCommitDropReply(t *testing.T) {
 func TestFaultCommitFailAndFinalizeDropReply(t *testing.T) {
 	e := newFaultEnv(t, withFaults(t, "commit.fail:times=1,code=UNAVAILABLE;finalize.drop_reply:times=1", 1))
 	tp := e.table("t_commitfail", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.PendingStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	r, err := ms.AppendRows(e.ctx, rows(t, md, 0, 5), managedwriter.WithOffset(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.GetResult(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	ms, md := newWriter(t, e, tp, managedwriter.PendingStream)
+	appendAt(t, e, ms, md, 0, 5, 0)
 	name := ms.StreamName()
-	_, err = e.wc.FinalizeWriteStream(e.ctx, &storagepb.FinalizeWriteStreamRequest{Name: name}, noRetry)
+	_, err := e.wc.FinalizeWriteStream(e.ctx, &storagepb.FinalizeWriteStreamRequest{Name: name}, noRetry)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("finalize with a dropped reply: %v, want UNAVAILABLE", err)
 	}
@@ -593,13 +569,7 @@ func TestFaultQuotaStormPipelined(t *testing.T) {
 func TestFaultFlushDropReplyAndLatency(t *testing.T) {
 	e := newFaultEnv(t, withFaults(t, "flush.drop_reply:times=1,stream_type=BUFFERED;append.latency:dist=uniform,min=1ms,max=3ms", 5))
 	tp := e.table("t_flush", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.BufferedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
+	ms, md := newWriter(t, e, tp, managedwriter.BufferedStream)
 	for i := 0; i < 2; i++ {
 		r, err := ms.AppendRows(e.ctx, rows(t, md, i*10, 10), managedwriter.WithOffset(int64(i*10)))
 		if err != nil {
@@ -612,7 +582,7 @@ func TestFaultFlushDropReplyAndLatency(t *testing.T) {
 	if n := len(ids(t, e, tp)); n != 0 {
 		t.Fatalf("%d BUFFERED rows visible before a flush", n)
 	}
-	_, err = e.wc.FlushRows(e.ctx, &storagepb.FlushRowsRequest{WriteStream: ms.StreamName(), Offset: wrapperspb.Int64(19)}, noRetry)
+	_, err := e.wc.FlushRows(e.ctx, &storagepb.FlushRowsRequest{WriteStream: ms.StreamName(), Offset: wrapperspb.Int64(19)}, noRetry)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("flush with a dropped reply: %v, want UNAVAILABLE", err)
 	}

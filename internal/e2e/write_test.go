@@ -110,13 +110,7 @@ func TestDefaultStream(t *testing.T) {
 func TestCommittedStreamOffsets(t *testing.T) {
 	e := newEnv(t)
 	tp := e.table("t_committed", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.CommittedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
+	ms, md := newWriter(t, e, tp, managedwriter.CommittedStream)
 	append := func(first, n int, off int64) (int64, error) {
 		r, err := ms.AppendRows(e.ctx, rows(t, md, first, n), managedwriter.WithOffset(off))
 		if err != nil {
@@ -130,7 +124,7 @@ func TestCommittedStreamOffsets(t *testing.T) {
 			t.Fatalf("append %d: offset %d, %v; want %d", i, got, err, want)
 		}
 	}
-	_, err = append(0, 10, 0)
+	_, err := append(0, 10, 0)
 	wantCodes(t, "retry at offset 0", err, codes.AlreadyExists, storagepb.StorageError_OFFSET_ALREADY_EXISTS)
 	_, err = append(100, 10, 100)
 	wantCodes(t, "offset beyond end", err, codes.OutOfRange, storagepb.StorageError_OFFSET_OUT_OF_RANGE)
@@ -239,20 +233,8 @@ func TestPendingStreamLifecycle(t *testing.T) {
 func TestBufferedStreamFlush(t *testing.T) {
 	e := newEnv(t)
 	tp := e.table("t_buffered", simpleSchema)
-	dp, md := descriptor(t, simpleSchema)
-	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp),
-		managedwriter.WithType(managedwriter.BufferedStream), managedwriter.WithSchemaDescriptor(dp))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	r, err := ms.AppendRows(e.ctx, rows(t, md, 0, 10), managedwriter.WithOffset(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.GetResult(e.ctx); err != nil {
-		t.Fatal(err)
-	}
+	ms, md := newWriter(t, e, tp, managedwriter.BufferedStream)
+	appendAt(t, e, ms, md, 0, 10, 0)
 	if n := len(ids(t, e, tp)); n != 0 {
 		t.Fatalf("%d unflushed rows visible", n)
 	}
@@ -262,7 +244,7 @@ func TestBufferedStreamFlush(t *testing.T) {
 	if n := len(ids(t, e, tp)); n != 4 {
 		t.Fatalf("after flush(3): %d rows visible, want 4 (offsets 0..3 inclusive)", n)
 	}
-	_, err = ms.FlushRows(e.ctx, 10)
+	_, err := ms.FlushRows(e.ctx, 10)
 	wantCodes(t, "flush beyond end", err, codes.OutOfRange, storagepb.StorageError_OFFSET_OUT_OF_RANGE)
 
 	cs, err := e.mw.CreateWriteStream(e.ctx, &storagepb.CreateWriteStreamRequest{Parent: tp, WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_COMMITTED}})
