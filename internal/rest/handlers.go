@@ -103,14 +103,7 @@ func (h *Handler) insertDataset(w http.ResponseWriter, r *http.Request, p string
 		}
 		ds.DefaultTableExpirationMs = *patch.DefaultTableExpirationMs
 	}
-	for k, v := range patch.Labels {
-		if v != nil {
-			if ds.Labels == nil {
-				ds.Labels = map[string]string{}
-			}
-			ds.Labels[k] = *v
-		}
-	}
+	ds.Labels = setLabels(ds.Labels, patch.Labels)
 	created, err := h.cat.CreateDataset(r.Context(), ds)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -328,14 +321,7 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d strin
 	if patch.Expiration != nil {
 		spec.Expiration = *patch.Expiration
 	}
-	for k, v := range patch.Labels {
-		if v != nil {
-			if spec.Labels == nil {
-				spec.Labels = map[string]string{}
-			}
-			spec.Labels[k] = *v
-		}
-	}
+	spec.Labels = setLabels(spec.Labels, patch.Labels)
 	t, err := h.cat.CreateTable(r.Context(), spec)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -464,4 +450,18 @@ func (f labelFilter) match(labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// setLabels copies the non-null labels of a request body into dst
+// (allocated on first use) and returns it.
+func setLabels(dst map[string]string, labels map[string]*string) map[string]string {
+	for k, v := range labels {
+		if v != nil {
+			if dst == nil {
+				dst = map[string]string{}
+			}
+			dst[k] = *v
+		}
+	}
+	return dst
 }
