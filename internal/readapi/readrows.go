@@ -3,7 +3,6 @@ package readapi
 import (
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
@@ -90,10 +89,13 @@ func (rd *streamReader) run(offset int64) error {
 		startFrac := rd.progress(pos)
 		pos = end
 		if sess.filter != nil {
-			rec, err = rd.applyFilter(rec)
+			// Keep the rows where row_restriction is TRUE.
+			filtered, err := sess.filter.Apply(ctx, rec)
+			rec.Release()
 			if err != nil {
 				return err
 			}
+			rec = filtered
 			if offset > 0 {
 				// Skip output rows before the requested offset.
 				k := min(offset, rec.NumRows())
@@ -126,18 +128,6 @@ func (rd *streamReader) progress(pos int64) float64 {
 		return 1
 	}
 	return float64(pos-rd.r.start) / float64(rd.r.len())
-}
-
-// applyFilter keeps the rows where row_restriction is TRUE.
-func (rd *streamReader) applyFilter(rec arrow.Record) (arrow.Record, error) {
-	mask, err := rd.sess.filter.Eval(rec)
-	if err != nil {
-		return nil, err
-	}
-	defer mask.Release()
-	out, err := compute.FilterRecordBatch(rd.srv.Context(), rec, mask, compute.DefaultFilterOptions())
-	rec.Release()
-	return out, err
 }
 
 func (rd *streamReader) send(rec arrow.Record, start, end float64) error {
