@@ -7,7 +7,10 @@ package rest
 // every later page reads the same snapshot (paging stays consistent while
 // writes go on, as long as the token is used within the time-travel
 // window). Rows are in the engine's plan order: the order a single Read
-// API stream returns them, which is the order of commit.
+// API stream returns them, which is log (append) order: rows of a PENDING
+// stream appear where they were appended, not where they were committed.
+// Compaction keeps that order, so a row index names the same row in
+// every page of a listing.
 
 import (
 	"encoding/base64"

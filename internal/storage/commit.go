@@ -15,7 +15,8 @@ import (
 // before it exits.
 //
 // Group commit: each round takes everything queued, stamps the records
-// with strictly increasing timestamps, writes them, fdatasyncs once,
+// with strictly increasing timestamps (each later than every snapshot
+// time taken, see Table.mu.readTS), writes them, fdatasyncs once,
 // applies them to the durable state in order and acknowledges them. While
 // it syncs, new appends queue up and form the next group, so many
 // concurrent appenders share one fdatasync.
@@ -69,7 +70,7 @@ func (t *Table) stampLocked(ops []*op) {
 			o.ts = t.mu.lastTS
 			continue
 		}
-		o.ts = max(now, t.mu.lastTS+1)
+		o.ts = max(now, t.mu.lastTS+1, t.mu.readTS+1)
 		t.mu.lastTS = o.ts
 		if t.mu.inflight == 0 {
 			t.mu.inflight = o.ts
@@ -205,6 +206,14 @@ func (t *Table) syncApply(ops []*op) error {
 		}
 		if err := t.applyLocked(o.r, o.ts, o.file, o.off, int64(len(o.buf))); err != nil && applyErr == nil {
 			applyErr = err
+		}
+		if o.r.typ == recStreamCreate {
+			// The admission state learns the creation time (the TTL
+			// counts from it) when the stream becomes durable; until
+			// then only CreateStream knows its id.
+			if st, ok := t.mu.admit.Lookup(o.r.stream); ok {
+				st.CreateTS = o.ts
+			}
 		}
 	}
 	t.mu.Unlock()

@@ -26,9 +26,11 @@ type CompactStats struct {
 }
 
 // Compact rewrites the table's sealed log files as one sealed file:
-// consecutive batches of a stream (contiguous offsets, same schema
-// version) are merged up to 4 MiB, and batches of expired PENDING
-// streams (never committed, so never visible) are dropped. What any
+// batches of a stream adjacent in the log (contiguous offsets, same
+// schema version) are merged up to 4 MiB, keeping log order (see
+// planCompaction), and batches of abandoned PENDING streams (never
+// committed, so never visible) are dropped; expired streams are
+// abandoned first (AbandonExpired). What any
 // snapshot returns is unchanged: a merged batch keeps the append time of
 // each of its row runs (segment.Batch.Runs), so time travel still cuts it
 // exactly; snapshots taken before keep reading the old files, which are
@@ -43,7 +45,9 @@ type CompactStats struct {
 func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	t.compactMu.Lock()
 	defer t.compactMu.Unlock()
-	cutoff := t.cutoff()
+	if err := t.AbandonExpired(ctx); err != nil {
+		return CompactStats{}, err
+	}
 
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
@@ -65,10 +69,13 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 		n++
 	}
 	old := t.mu.batches[:n:n]
+	// Rows of abandoned streams are dropped. Abandonment is durable
+	// (an ABANDON record, at or before the last record applied), so the
+	// decision needs no clock and nothing can revive the stream.
 	drop := map[string]bool{}
 	for _, br := range old {
 		st, ok := t.mu.durable.Lookup(br.b.Stream)
-		if br.b.Stream != DefaultStreamID && (!ok || stream.Expired(st, cutoff)) {
+		if br.b.Stream != DefaultStreamID && (!ok || st.State == stream.Abandoned) {
 			drop[br.b.Stream] = true
 		}
 	}
@@ -95,14 +102,6 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	_, ck, err := t.readSealed(last, last.size)
 	if err != nil {
 		return CompactStats{}, err
-	}
-	// Expired streams whose rows are dropped become ABANDONED, durably
-	// with the new file's checkpoint, so that no later clock can revive
-	// them.
-	for id := range drop {
-		if st, ok := ck.streams.Lookup(id); ok {
-			st.State = stream.Abandoned
-		}
 	}
 	final := path.Join(t.dir, logName(last.num))
 	tmp := final + ".tmp"
@@ -160,13 +159,6 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 		refs = append(refs, batchRef{f: lf, b: b})
 	}
 	refs = append(refs, t.mu.batches[n:]...)
-	for id := range drop {
-		for _, set := range []*stream.Set{t.mu.durable, t.mu.admit} {
-			if st, ok := set.Lookup(id); ok {
-				st.State = stream.Abandoned
-			}
-		}
-	}
 	t.mu.activeStart += len(newBatches) - n
 	t.mu.batches = refs
 	t.mu.files = append([]*logFile{lf}, t.mu.files[len(sealed):]...)
@@ -189,45 +181,87 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	return stats, nil
 }
 
-// planCompaction groups the batches to merge: per stream (in order of
-// first appearance), runs of batches with contiguous offsets and one
-// schema version, up to compactTargetBytes. Batches of streams in drop
-// are left out.
+// planCompaction groups the batches to merge, keeping log order: a
+// group is a run of batches adjacent in the log (once the batches of
+// streams in drop, which are never visible, are left out) of one stream,
+// with contiguous offsets and one schema version, up to
+// compactTargetBytes.
+//
+// Log order is kept because it is the order of a snapshot's plan, and
+// readers address rows by their position in it (REST page tokens carry
+// the snapshot time and a row index; read streams split by row
+// position): a merge of adjacent batches shows exactly the rows the
+// batches showed at any time, in the same places. Regrouping all of a
+// stream's batches would merge more when streams interleave, but it
+// moves rows, so a listing that spans a compaction skips and repeats
+// rows.
 func planCompaction(old []batchRef, drop map[string]bool) ([][]batchRef, CompactStats) {
-	var order []string
-	byStream := map[string][]batchRef{}
 	st := CompactStats{BatchesIn: len(old)}
+	var groups [][]batchRef
+	var cur []batchRef
+	var size int64
 	for _, br := range old {
 		if drop[br.b.Stream] {
 			st.RowsDropped += br.b.Rows
 			continue
 		}
-		if _, ok := byStream[br.b.Stream]; !ok {
-			order = append(order, br.b.Stream)
-		}
-		byStream[br.b.Stream] = append(byStream[br.b.Stream], br)
-	}
-	var groups [][]batchRef
-	for _, s := range order {
-		var cur []batchRef
-		var size int64
-		for _, br := range byStream[s] {
-			if len(cur) > 0 {
-				prev := cur[len(cur)-1].b
-				if prev.First+prev.Rows != br.b.First || prev.SchemaVersion != br.b.SchemaVersion || size+br.b.Len > compactTargetBytes {
-					groups = append(groups, cur)
-					cur, size = nil, 0
-				}
-			}
-			cur = append(cur, br)
-			size += br.b.Len
-		}
 		if len(cur) > 0 {
-			groups = append(groups, cur)
+			prev := cur[len(cur)-1].b
+			if prev.Stream != br.b.Stream || prev.First+prev.Rows != br.b.First || prev.SchemaVersion != br.b.SchemaVersion || size+br.b.Len > compactTargetBytes {
+				groups = append(groups, cur)
+				cur, size = nil, 0
+			}
 		}
+		cur = append(cur, br)
+		size += br.b.Len
+	}
+	if len(cur) > 0 {
+		groups = append(groups, cur)
 	}
 	st.BatchesOut = len(groups)
 	return groups, st
+}
+
+// AbandonExpired gives up the uncommitted PENDING streams whose TTL has
+// run out, durably: one ABANDON record, admitted under t.mu against the
+// admission state like every other mutation, so it is ordered against
+// BatchCommit: a commit admitted first wins (the stream is no longer
+// uncommitted in the admission state), a commit admitted later finds the
+// stream gone (ErrStreamNotFound). Compact calls it first; it returns
+// once the record is durable and applied.
+func (t *Table) AbandonExpired(ctx context.Context) error {
+	cutoff := t.cutoff()
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		return err
+	}
+	var ids []string
+	for _, id := range t.mu.admit.IDs() {
+		st, _ := t.mu.admit.Lookup(id)
+		// CreateTS == 0: the stream's creation is not durable yet.
+		if st.CreateTS != 0 && st.State != stream.Abandoned && stream.Expired(st, cutoff) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	for _, id := range ids {
+		if err := t.mu.admit.Abandon(id); err != nil {
+			t.mu.Unlock()
+			return fmt.Errorf("storage: abandon: %w", err)
+		}
+	}
+	o := t.submitLocked(&rec{typ: recAbandon, ids: ids})
+	t.mu.Unlock()
+	select {
+	case <-o.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return o.err
 }
 
 // fileWriter appends frames, remembering the offset and the first error.

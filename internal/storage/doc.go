@@ -67,10 +67,12 @@
 // reservation and the queueing in the caller's order and returns a
 // PendingAppend whose Wait returns once the record is durable.
 //
-// Compaction (Table.Compact, explicit) rewrites the sealed files as one:
-// a stream's small batches merged (each merged batch keeps the append
-// time of each of its row runs, so time travel stays exact) and rows of
-// expired, never-committed PENDING streams dropped. See
+// Compaction (Table.Compact, explicit) rewrites the sealed files as one,
+// in log order: adjacent small batches of a stream merged (each merged
+// batch keeps the append time of each of its row runs, so time travel
+// stays exact) and rows of abandoned PENDING streams dropped. Expired
+// streams are abandoned first by an ABANDON record, ordered against
+// BATCH_COMMIT in the log like every mutation. See
 // docs/format/segment.md.
 //
 // # Rejected alternatives

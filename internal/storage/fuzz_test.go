@@ -41,6 +41,7 @@ func fuzzSeeds(t testing.TB) map[wal.Type][]byte {
 		recStreamCreate: (&rec1{typ: recStreamCreate, stream: "s1", streamType: stream.Pending, schemaVersion: 1}).encode(),
 		recFlush:        (&rec1{typ: recFlush, stream: "s1", first: 3}).encode(),
 		recBatchCommit:  (&rec1{typ: recBatchCommit, ids: []string{"a", "b"}}).encode(),
+		recAbandon:      (&rec1{typ: recAbandon, ids: []string{"a"}}).encode(),
 		recCheckpoint:   ck.encode(),
 		recHeader:       encodeHeader("t", 3, 1),
 	}

@@ -25,6 +25,7 @@ const (
 	recBatchCommit  wal.Type = 8
 	recFooter       wal.Type = 9
 	recTrailer      wal.Type = 10
+	recAbandon      wal.Type = 11
 )
 
 func recName(t wal.Type) string {
@@ -49,6 +50,8 @@ func recName(t wal.Type) string {
 		return "FOOTER"
 	case recTrailer:
 		return "TRAILER"
+	case recAbandon:
+		return "ABANDON"
 	}
 	return fmt.Sprintf("TYPE_%d", t)
 }
@@ -86,7 +89,7 @@ func (r *rec) encodeMeta() []byte {
 	case recFlush, recFinalize:
 		e.String(r.stream)
 		e.Varint(r.first)
-	case recBatchCommit:
+	case recBatchCommit, recAbandon:
 		e.Uvarint(uint64(len(r.ids)))
 		for _, id := range r.ids {
 			e.String(id)
@@ -121,7 +124,7 @@ func decodeRec(typ wal.Type, p []byte, parseSchema func([]byte) (*arrow.Schema, 
 	case recFlush, recFinalize:
 		r.stream = d.String()
 		r.first = d.Varint()
-	case recBatchCommit:
+	case recBatchCommit, recAbandon:
 		n := d.Count(d.Len())
 		for range n {
 			r.ids = append(r.ids, d.String())

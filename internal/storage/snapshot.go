@@ -82,8 +82,10 @@ func (t *Table) Snapshot(at time.Time) (*Snapshot, error) {
 	if ts < t.mu.createTS {
 		return nil, fmt.Errorf("storage: snapshot at %v before the table's creation at %v: %w", at, usTime(t.mu.createTS), ErrSnapshotTooOld)
 	}
-	// Records stamped at or before ts may still be in flight: wait, so
+	// Records stamped later get a time after ts (readTS), and records
+	// stamped at or before ts may still be in flight: wait for them, so
 	// that every snapshot at ts sees the same rows.
+	t.mu.readTS = max(t.mu.readTS, ts)
 	for t.mu.inflight != 0 && t.mu.inflight <= ts && t.mu.failErr == nil && !t.mu.closed {
 		t.applied.Wait()
 	}

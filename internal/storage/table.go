@@ -29,7 +29,7 @@ import (
 // record were already durable — this is what makes the offset check
 // atomic with the append), then queued; the table's single log writer
 // goroutine (run) stamps each record with a strictly increasing
-// timestamp, writes the group, fdatasyncs once, then applies the records
+// timestamp later than any snapshot time taken so far, writes the group, fdatasyncs once, then applies the records
 // to the durable state (durable, schemas, batches) in log order under mu
 // and only then acknowledges them. Readers see only the durable state.
 //
@@ -74,6 +74,11 @@ type Table struct {
 		files       []*logFile
 		createTS    int64
 		lastTS      int64 // last stamped timestamp, µs
+		// readTS is the latest time a snapshot was taken at, µs:
+		// records are stamped after it, so a snapshot at T is final
+		// once taken (not persisted: after a restart the clock and
+		// lastTS are past every earlier snapshot time).
+		readTS int64
 		// inflight is the timestamp of the oldest stamped record not yet
 		// applied (0: none).
 		inflight int64
@@ -168,8 +173,10 @@ func (t *Table) usableLocked() error {
 	return nil
 }
 
-// submit queues a metadata record (or a barrier, r == nil) and waits
-// until it is durable and applied.
+// submitLocked queues a metadata record (or a barrier, r == nil) and
+// returns its op; the caller releases t.mu and then waits on op.done,
+// which is closed once the record is durable and applied (or failed).
+// REQUIRES: t.mu held.
 func (t *Table) submitLocked(r *rec) *op {
 	o := t.newOpLocked(r)
 	t.enqueueLocked(o)
@@ -179,14 +186,15 @@ func (t *Table) submitLocked(r *rec) *op {
 // ID is the table's id.
 func (t *Table) ID() string { return t.id }
 
-// cutoffLocked is the creation time before which uncommitted PENDING
-// streams are expired.
+// cutoff is the creation time before which uncommitted PENDING streams
+// are expired.
 func (t *Table) cutoff() int64 {
 	return t.db.clock().Add(-t.db.opts.PendingStreamTTL).UnixMicro()
 }
 
-// lookupLocked finds a live stream in set s (expired streams are not
-// found).
+// checkLiveLocked reports an expired (or abandoned) stream of set s as
+// not found. Requests check the admission state, so that a stream
+// abandoned by a record still in flight is already gone for them.
 // REQUIRES: t.mu held.
 func (t *Table) checkLiveLocked(s *stream.Set, id string, cutoff int64) error {
 	if st, ok := s.Lookup(id); ok && stream.Expired(st, cutoff) {
@@ -487,7 +495,7 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 		t.db.budget.release(got)
 		return nil, err
 	}
-	err = t.checkLiveLocked(t.mu.durable, req.Stream, cutoff)
+	err = t.checkLiveLocked(t.mu.admit, req.Stream, cutoff)
 	var first int64
 	if err == nil {
 		first, err = t.mu.admit.Append(req.Stream, req.Offset, rows)
@@ -531,7 +539,7 @@ func (t *Table) Finalize(ctx context.Context, id string) (int64, error) {
 		t.mu.Unlock()
 		return 0, err
 	}
-	if err := t.checkLiveLocked(t.mu.durable, id, cutoff); err != nil {
+	if err := t.checkLiveLocked(t.mu.admit, id, cutoff); err != nil {
 		t.mu.Unlock()
 		return 0, fmt.Errorf("storage: finalize: %w", err)
 	}
@@ -564,7 +572,7 @@ func (t *Table) Flush(ctx context.Context, id string, offset int64) (int64, erro
 		t.mu.Unlock()
 		return 0, err
 	}
-	if err := t.checkLiveLocked(t.mu.durable, id, cutoff); err != nil {
+	if err := t.checkLiveLocked(t.mu.admit, id, cutoff); err != nil {
 		t.mu.Unlock()
 		return 0, fmt.Errorf("storage: flush: %w", err)
 	}
@@ -606,7 +614,7 @@ func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, [
 	}
 	var errs []StreamError
 	for _, id := range streams {
-		if err := t.checkLiveLocked(t.mu.durable, id, cutoff); err != nil {
+		if err := t.checkLiveLocked(t.mu.admit, id, cutoff); err != nil {
 			errs = append(errs, StreamError{Stream: id, Err: err})
 		}
 	}
@@ -635,8 +643,12 @@ func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, [
 func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error {
 	s := t.mu.durable
 	if r.typ == recRows || r.typ == recFlush || r.typ == recFinalize {
+		// Only data dirs written before ABANDON records existed have
+		// these: compaction then marked streams abandoned in its
+		// checkpoint, ahead of records of them in the active file. The
+		// live path admits nothing for an abandoned stream.
 		if st, ok := s.Lookup(r.stream); ok && st.State == stream.Abandoned {
-			return nil // compaction dropped this expired stream's rows
+			return nil
 		}
 	}
 	var err error
@@ -672,6 +684,12 @@ func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error
 	case recBatchCommit:
 		if errs := s.Commit(r.ids, ts); len(errs) > 0 {
 			err = errs[0].Err
+		}
+	case recAbandon:
+		for _, id := range r.ids {
+			if err = s.Abandon(id); err != nil {
+				break
+			}
 		}
 	default:
 		err = fmt.Errorf("unexpected %s record", recName(r.typ))

@@ -59,9 +59,11 @@ const (
 	Finalized
 	// CommittedState: a PENDING stream after batch commit.
 	CommittedState
-	// Abandoned: an expired PENDING stream whose rows compaction
-	// dropped. Final: it is gone for good, whatever the clock does
-	// later; records of it still in the log are ignored.
+	// Abandoned: an uncommitted PENDING stream given up after its TTL
+	// (an ABANDON record, ordered in the log against its BATCH_COMMIT
+	// like any other mutation). Final: it is gone for good, whatever the
+	// clock does later; its rows are never visible and compaction drops
+	// them.
 	Abandoned
 )
 
@@ -350,6 +352,24 @@ func (s *Set) Commit(ids []string, ts int64) []StreamError {
 		st.State = CommittedState
 		st.CommitTS = ts
 	}
+	return nil
+}
+
+// Abandon gives up an uncommitted PENDING stream (see Abandoned). A
+// stream already abandoned stays so; a committed one, or one of another
+// type, cannot be abandoned.
+func (s *Set) Abandon(id string) error {
+	st, err := s.Get(id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Type != Pending:
+		return fmt.Errorf("abandon of %v stream %q: %w", st.Type, id, base.ErrInvalidStreamType)
+	case st.State == CommittedState:
+		return fmt.Errorf("abandon of stream %q: %w", id, base.ErrStreamCommitted)
+	}
+	st.State = Abandoned
 	return nil
 }
 
