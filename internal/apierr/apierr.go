@@ -15,6 +15,11 @@
 //   - Missing table/stream: NOT_FOUND + TABLE_NOT_FOUND / STREAM_NOT_FOUND.
 //   - Wrong stream type or state, finalized stream, extra schema fields:
 //     INVALID_ARGUMENT + the StorageError code (shared/API.md section 2).
+//   - A runtime row_restriction error (division by zero, overflow, a
+//     failed CAST: a *filter.Error from evaluation) is the caller's fault
+//     and permanent: INVALID_ARGUMENT with the filter's message, as the
+//     session-time parse and type errors are. INTERNAL would make the read
+//     client retry a read that can never succeed.
 //   - Internal causes are logged by the caller, never put in messages.
 package apierr
 
@@ -27,6 +32,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/storage"
 )
 
@@ -94,6 +100,12 @@ func Status(err error, entity string) *status.Status {
 	}
 	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
 		return s
+	}
+	// Before the engine table: the message is the filter's own (it names
+	// the operation and its position in the caller's text), never an
+	// internal cause.
+	if fe, ok := errors.AsType[*filter.Error](err); ok {
+		return build(codes.InvalidArgument, 0, entity, "read_session.read_options.row_restriction: "+fe.Error())
 	}
 	for _, m := range table {
 		if errors.Is(err, m.err) {

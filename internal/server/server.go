@@ -33,6 +33,7 @@ import (
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 
+	"github.com/bqstore/bqstore/internal/apierr"
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/faults"
 	"github.com/bqstore/bqstore/internal/quota"
@@ -174,9 +175,13 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.quota = quota.New(cfg.Quota, quota.Options{Registerer: s.registry, Count: s.activeStreams})
+	// A request that does not decode is INVALID_ARGUMENT, not grpc-go's
+	// INTERNAL (apierr.DecodeGuard).
+	guard := apierr.NewDecodeGuard()
 	s.grpcSrv = grpc.NewServer(
-		grpc.ChainUnaryInterceptor(s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
+		grpc.ForceServerCodecV2(guard.Codec()),
+		grpc.ChainUnaryInterceptor(guard.UnaryInterceptor, s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(guard.StreamInterceptor, s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(MaxSendMsgSize),
 		// The receive windows bound what clients can push ahead of the
