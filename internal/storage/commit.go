@@ -157,7 +157,7 @@ func (t *Table) writeGroup(ops []*op) {
 			}
 			a = t.active
 		}
-		wal.Seal(o.buf, o.r.typ, o.ts, o.n, o.crc)
+		wal.SealSynced(o.buf, o.r.typ, o.ts, a.synced, o.n, o.crc)
 		o.file, o.off = a, a.size
 		if _, err := a.f.Write(o.buf); err != nil {
 			t.failStop(ops[start:], fmt.Errorf("write %s: %w", a.name, err))
@@ -194,6 +194,7 @@ func (t *Table) syncApply(ops []*op) error {
 		if err := t.active.f.Sync(); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", t.active.name, err)
 		}
+		t.active.synced = t.active.size
 		t.db.m.syncs.Add(1)
 		t.db.m.syncedFrames.Add(int64(frames))
 		t.db.m.syncedBytes.Add(int64(bytes))
@@ -238,11 +239,13 @@ func (t *Table) roll() error {
 		foot.Batches = append(foot.Batches, b.b)
 	}
 	t.mu.Unlock()
+	// The seal is one unsynced group: a crash that persists part of it
+	// leaves a torn tail that recovery truncates (the file stays active).
 	var buf []byte
-	buf = wal.AppendFrame(buf, recCheckpoint, ts, ck)
+	buf = wal.AppendFrameSynced(buf, recCheckpoint, ts, a.synced, ck)
 	footOff := a.size + int64(len(buf))
-	buf = wal.AppendFrame(buf, recFooter, ts, foot.Encode(nil))
-	buf = wal.AppendFrame(buf, recTrailer, ts, segment.Trailer(footOff))
+	buf = wal.AppendFrameSynced(buf, recFooter, ts, a.synced, foot.Encode(nil))
+	buf = wal.AppendFrameSynced(buf, recTrailer, ts, a.synced, segment.Trailer(footOff))
 	if _, err := a.f.Write(buf); err != nil {
 		return fmt.Errorf("seal %s: %w", a.name, err)
 	}
@@ -250,6 +253,7 @@ func (t *Table) roll() error {
 		return fmt.Errorf("seal %s: fdatasync: %w", a.name, err)
 	}
 	a.size += int64(len(buf))
+	a.synced = a.size
 	lf, err := t.createLogFile(a.num+1, ts)
 	if err != nil {
 		return err

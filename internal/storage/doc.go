@@ -52,11 +52,14 @@
 // footer; fdatasync; then a new file with a HEADER, fdatasync, directory
 // fsync. Recovery reads each sealed file's footer (never scanning it),
 // takes the state from the last sealed file's checkpoint, and replays
-// only the active file. A torn tail of the active file (a bad or short
-// frame with no valid frame after it) is an unacknowledged group: it is
-// truncated. Any other bad frame is corruption: Open fails with a
-// *wal.CorruptionError naming the file and offset (errors.Is
-// ErrCorruption).
+// only the active file. A torn tail of the active file is an
+// unacknowledged group: it is truncated. Every frame records the offset
+// synced before its group was written, so a bad frame followed only by
+// frames of groups written before it was synced (pages of the last group
+// persisted out of order) is torn, and a seal cut by a crash (a FOOTER
+// without a valid TRAILER) is torn too: the file stays active. Any other
+// bad frame is corruption: Open fails with a *wal.CorruptionError naming
+// the file and offset (errors.Is ErrCorruption).
 //
 // Records returned by ReadChunk live in pooled read buffers that Arrow
 // reference counting returns to the pool when the last array using them

@@ -56,7 +56,14 @@ func recName(t wal.Type) string {
 	return fmt.Sprintf("TYPE_%d", t)
 }
 
-const logMagic = "BQSLOG01"
+// Log file format magics (the start of the HEADER payload). Format 2
+// files record in every frame the offset synced before its group
+// (wal.SealSynced); format 1 files (written before) record 0 and are read
+// with the stricter torn-tail rule.
+const (
+	logMagicV1 = "BQSLOG01"
+	logMagic   = "BQSLOG02"
+)
 
 // rowsTrailerLen is the fixed tail of a ROWS payload.
 const rowsTrailerLen = 24
@@ -325,8 +332,14 @@ func encodeHeader(tableID string, fileNum, from int) []byte {
 	return e.Buf
 }
 
+// headerSyncedOffsets reports whether a HEADER payload is of a format
+// whose frames record synced offsets.
+func headerSyncedOffsets(p []byte) bool {
+	return len(p) >= len(logMagic) && string(p[:len(logMagic)]) == logMagic
+}
+
 func decodeHeader(file string, p []byte) (tableID string, fileNum, from int, err error) {
-	if len(p) < len(logMagic) || string(p[:len(logMagic)]) != logMagic {
+	if len(p) < len(logMagic) || (string(p[:len(logMagic)]) != logMagic && string(p[:len(logMagicV1)]) != logMagicV1) {
 		return "", 0, 0, fmt.Errorf("storage: %s: bad log magic: %w", file, base.ErrCorruption)
 	}
 	d := codec.NewDecoder(p[len(logMagic):])

@@ -98,6 +98,10 @@ type logFile struct {
 	f    vfs.File
 	refs atomic.Int32
 	size int64 // log writer only: bytes written
+	// synced is the log writer's: bytes known durable (the size at the
+	// last fdatasync); every frame records the value it had when the
+	// frame's group was written (wal.SealSynced).
+	synced int64
 }
 
 func (f *logFile) ref() { f.refs.Add(1) }
@@ -794,7 +798,8 @@ func (t *Table) recover() error {
 			return fmt.Errorf("storage: open table %s: %w", t.dir, err)
 		}
 		lf.size = size
-		if foot, ck, err := t.readSealed(lf, size); err == nil {
+		foot, ck, sealErr := t.readSealed(lf, size)
+		if sealErr == nil {
 			t.mu.activeStart = len(t.mu.batches)
 			for _, b := range foot.Batches {
 				t.mu.batches = append(t.mu.batches, batchRef{f: lf, b: b})
@@ -809,12 +814,12 @@ func (t *Table) recover() error {
 			}
 			continue
 		} else if !last {
-			return err
+			return sealErr
 		}
 		// The active file: replay it.
 		t.mu.activeStart = len(t.mu.batches)
 		t.active = lf
-		if err := t.replayLocked(lf, size, i > 0); err != nil {
+		if err := t.replayLocked(lf, size, i > 0, sealErr); err != nil {
 			return err
 		}
 	}
@@ -896,9 +901,11 @@ func (t *Table) readSealed(lf *logFile, size int64) (*segment.Footer, *checkpoin
 }
 
 // replayLocked replays the active file: its HEADER, then every record
-// (a CHECKPOINT replaces the state). A torn tail is truncated.
+// (a CHECKPOINT replaces the state). A torn tail is truncated, and so is
+// an incomplete seal (a FOOTER not followed by a valid TRAILER): the file
+// stays active. sealErr is why the file did not open as sealed.
 // REQUIRES: t.mu held.
-func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
+func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool, sealErr error) error {
 	rd := wal.NewReader(lf.f, size, lf.name, 0)
 	rd.Copy = true
 	first := true
@@ -911,7 +918,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 				}
 				return t.rewriteHeaderLocked(lf)
 			}
-			return nil
+			return t.syncReplayedLocked(lf)
 		}
 		var torn *wal.TornError
 		if errors.As(err, &torn) {
@@ -921,15 +928,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 				}
 				return t.rewriteHeaderLocked(lf)
 			}
-			t.db.log.Warn("storage: truncating torn log tail", "file", lf.name, "offset", torn.Offset, "reason", torn.Reason)
-			if err := lf.f.Truncate(torn.Offset); err != nil {
-				return fmt.Errorf("storage: truncate %s: %w", lf.name, err)
-			}
-			if err := lf.f.Sync(); err != nil {
-				return fmt.Errorf("storage: truncate %s: %w", lf.name, err)
-			}
-			lf.size = torn.Offset
-			return nil
+			return t.truncateTailLocked(lf, torn.Offset, torn.Reason)
 		}
 		if err != nil {
 			return err
@@ -946,6 +945,7 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 				return &wal.CorruptionError{File: lf.name, Offset: 0, Reason: fmt.Sprintf("table %q in a file of table %q", id, t.id)}
 			}
 			t.id = id
+			rd.SyncedOffsets = headerSyncedOffsets(fr.Payload)
 			first = false
 			continue
 		}
@@ -957,7 +957,9 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 			}
 			t.loadCheckpointLocked(ck)
 			continue
-		case recHeader, recFooter, recTrailer:
+		case recFooter:
+			return t.incompleteSealLocked(lf, rd, fr, sealErr)
+		case recHeader, recTrailer:
 			return &wal.CorruptionError{File: lf.name, Offset: fr.Offset, Reason: "unexpected " + recName(fr.Type)}
 		}
 		if t.mu.durable == nil {
@@ -971,6 +973,53 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool) error {
 			return &wal.CorruptionError{File: lf.name, Offset: fr.Offset, Reason: fmt.Sprintf("%s does not apply: %v", recName(fr.Type), err)}
 		}
 	}
+}
+
+// incompleteSealLocked handles a FOOTER met while replaying: the seal
+// (CHECKPOINT, FOOTER, TRAILER: one write, one fdatasync) was cut by a
+// crash before its TRAILER became durable, so the file was never sealed
+// and nothing after its last record was acknowledged. The seal is a torn
+// tail: truncate it (the CHECKPOINT before it, already applied, equals
+// the replayed state) and keep the file active. A FOOTER followed by a
+// valid TRAILER is a complete seal that failed validation (sealErr).
+// REQUIRES: t.mu held.
+func (t *Table) incompleteSealLocked(lf *logFile, rd *wal.Reader, foot wal.Frame, sealErr error) error {
+	next, err := rd.Next()
+	var torn *wal.TornError
+	switch {
+	case errors.Is(err, io.EOF), errors.As(err, &torn):
+		return t.truncateTailLocked(lf, foot.Offset, "incomplete seal: FOOTER without a durable TRAILER")
+	case err != nil:
+		return err
+	case next.Type == recTrailer && sealErr != nil:
+		return sealErr
+	}
+	return &wal.CorruptionError{File: lf.name, Offset: next.Offset, Reason: "unexpected " + recName(next.Type) + " after FOOTER"}
+}
+
+// truncateTailLocked cuts the active file at off (the start of a torn,
+// never-acknowledged tail), durably.
+// REQUIRES: t.mu held.
+func (t *Table) truncateTailLocked(lf *logFile, off int64, reason string) error {
+	t.db.log.Warn("storage: truncating torn log tail", "file", lf.name, "offset", off, "reason", reason)
+	if err := lf.f.Truncate(off); err != nil {
+		return fmt.Errorf("storage: truncate %s: %w", lf.name, err)
+	}
+	lf.size = off
+	return t.syncReplayedLocked(lf)
+}
+
+// syncReplayedLocked makes the replayed active file durable as read (a
+// process crash can leave written but unsynced bytes that replay just
+// accepted), so that the synced offset recorded by the next group is
+// true.
+// REQUIRES: t.mu held.
+func (t *Table) syncReplayedLocked(lf *logFile) error {
+	if err := lf.f.Sync(); err != nil {
+		return fmt.Errorf("storage: sync %s: %w", lf.name, err)
+	}
+	lf.synced = lf.size
+	return nil
 }
 
 // rewriteHeaderLocked restarts an active file whose header never became
@@ -988,6 +1037,7 @@ func (t *Table) rewriteHeaderLocked(lf *logFile) error {
 		return fmt.Errorf("storage: reset %s: %w", lf.name, err)
 	}
 	lf.size = int64(len(hdr))
+	lf.synced = lf.size
 	return nil
 }
 
@@ -1031,7 +1081,7 @@ func (t *Table) createLogFile(num int, ts int64) (*logFile, error) {
 		f.Close()
 		return nil, fmt.Errorf("storage: sync dir %s: %w", t.dir, err)
 	}
-	lf := &logFile{num: num, from: num, name: name, f: f, size: int64(len(hdr))}
+	lf := &logFile{num: num, from: num, name: name, f: f, size: int64(len(hdr)), synced: int64(len(hdr))}
 	lf.ref()
 	return lf, nil
 }

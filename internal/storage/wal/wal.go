@@ -40,24 +40,54 @@ func pad8(n int) int { return (n + Align - 1) &^ (Align - 1) }
 
 // Seal writes the header of the frame in buf, whose payload is
 // buf[HeaderSize:HeaderSize+n] and whose length is FrameLen(n); the
-// padding bytes are zeroed. payloadCRC must be PayloadCRC(payload).
+// padding bytes are zeroed. payloadCRC must be PayloadCRC(payload). The
+// frame's synced offset is 0 (see SealSynced).
 func Seal(buf []byte, typ Type, ts int64, n int, payloadCRC uint32) {
+	SealSynced(buf, typ, ts, 0, n, payloadCRC)
+}
+
+// SealSynced is Seal recording synced, the file offset up to which the
+// file was durable (fdatasynced) before the frame's group was written: an
+// aligned offset no greater than the frame's own. A reader in
+// SyncedOffsets mode uses it to tell a torn, never-synced tail from
+// damage to synced data.
+func SealSynced(buf []byte, typ Type, ts, synced int64, n int, payloadCRC uint32) {
 	h := buf[:HeaderSize]
 	binary.LittleEndian.PutUint32(h[4:], uint32(n))
 	h[8] = byte(typ)
-	clear(h[9:16])
+	putSynced(h[9:16], synced)
 	binary.LittleEndian.PutUint64(h[16:], uint64(ts))
 	clear(buf[HeaderSize+n : FrameLen(n)])
 	binary.LittleEndian.PutUint32(h[0:], crc32.Update(payloadCRC, castagnoli, h[4:HeaderSize]))
 }
 
-// AppendFrame appends a complete frame to dst.
+// AppendFrame appends a complete frame (synced offset 0) to dst.
 func AppendFrame(dst []byte, typ Type, ts int64, payload []byte) []byte {
+	return AppendFrameSynced(dst, typ, ts, 0, payload)
+}
+
+// AppendFrameSynced appends a complete frame recording synced (see
+// SealSynced) to dst.
+func AppendFrameSynced(dst []byte, typ Type, ts, synced int64, payload []byte) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, FrameLen(len(payload)))...)
 	copy(dst[start+HeaderSize:], payload)
-	Seal(dst[start:], typ, ts, len(payload), PayloadCRC(payload))
+	SealSynced(dst[start:], typ, ts, synced, len(payload), PayloadCRC(payload))
 	return dst
+}
+
+func putSynced(b []byte, v int64) {
+	for i := range 7 {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+func getSynced(b []byte) int64 {
+	var v int64
+	for i := range 7 {
+		v |= int64(b[i]) << (8 * i)
+	}
+	return v
 }
 
 // Frame is one decoded frame.
@@ -67,6 +97,9 @@ type Frame struct {
 	TS int64
 	// Offset is the file offset of the frame's header.
 	Offset int64
+	// Synced is the offset up to which the file was durable before the
+	// frame's group was written (0 if the writer did not record it).
+	Synced int64
 	// Len is FrameLen(len(Payload)).
 	Len int64
 	// Payload aliases the reader's buffer: valid until the next call to
@@ -115,6 +148,13 @@ type Reader struct {
 	buf  []byte
 	// Copy, if set, gives every frame its own payload slice.
 	Copy bool
+	// SyncedOffsets, if set, says the file's writer records in every
+	// frame the offset synced before its group (SealSynced): damage at
+	// offset X is then corruption only if a valid frame after it was
+	// written after X had been synced (its Synced > X); valid frames of
+	// the same never-synced group after a lost page are a torn tail. If
+	// unset, any valid frame after the damage makes it corruption.
+	SyncedOffsets bool
 }
 
 // NewReader reads frames of file (a name for errors) from offset start.
@@ -141,7 +181,16 @@ func (r *Reader) Next() (Frame, error) {
 	if reason == "eof" {
 		return Frame{}, io.EOF
 	}
-	if next, ok := r.findValidAfter(r.off); ok {
+	bad := r.off
+	accept := func(Frame) bool { return true }
+	if r.SyncedOffsets {
+		accept = func(f Frame) bool { return f.Synced > bad }
+	}
+	if next, ok := r.findValidAfter(r.off, accept); ok {
+		if r.SyncedOffsets {
+			return Frame{}, &CorruptionError{File: r.file, Offset: r.off,
+				Reason: fmt.Sprintf("%s (a frame at offset %d written after offset %d was synced follows)", reason, next, bad)}
+		}
 		return Frame{}, &CorruptionError{File: r.file, Offset: r.off,
 			Reason: fmt.Sprintf("%s (a valid frame follows at offset %d)", reason, next)}
 	}
@@ -196,8 +245,9 @@ func (r *Reader) readAt(off int64) (Frame, string, error) {
 	if typ == 0 {
 		return Frame{}, "record type 0", nil
 	}
-	if !allZero(h[9:16]) {
-		return Frame{}, "reserved header bytes not zero", nil
+	synced := getSynced(h[9:16])
+	if synced > off || synced%Align != 0 {
+		return Frame{}, "synced offset not an aligned offset before the frame", nil
 	}
 	if n > MaxPayload {
 		return Frame{}, fmt.Sprintf("payload length %d exceeds the limit", n), nil
@@ -229,16 +279,17 @@ func (r *Reader) readAt(off int64) (Frame, string, error) {
 		Type:    typ,
 		TS:      int64(binary.LittleEndian.Uint64(h[16:])),
 		Offset:  off,
+		Synced:  synced,
 		Len:     flen,
 		Payload: payload[:n:n],
 	}, "", nil
 }
 
-// findValidAfter reports the offset of the first valid frame after off.
-// It scans the rest of the file in 1 MiB blocks, checking candidate
+// findValidAfter reports the offset of the first valid frame after off
+// that accept accepts. It scans the rest of the file in 1 MiB blocks, checking candidate
 // headers in memory and fully validating only those that pass the cheap
 // filter, so that classifying a large torn tail stays fast.
-func (r *Reader) findValidAfter(off int64) (int64, bool) {
+func (r *Reader) findValidAfter(off int64, accept func(Frame) bool) (int64, bool) {
 	probe := &Reader{r: r.r, size: r.size, file: r.file}
 	const block = 1 << 20
 	buf := make([]byte, block+HeaderSize)
@@ -250,13 +301,16 @@ func (r *Reader) findValidAfter(off int64) (int64, bool) {
 		for i := int64(0); i < block && i+HeaderSize <= n; i += Align {
 			h := buf[i : i+HeaderSize]
 			// Cheap filter before reading a payload.
-			if h[8] == 0 || !allZero(h[9:16]) {
+			if h[8] == 0 {
+				continue
+			}
+			if s := getSynced(h[9:16]); s > base+i || s%Align != 0 {
 				continue
 			}
 			if int64(binary.LittleEndian.Uint32(h[4:])) > r.size-(base+i)-HeaderSize {
 				continue
 			}
-			if _, reason, err := probe.readAt(base + i); err == nil && reason == "" {
+			if f, reason, err := probe.readAt(base + i); err == nil && reason == "" && accept(f) {
 				return base + i, true
 			}
 		}

@@ -141,6 +141,79 @@ func TestLargeTornTail(t *testing.T) {
 	}
 }
 
+// TestSyncedOffsets: in SyncedOffsets mode, damage followed only by valid
+// frames written before it was synced (a later page of the last group on
+// disk, an earlier one not) is a torn tail; damage followed by a frame
+// written after it was synced is corruption. Without the mode both are
+// corruption.
+func TestSyncedOffsets(t *testing.T) {
+	// Group 1: frames a, b (synced 0); group 2: c, d, e written after b
+	// was synced.
+	var b []byte
+	b = AppendFrameSynced(b, 1, 1, 0, []byte("a"))
+	b = AppendFrameSynced(b, 1, 2, 0, []byte("b"))
+	g2 := int64(len(b))
+	b = AppendFrameSynced(b, 1, 3, g2, []byte("c"))
+	d := int64(len(b))
+	b = AppendFrameSynced(b, 1, 4, g2, []byte("d"))
+	b = AppendFrameSynced(b, 1, 5, g2, []byte("e"))
+	bOff := int64(FrameLen(1))
+	read := func(data []byte, mode bool) ([]Frame, error) {
+		r := NewReader(bytes.NewReader(data), int64(len(data)), "f", 0)
+		r.SyncedOffsets = mode
+		var out []Frame
+		for {
+			f, err := r.Next()
+			if err != nil {
+				if err == io.EOF {
+					err = nil
+				}
+				return out, err
+			}
+			out = append(out, f)
+		}
+	}
+	got, err := read(b, true)
+	if err != nil || len(got) != 5 || got[3].Synced != g2 || got[1].Synced != 0 {
+		t.Fatalf("clean read: %d frames, %v", len(got), err)
+	}
+	for _, tc := range []struct {
+		name    string
+		damage  int64 // frame offset zeroed
+		mode    bool
+		frames  int
+		corrupt bool
+	}{
+		{"unsynced frame lost, later ones on disk", g2, true, 2, false},
+		{"middle of unsynced group lost", d, true, 3, false},
+		{"synced frame lost before a later group", bOff, true, 1, true},
+		{"old format: any later frame is corruption", d, false, 3, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := bytes.Clone(b)
+			clear(data[tc.damage : tc.damage+int64(FrameLen(1))])
+			got, err := read(data, tc.mode)
+			if len(got) != tc.frames {
+				t.Fatalf("read %d frames, want %d (err %v)", len(got), tc.frames, err)
+			}
+			var torn *TornError
+			var corrupt *CorruptionError
+			if tc.corrupt {
+				if !errors.As(err, &corrupt) || corrupt.Offset != tc.damage {
+					t.Fatalf("err = %v, want corruption at %d", err, tc.damage)
+				}
+			} else if !errors.As(err, &torn) || torn.Offset != tc.damage {
+				t.Fatalf("err = %v, want a torn tail at %d", err, tc.damage)
+			}
+		})
+	}
+	// A synced offset past the frame itself is invalid.
+	bad := AppendFrameSynced(nil, 1, 1, 64, []byte("x"))
+	if _, err := ReadAt(bytes.NewReader(bad), int64(len(bad)), "f", 0, nil); !errors.Is(err, base.ErrCorruption) {
+		t.Fatalf("ReadAt of a frame whose synced offset is past it: %v", err)
+	}
+}
+
 // FuzzWALReader feeds arbitrary bytes to the reader: it must never panic,
 // every frame it returns must re-encode to the same bytes, and it must
 // end with EOF, a torn tail or a corruption error.
@@ -167,7 +240,7 @@ func FuzzWALReader(f *testing.F) {
 			if err != nil {
 				t.Fatalf("unexpected error %v", err)
 			}
-			re := AppendFrame(nil, fr.Type, fr.TS, fr.Payload)
+			re := AppendFrameSynced(nil, fr.Type, fr.TS, fr.Synced, fr.Payload)
 			if !bytes.Equal(re, b[fr.Offset:fr.Offset+fr.Len]) {
 				t.Fatalf("frame at %d does not re-encode to its bytes", fr.Offset)
 			}
