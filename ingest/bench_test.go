@@ -76,6 +76,7 @@ func BenchmarkFilePipeline(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		defer ledger.Close()
 		m := ingest.NewMetrics(nil)
 		err = ingest.Run(ctx, ingest.Config{
 			Client: write, Table: fmt.Sprintf("projects/%s/datasets/d/tables/%s", project, name),

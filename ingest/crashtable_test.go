@@ -246,6 +246,9 @@ func TestCrashTableRow16SealedStreamNotFound(t *testing.T) {
 			if err := ledger.Store(ctx, key, want); err != nil {
 				t.Fatal(err)
 			}
+			if err := ledger.Close(); err != nil { // the runs below take the state dir's lock
+				t.Fatal(err)
+			}
 			r.hooks = nil
 			for i := range 2 {
 				err := r.do(t)

@@ -42,6 +42,7 @@ func runIngestChildIfRequested() {
 		if err != nil {
 			return err
 		}
+		defer ledger.Close()
 		dl, err := ingest.OpenDeadLetters(a[4])
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Ledger stores each partition's State durably. Store is the fence: for
@@ -31,28 +32,83 @@ var ErrFenced = errors.New("ingest: partition ownership lost")
 // FileLedger keeps one state file per partition in a directory. Each Store
 // writes a temporary file, fsyncs it, renames it over the state file and
 // fsyncs the directory, so a crash leaves either the old or the new state.
+//
+// One run owns the directory: OpenFileLedger takes an exclusive lock on
+// its LOCK file and holds it until Close. Two runs on one state would each
+// replay and commit everything (the state is the only fence a file source
+// has), so a second open fails at once, naming the holder.
 type FileLedger struct {
-	dir string
+	dir  string
+	lock *os.File // holds the directory's lock until Close
 }
 
-// OpenFileLedger creates dir if needed and removes temporary files left by
-// a crash.
+// ErrStateDirLocked means another run holds the state directory.
+var ErrStateDirLocked = errors.New("ingest: state directory in use by another run")
+
+// lockFile is the name of the lock file in a state directory. It holds a
+// line naming the holder (pid, host, start time) for the error message.
+const lockFile = "LOCK"
+
+// OpenFileLedger creates dir if needed, locks it for this run, and removes
+// temporary files left by a crash (only once it holds the lock: they may
+// belong to a live run otherwise).
 func OpenFileLedger(dir string) (*FileLedger, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("ingest: state dir: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("ingest: state dir: %w", err)
 	}
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), ".tmp") {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				lock.Close()
 				return nil, fmt.Errorf("ingest: state dir: %w", err)
 			}
 		}
 	}
-	return &FileLedger{dir: dir}, nil
+	return &FileLedger{dir: dir, lock: lock}, nil
+}
+
+// lockDir takes the directory's lock without waiting and records this
+// process as the holder.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, lockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: state dir lock: %w", err)
+	}
+	if err := tryLock(f); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		h := strings.TrimSpace(string(holder))
+		if h == "" {
+			h = "unknown holder"
+		}
+		return nil, fmt.Errorf("%w: %s is held by %s (%v); stop that run, or give this one its own --state-dir", ErrStateDirLocked, dir, h, err)
+	}
+	host, _ := os.Hostname()
+	info := fmt.Sprintf("pid %d on %s since %s\n", os.Getpid(), host, time.Now().UTC().Format(time.RFC3339))
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(info), 0)
+	}
+	return f, nil
+}
+
+// Close releases the state directory's lock.
+func (l *FileLedger) Close() error {
+	if l.lock == nil {
+		return nil
+	}
+	err := l.lock.Close() // closing the descriptor releases the lock
+	l.lock = nil
+	return err
 }
 
 // path names a partition's file by a hash of its key, so any key (a file

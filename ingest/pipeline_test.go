@@ -181,6 +181,7 @@ func (r run) do(t *testing.T) error {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ledger.Close()
 	dl, err := ingest.OpenDeadLetters(r.deadLetter)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,10 +91,14 @@ func TestFileLedger(t *testing.T) {
 	if err := os.WriteFile(l.path("file:/a")+".tmp", []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	l2, err := OpenFileLedger(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer l2.Close()
 	got, err := l2.Load(ctx, "file:/a")
 	if err != nil || got.String() != seal.String() {
 		t.Fatalf("reloaded %v, %v; want %v", got, err, seal)
@@ -239,5 +244,42 @@ func TestDeadLettersTruncate(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if int64(len(b)) != size || !strings.Contains(string(b), `"record":{"x":1}`) || strings.Contains(string(b), "why2") {
 		t.Fatalf("after truncate: %s", b)
+	}
+}
+
+// TestFileLedgerLocked: a second run on the same state directory fails at
+// once, naming the holder, and leaves the first run's temporary files
+// alone; once the first closes, the directory can be opened again.
+func TestFileLedgerLocked(t *testing.T) {
+	dir := t.TempDir()
+	l, err := OpenFileLedger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := l.path("file:/a") + ".tmp"
+	if err := os.WriteFile(tmp, []byte("in flight"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := OpenFileLedger(dir)
+	if err == nil {
+		l2.Close()
+		t.Fatal("a second ledger opened a state directory in use")
+	}
+	if !errors.Is(err, ErrStateDirLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("err = %v, want ErrStateDirLocked naming pid %d", err, os.Getpid())
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Errorf("the refused open touched the holder's temp file: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := OpenFileLedger(dir)
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	defer l3.Close()
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a crashed run's temp file survived the reopen: %v", err)
 	}
 }

@@ -280,6 +280,7 @@ func runIngest(ctx context.Context, dir, addr string, n int) error {
 	if err != nil {
 		return err
 	}
+	defer ledger.Close()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err

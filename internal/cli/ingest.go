@@ -107,9 +107,12 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if *stateDir == "" {
 			return usagef("--state-dir is required for file sources")
 		}
-		if ledger, err = ingest.OpenFileLedger(*stateDir); err != nil {
+		fl, err := ingest.OpenFileLedger(*stateDir)
+		if err != nil {
 			return err
 		}
+		defer fl.Close()
+		ledger = fl
 	}
 	var dl *ingest.DeadLetters
 	if *deadLetter != "" {
