@@ -3,6 +3,7 @@ package protorows
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,8 +28,10 @@ const (
 
 // Column is a growable Arrow column written straight from the row
 // decoders: plain Go slices wrapped as Arrow buffers at Finish, with no
-// copy. Nulls are recorded as positions and turned into a validity bitmap
-// only when there are any, so the common all-valid column pays nothing.
+// copy. Nulls are recorded in a bitmap of NULL positions that grows only up
+// to the last NULL, and turned into a validity bitmap at Finish only when
+// there are any, so the common all-valid column pays nothing and a NULL
+// costs one bit besides its (zero) value slot.
 //
 // A Column is owned by one decode call; Finish hands its buffers to the
 // returned array and the Column must not be used afterwards.
@@ -37,7 +40,8 @@ type Column struct {
 	kind  colKind
 	width int // bytes per value for kFixed
 	n     int
-	nulls []int32
+	nullN int    // NULLs appended
+	nulls []byte // bit i set: value i is NULL; len covers the last NULL only
 
 	i64   []int64
 	f64   []float64
@@ -111,6 +115,44 @@ func hasVarData(t arrow.DataType) bool {
 	return false
 }
 
+// leafValues is the values one value of type t appends (a NULL struct
+// appends one to each child; a list counts one, its elements separately).
+func leafValues(t arrow.DataType) int {
+	if st, ok := t.(*arrow.StructType); ok {
+		n := 0
+		for _, f := range st.Fields() {
+			n += leafValues(f.Type)
+		}
+		return max(n, 1)
+	}
+	return 1
+}
+
+// fixedWidth is the fixed-width bytes one value of type t takes in the
+// column's buffers (a list its offset and one element; a bool a byte, to
+// round up).
+func fixedWidth(t arrow.DataType) int {
+	switch t := t.(type) {
+	case *arrow.StructType:
+		n := 0
+		for _, f := range t.Fields() {
+			n += fixedWidth(f.Type)
+		}
+		return n
+	case *arrow.ListType:
+		return 4 + fixedWidth(t.Elem())
+	case *arrow.StringType, *arrow.BinaryType, *arrow.Date32Type:
+		return 4
+	case *arrow.BooleanType:
+		return 1
+	case *arrow.Decimal128Type, *arrow.MonthDayNanoIntervalType:
+		return 16
+	case *arrow.Decimal256Type:
+		return 32
+	}
+	return 8
+}
+
 // dataBytes is the variable-length data held by the column and its
 // children.
 func (c *Column) dataBytes() int {
@@ -158,8 +200,22 @@ func (c *Column) AppendNull() {
 	case kFixed:
 		c.data = append(c.data, make([]byte, c.width)...)
 	}
-	c.nulls = append(c.nulls, int32(c.n))
+	c.setNull(c.n)
 	c.n++
+}
+
+// setNull marks value i as NULL.
+func (c *Column) setNull(i int) {
+	for len(c.nulls) <= i/8 {
+		c.nulls = append(c.nulls, 0)
+	}
+	c.nulls[i/8] |= 1 << (i % 8)
+	c.nullN++
+}
+
+// isNull reports whether value i was appended as NULL.
+func (c *Column) isNull(i int) bool {
+	return i/8 < len(c.nulls) && c.nulls[i/8]&(1<<(i%8)) != 0
 }
 
 // AppendInt64 appends to an int64, timestamp or time64 column.
@@ -237,15 +293,15 @@ func (c *Column) CloseList() {
 }
 
 func (c *Column) validity() *memory.Buffer {
-	if len(c.nulls) == 0 {
+	if c.nullN == 0 {
 		return nil
 	}
 	bm := make([]byte, (c.n+7)/8)
 	for i := range bm {
 		bm[i] = 0xFF
-	}
-	for _, p := range c.nulls {
-		bm[p/8] &^= 1 << (p % 8)
+		if i < len(c.nulls) {
+			bm[i] &^= c.nulls[i]
+		}
 	}
 	return memory.NewBufferBytes(bm)
 }
@@ -254,7 +310,7 @@ func (c *Column) validity() *memory.Buffer {
 // caller).
 func (c *Column) Finish() arrow.ArrayData {
 	valid := c.validity()
-	nulls := len(c.nulls)
+	nulls := c.nullN
 	var buf *memory.Buffer
 	switch c.kind {
 	case kInt64:
@@ -303,8 +359,17 @@ func (c *Column) Truncate(n int) {
 	if n > c.n {
 		n = c.n
 	}
-	for len(c.nulls) > 0 && int(c.nulls[len(c.nulls)-1]) >= n {
-		c.nulls = c.nulls[:len(c.nulls)-1]
+	if keep := (n + 7) / 8; keep < len(c.nulls) {
+		for _, b := range c.nulls[keep:] {
+			c.nullN -= bits.OnesCount8(b)
+		}
+		c.nulls = c.nulls[:keep]
+	}
+	if n%8 != 0 && n/8 < len(c.nulls) {
+		b := c.nulls[n/8]
+		kept := b & (byte(1)<<(n%8) - 1)
+		c.nullN -= bits.OnesCount8(b) - bits.OnesCount8(kept)
+		c.nulls[n/8] = kept
 	}
 	switch c.kind {
 	case kInt64:
@@ -337,7 +402,7 @@ func (c *Column) Truncate(n int) {
 // lastInt returns the last value of an int64 or date32 column, and whether
 // it is non-NULL.
 func (c *Column) lastInt() (int64, bool) {
-	if c.n == 0 || len(c.nulls) > 0 && int(c.nulls[len(c.nulls)-1]) == c.n-1 {
+	if c.n == 0 || c.isNull(c.n-1) {
 		return 0, false
 	}
 	switch c.kind {

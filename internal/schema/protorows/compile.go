@@ -89,10 +89,14 @@ type fieldPlan struct {
 	sub      *msgPlan   // opRecord
 	inner    *fieldPlan // opWrapper: the wrapper's `value` field
 	enum     map[int32]string
-	maxLen   int // STRING/BYTES maxLength (characters / bytes)
-	prec     int // parameterized NUMERIC/BIGNUMERIC precision and scale (0: none)
-	scale    int
-	def      *slot
+	enumNum  map[string]int32 // enum value numbers by name (defaults)
+	// elemValues is the values one element of a repeated field decodes
+	// to (for a RECORD, its leaf columns), counted against MaxValues.
+	elemValues int
+	maxLen     int // STRING/BYTES maxLength (characters / bytes)
+	prec       int // parameterized NUMERIC/BIGNUMERIC precision and scale (0: none)
+	scale      int
+	def        *slot
 }
 
 // colPlan is one column of a record.
@@ -102,6 +106,7 @@ type colPlan struct {
 	required bool
 	repeated bool
 	top      bool
+	idx      int        // index within the record's columns
 	fp       *fieldPlan // nil when the descriptor has no field for the column
 	def      *Default   // the column's defaultValueExpression, compiled
 }
@@ -152,8 +157,13 @@ type Decoder struct {
 	Now func() time.Time
 
 	// perRow[i] is the variable-length bytes per row column i needed in the
-	// previous request: the next request reserves that much up front.
+	// previous request: how the next request's bytes are shared among the
+	// columns when reserving (see reserve).
 	perRow []float64
+	nvar   int // columns holding variable-length data
+
+	valuesPerRow int // leaf values one row decodes to (a list counts one)
+	fixedPerRow  int // fixed-width bytes one row decodes to (a list one element)
 }
 
 // Schema is the Arrow schema of the records Decode returns:
@@ -167,6 +177,11 @@ type compiler struct {
 	types    map[string]*descriptorpb.DescriptorProto
 	root     string
 	rootDesc *descriptorpb.DescriptorProto
+
+	// Indexes built on first use (see resolveEnum).
+	enumScopes map[*descriptorpb.DescriptorProto]map[string]*descriptorpb.EnumDescriptorProto
+	anyEnum    map[string]*descriptorpb.EnumDescriptorProto
+	enumCache  map[*descriptorpb.EnumDescriptorProto]enumMaps
 }
 
 // Compile compiles an AppendRows writer_schema.proto_descriptor against the
@@ -198,6 +213,13 @@ func Compile(desc *descriptorpb.DescriptorProto, table *schema.Schema) (*Decoder
 		table: table,
 		arrow: schema.ToArrow(table),
 		root:  root,
+	}
+	for _, f := range d.arrow.Fields() {
+		d.valuesPerRow += leafValues(f.Type)
+		d.fixedPerRow += fixedWidth(f.Type)
+		if hasVarData(f.Type) {
+			d.nvar++
+		}
 	}
 	return d, nil
 }
@@ -245,7 +267,10 @@ func (c *compiler) resolve(name string) *descriptorpb.DescriptorProto {
 	return wellKnown[strings.TrimPrefix(name, ".")]
 }
 
-// resolveEnum finds an enum by type name (adapt: "Foo_E.Enum").
+// resolveEnum finds an enum by type name (adapt: "Foo_E.Enum"): in the
+// named parent message, else in the root, else in any message (by sorted
+// name, so that the choice is deterministic). The scopes are indexed once
+// per compilation: a descriptor of many enum fields compiles in linear time.
 func (c *compiler) resolveEnum(name string) *descriptorpb.EnumDescriptorProto {
 	n := strings.TrimPrefix(name, ".")
 	i := strings.LastIndexByte(n, '.')
@@ -253,29 +278,98 @@ func (c *compiler) resolveEnum(name string) *descriptorpb.EnumDescriptorProto {
 	if i >= 0 {
 		parent, leaf = n[:i], n[i+1:]
 	}
-	var scopes []*descriptorpb.DescriptorProto
 	if parent != "" {
 		if m := c.resolve(parent); m != nil {
-			scopes = append(scopes, m)
-		}
-	}
-	scopes = append(scopes, c.rootDesc)
-	names := make([]string, 0, len(c.types))
-	for n := range c.types {
-		names = append(names, n)
-	}
-	sort.Strings(names) // deterministic when several scopes declare the name
-	for _, n := range names {
-		scopes = append(scopes, c.types[n])
-	}
-	for _, m := range scopes {
-		for _, e := range m.GetEnumType() {
-			if e.GetName() == leaf {
+			if e := c.enumsOf(m)[leaf]; e != nil {
 				return e
 			}
 		}
 	}
-	return nil
+	if e := c.enumsOf(c.rootDesc)[leaf]; e != nil {
+		return e
+	}
+	if c.anyEnum == nil {
+		names := make([]string, 0, len(c.types))
+		for n := range c.types {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		c.anyEnum = map[string]*descriptorpb.EnumDescriptorProto{}
+		for _, n := range names {
+			for _, e := range c.types[n].GetEnumType() {
+				if _, dup := c.anyEnum[e.GetName()]; !dup {
+					c.anyEnum[e.GetName()] = e
+				}
+			}
+		}
+	}
+	return c.anyEnum[leaf]
+}
+
+// enumsOf indexes the enums a message declares by name (the first of a
+// name wins, as a scan would find it).
+func (c *compiler) enumsOf(m *descriptorpb.DescriptorProto) map[string]*descriptorpb.EnumDescriptorProto {
+	if ix, ok := c.enumScopes[m]; ok {
+		return ix
+	}
+	ix := make(map[string]*descriptorpb.EnumDescriptorProto, len(m.GetEnumType()))
+	for _, e := range m.GetEnumType() {
+		if _, dup := ix[e.GetName()]; !dup {
+			ix[e.GetName()] = e
+		}
+	}
+	if c.enumScopes == nil {
+		c.enumScopes = map[*descriptorpb.DescriptorProto]map[string]*descriptorpb.EnumDescriptorProto{}
+	}
+	c.enumScopes[m] = ix
+	return ix
+}
+
+type enumMaps struct {
+	names map[int32]string
+	nums  map[string]int32
+}
+
+// enumValues returns an enum's value names by number and numbers by name,
+// built once per enum however many fields use it. Of aliases (two names
+// for one number) the first name is reported.
+func (c *compiler) enumValues(e *descriptorpb.EnumDescriptorProto) (map[int32]string, map[string]int32) {
+	if m, ok := c.enumCache[e]; ok {
+		return m.names, m.nums
+	}
+	m := enumMaps{names: make(map[int32]string, len(e.GetValue())), nums: make(map[string]int32, len(e.GetValue()))}
+	for _, v := range e.GetValue() {
+		if _, dup := m.names[v.GetNumber()]; !dup {
+			m.names[v.GetNumber()] = v.GetName()
+		}
+		if _, dup := m.nums[v.GetName()]; !dup {
+			m.nums[v.GetName()] = v.GetNumber()
+		}
+	}
+	if c.enumCache == nil {
+		c.enumCache = map[*descriptorpb.EnumDescriptorProto]enumMaps{}
+	}
+	c.enumCache[e] = m
+	return m.names, m.nums
+}
+
+// elemValues is the leaf values one element of a REPEATED column holds.
+func elemValues(f *schema.Field) int {
+	switch f.Type {
+	case schema.Record:
+		n := 0
+		for _, ch := range f.Fields {
+			if ch.EffectiveMode() == schema.Repeated {
+				n++
+			} else {
+				n += elemValues(ch)
+			}
+		}
+		return max(n, 1)
+	case schema.Range:
+		return 2
+	}
+	return 1
 }
 
 // columnName returns the column a descriptor field writes: the column_name
@@ -352,6 +446,7 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 		cp.required = f.EffectiveMode() == schema.Required
 		cp.repeated = f.EffectiveMode() == schema.Repeated
 		cp.top = top
+		cp.idx = i
 		if f.DefaultValueExpression != "" {
 			def, err := CompileDefault(f)
 			if err != nil {
@@ -360,6 +455,7 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 			cp.def = def
 		}
 	}
+	names := schema.IndexNames(cols)
 	seenNum := map[int32]bool{}
 	writer := make([]string, len(cols)) // the descriptor field writing each column
 	maxNum := int32(0)
@@ -376,13 +472,7 @@ func (c *compiler) message(m *descriptorpb.DescriptorProto, cols []*schema.Field
 			return nil, descErrorf("message %s: field %d has no name", m.GetName(), num)
 		}
 		name := columnName(fd)
-		ci := -1
-		for i, f := range cols {
-			if strings.EqualFold(f.Name, name) {
-				ci = i
-				break
-			}
-		}
+		ci := names.Lookup(name)
 		if ci < 0 {
 			return nil, &ExtraFieldError{Field: joinPath(prefix, name)}
 		}
@@ -443,6 +533,9 @@ func (c *compiler) field(fd *descriptorpb.FieldDescriptorProto, col *schema.Fiel
 	}
 	fp.wt = wt
 	fp.repeated = fd.GetLabel() == descriptorpb.FieldDescriptorProto_LABEL_REPEATED
+	if fp.repeated {
+		fp.elemValues = elemValues(col)
+	}
 	colRepeated := col.EffectiveMode() == schema.Repeated
 	if fp.repeated != colRepeated {
 		return nil, &FieldTypeError{Field: path, ProtoType: protoTypeName(fd), ColumnType: modeType(col),
@@ -591,13 +684,10 @@ func (c *compiler) field(fd *descriptorpb.FieldDescriptorProto, col *schema.Fiel
 		if e == nil {
 			return nil, descErrorf("field %s: unknown enum type %q", fd.GetName(), fd.GetTypeName())
 		}
-		fp.enum = make(map[int32]string, len(e.GetValue()))
-		for _, v := range e.GetValue() {
-			fp.enum[v.GetNumber()] = v.GetName()
-		}
+		fp.enum, fp.enumNum = c.enumValues(e)
 	}
 	if fd.DefaultValue != nil {
-		s, err := parseProtoDefault(fd, fp.enum)
+		s, err := parseProtoDefault(fd, fp.enumNum)
 		if err != nil {
 			return nil, descErrorf("field %s: default value %q: %v", fd.GetName(), fd.GetDefaultValue(), err)
 		}
@@ -675,7 +765,7 @@ var wellKnown = func() map[string]*descriptorpb.DescriptorProto {
 
 // parseProtoDefault turns a descriptor default_value (proto text form) into
 // the raw value an explicit field would carry.
-func parseProtoDefault(fd *descriptorpb.FieldDescriptorProto, enum map[int32]string) (*slot, error) {
+func parseProtoDefault(fd *descriptorpb.FieldDescriptorProto, enum map[string]int32) (*slot, error) {
 	s := fd.GetDefaultValue()
 	out := &slot{set: true}
 	switch fd.GetType() {
@@ -745,12 +835,8 @@ func parseProtoDefault(fd *descriptorpb.FieldDescriptorProto, enum map[int32]str
 		out.wt, out.b = protowire.BytesType, b
 	case tEnum:
 		out.wt = protowire.VarintType
-		found := false
-		for n, name := range enum {
-			if name == s {
-				out.u, found = uint64(int64(n)), true
-			}
-		}
+		n, found := enum[s]
+		out.u = uint64(int64(n))
 		if !found {
 			return nil, fmt.Errorf("no enum value %q", s)
 		}

@@ -1,6 +1,9 @@
 package protorows
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ExtraFieldError reports a writer-schema field with no column in the
 // table. The Write API answers it with SCHEMA_MISMATCH_EXTRA_FIELDS naming
@@ -74,3 +77,15 @@ type MissingValues struct {
 	Default   Interpretation
 	PerColumn map[string]Interpretation
 }
+
+// MaxValues bounds the values one request decodes to (rows x leaf columns,
+// plus the elements of repeated fields). A missing value costs nothing on
+// the wire but a slot in every column once decoded, so the request size
+// alone does not bound a request's memory. Every value present costs at
+// least two bytes on the wire, so no request under 16 MB that spells its
+// values out reaches the bound.
+const MaxValues = 8 << 20
+
+// ErrTooManyValues is returned by Decode for a request that would decode to
+// more than MaxValues values.
+var ErrTooManyValues = errors.New("protorows: the request decodes to too many values (rows x columns); send fewer rows per request")

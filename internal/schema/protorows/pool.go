@@ -34,7 +34,15 @@ func poolShift(size int) int {
 }
 
 // getBytes returns an empty slice with capacity for at least size bytes.
+// Sizes under the smallest pool size are allocated as asked: a one-row
+// column of a wide table must not cost a 4 KiB page.
 func getBytes(size int) []byte {
+	if size < 1<<minPoolShift {
+		if size <= 0 {
+			return nil
+		}
+		return make([]byte, 0, (size+7)&^7)
+	}
 	s := poolShift(size)
 	if s > maxPoolShift {
 		return make([]byte, 0, size)
@@ -77,6 +85,9 @@ func pooledSlice[T any](n int) []T {
 	var z T
 	size := int(unsafe.Sizeof(z))
 	b := getBytes(n * size)
+	if cap(b) < size {
+		return nil
+	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b[:1]))), cap(b)/size)[:0]
 }
 
