@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/bqstore/bqstore/internal/storage/segment"
+	"github.com/bqstore/bqstore/internal/storage/stream"
 	"github.com/bqstore/bqstore/internal/storage/vfs"
 	"github.com/bqstore/bqstore/internal/storage/wal"
 )
@@ -73,6 +74,9 @@ func (t *Table) recover() error {
 	}
 	slices.Reverse(live)
 	nums = live
+	if err := t.checkFileNumbers(nums, froms); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for i, num := range nums {
@@ -122,6 +126,61 @@ func (t *Table) recover() error {
 	}
 	if t.mu.durable == nil || len(t.mu.schemas) == 0 {
 		return fmt.Errorf("storage: open table %s: no checkpoint: %w", t.dir, ErrCorruption)
+	}
+	return t.checkRowsLocked()
+}
+
+// checkFileNumbers checks that the live files (ascending) cover the file
+// numbers 1, 2, … without a gap: file num holds the data of files
+// [froms[num], num]. A missing file is corruption naming it, never
+// silently fewer rows.
+func (t *Table) checkFileNumbers(nums []int, froms map[int]int) error {
+	next := 1
+	for _, num := range nums {
+		if from := froms[num]; from != next {
+			missing := logName(next)
+			if from < next {
+				missing = logName(from) // a range that overlaps its predecessor
+			}
+			return &wal.CorruptionError{File: path.Join(t.dir, missing), Offset: 0,
+				Reason: fmt.Sprintf("log file missing: %s holds files from %d, the previous file ends at %d", logName(num), from, next-1)}
+		}
+		next = num + 1
+	}
+	return nil
+}
+
+// checkRowsLocked checks that every live stream's batches hold its rows
+// [0, next) exactly once, in log order: a batch index with a gap (a lost
+// file, a footer that lost entries) is corruption naming the file where
+// the gap shows. Abandoned streams (compaction drops their rows) and
+// streams no longer in the state are not checked.
+// REQUIRES: t.mu held.
+func (t *Table) checkRowsLocked() error {
+	lookup := func(id string) (*stream.Stream, bool) {
+		st, err := t.mu.durable.Get(id) // synthesizes the default stream
+		return st, err == nil
+	}
+	next := map[string]int64{}
+	for _, br := range t.mu.batches {
+		st, ok := lookup(br.b.Stream)
+		if !ok || st.State == stream.Abandoned {
+			continue
+		}
+		if want := next[br.b.Stream]; br.b.First != want {
+			return &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset,
+				Reason: fmt.Sprintf("rows of stream %q start at offset %d, the rows before end at %d", br.b.Stream, br.b.First, want)}
+		}
+		next[br.b.Stream] = br.b.First + br.b.Rows
+	}
+	for _, id := range append(t.mu.durable.IDs(), DefaultStreamID) {
+		st, _ := lookup(id)
+		if st.State == stream.Abandoned || next[id] == st.Next {
+			continue
+		}
+		last := t.mu.files[len(t.mu.files)-1].name
+		return &wal.CorruptionError{File: last, Offset: 0,
+			Reason: fmt.Sprintf("stream %q has %d rows, the log files hold %d", id, st.Next, next[id])}
 	}
 	return nil
 }
@@ -337,4 +396,3 @@ func (t *Table) rewriteHeaderLocked(lf *logFile) error {
 	lf.synced = lf.size
 	return nil
 }
-

@@ -388,3 +388,78 @@ func TestFormatV1StillReadable(t *testing.T) {
 		t.Fatalf("Open = %v, want corruption", err)
 	}
 }
+
+// multiFileFixture writes a table with at least five log files.
+func multiFileFixture(t *testing.T) (*vfs.MemFS, string) {
+	t.Helper()
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, SegmentSize: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := db.CreateTable(context.Background(), "t", testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); db.Metrics().Rolls < 4; i++ {
+		appendRows(t, tb, DefaultStreamID, -1, i*10, 3)
+	}
+	dir := tb.dir
+	db.Close()
+	return fs, dir
+}
+
+// openErr opens fs and returns the error that Open or the table gives.
+func openErr(t *testing.T, fs vfs.FS, opts Options) error {
+	t.Helper()
+	opts.FS = fs
+	db, err := Open("db", &opts)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Table("t")
+	return err
+}
+
+// TestMissingLogFile: a sealed file that is missing is corruption named
+// with the missing file, never a table with fewer rows (issue 11,
+// finding 6).
+func TestMissingLogFile(t *testing.T) {
+	for _, num := range []int{1, 2, 3} {
+		t.Run(logName(num), func(t *testing.T) {
+			fs, dir := multiFileFixture(t)
+			c := fs.CrashClone(nil)
+			name := path.Join(dir, logName(num))
+			if err := c.Remove(name); err != nil {
+				t.Fatal(err)
+			}
+			err := openErr(t, c, Options{SegmentSize: 2048})
+			var ce *wal.CorruptionError
+			if !errors.Is(err, ErrCorruption) || !errors.As(err, &ce) || ce.File != name {
+				t.Fatalf("Open without %s: %v, want corruption naming it", name, err)
+			}
+		})
+	}
+	// The files renumbered to hide the gap: the batch index shows it.
+	t.Run("renumbered", func(t *testing.T) {
+		fs, dir := multiFileFixture(t)
+		c := fs.CrashClone(nil)
+		if err := c.Remove(path.Join(dir, logName(2))); err != nil {
+			t.Fatal(err)
+		}
+		for num := 3; c.Exists(path.Join(dir, logName(num))); num++ {
+			if err := c.Rename(path.Join(dir, logName(num)), path.Join(dir, logName(num-1))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.SyncDir(dir); err != nil {
+			t.Fatal(err)
+		}
+		err := openErr(t, c, Options{SegmentSize: 2048})
+		var ce *wal.CorruptionError
+		if !errors.Is(err, ErrCorruption) || !errors.As(err, &ce) || ce.File != path.Join(dir, logName(2)) {
+			t.Fatalf("Open with a gap in the rows: %v, want corruption naming %s", err, logName(2))
+		}
+	})
+}
