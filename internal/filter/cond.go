@@ -143,7 +143,7 @@ func evalSubset(ctx *evalCtx, n node, keep []bool, err error) (*vec, error) {
 		return nil, err
 	}
 	defer sub.Release()
-	subCtx := &evalCtx{rec: sub, n: int(sub.NumRows()), src: ctx.src, cols: map[string]*vec{}}
+	subCtx := &evalCtx{cx: ctx.cx, rec: sub, n: int(sub.NumRows()), src: ctx.src, cols: map[string]*vec{}}
 	sv, err := n.eval(subCtx)
 	if err != nil {
 		return nil, err

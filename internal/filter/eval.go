@@ -20,10 +20,24 @@ import (
 )
 
 type evalCtx struct {
+	cx   context.Context // nil: not cancellable (constant folding, Eval)
 	rec  arrow.RecordBatch
 	n    int
 	src  string
 	cols map[string]*vec
+}
+
+// checkEvery is how many rows a per-row loop evaluates between checks of
+// the context: an abandoned read stops within a block, not at the end of
+// the batch.
+const checkEvery = 256
+
+// check returns the context's error once it is done.
+func (ctx *evalCtx) check() error {
+	if ctx.cx == nil {
+		return nil
+	}
+	return ctx.cx.Err()
 }
 
 func (ctx *evalCtx) errf(pos int, format string, args ...any) *Error {
@@ -40,8 +54,18 @@ func (ctx *evalCtx) errf(pos int, format string, args ...any) *Error {
 // evaluation with an *Error naming the position of the operation, as a
 // BigQuery query fails; the Read API fails the read.
 func (f *Filter) Eval(rec arrow.RecordBatch) (*array.Boolean, error) {
+	return f.evalBool(nil, rec)
+}
+
+// EvalContext is Eval that stops with ctx's error once ctx is done
+// (checked every few hundred rows inside the costly operators).
+func (f *Filter) EvalContext(cx context.Context, rec arrow.RecordBatch) (*array.Boolean, error) {
+	return f.evalBool(cx, rec)
+}
+
+func (f *Filter) evalBool(cx context.Context, rec arrow.RecordBatch) (*array.Boolean, error) {
 	n := int(rec.NumRows())
-	v, err := f.eval(rec)
+	v, err := f.eval(cx, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +100,7 @@ func (f *Filter) Eval(rec arrow.RecordBatch) (*array.Boolean, error) {
 // Mask is Eval returning the selection as a []bool of rec.NumRows() values.
 func (f *Filter) Mask(rec arrow.RecordBatch) ([]bool, error) {
 	n := int(rec.NumRows())
-	v, err := f.eval(rec)
+	v, err := f.eval(nil, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +124,11 @@ func (f *Filter) Mask(rec arrow.RecordBatch) ([]bool, error) {
 	return out, nil
 }
 
-func (f *Filter) eval(rec arrow.RecordBatch) (*vec, error) {
-	ctx := &evalCtx{rec: rec, n: int(rec.NumRows()), src: f.src, cols: map[string]*vec{}}
+func (f *Filter) eval(cx context.Context, rec arrow.RecordBatch) (*vec, error) {
+	ctx := &evalCtx{cx: cx, rec: rec, n: int(rec.NumRows()), src: f.src, cols: map[string]*vec{}}
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
 	return f.root.eval(ctx)
 }
 
@@ -919,7 +946,13 @@ func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
 	out := newVec(tBool, ctx.n)
 	out.nulls = orNulls(ctx.n, x, pat)
 	if n.m != nil && x.off != nil {
-		n.m.matchCol(x.off, x.data, out.b)
+		for lo := 0; lo < len(out.b); lo += checkEvery {
+			if err := ctx.check(); err != nil {
+				return nil, err
+			}
+			hi := min(lo+checkEvery, len(out.b))
+			n.m.matchCol(x.off[lo:hi+1], x.data, out.b[lo:hi])
+		}
 		if n.not {
 			for i, b := range out.b {
 				out.b[i] = !b
@@ -928,7 +961,14 @@ func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
 		return out, nil
 	}
 	if n.m != nil && !x.konst {
-		n.m.matchAll(x.strs()[:ctx.n], out.b)
+		ss := x.strs()[:ctx.n]
+		for lo := 0; lo < len(out.b); lo += checkEvery {
+			if err := ctx.check(); err != nil {
+				return nil, err
+			}
+			hi := min(lo+checkEvery, len(out.b))
+			n.m.matchAll(ss[lo:hi], out.b[lo:hi])
+		}
 		if n.not {
 			for i, b := range out.b {
 				out.b[i] = !b
@@ -939,6 +979,11 @@ func (n *likeNode) eval(ctx *evalCtx) (*vec, error) {
 	var last string
 	var m *likeMatcher
 	for i := range out.b {
+		if i%checkEvery == 0 {
+			if err := ctx.check(); err != nil {
+				return nil, err
+			}
+		}
 		if out.nulls != nil && out.nulls[i] {
 			continue
 		}
@@ -1216,7 +1261,7 @@ func packBools(bits []byte, b []bool) {
 // Apply returns the rows of rec the filter selects, as a new batch that
 // the caller releases (rec itself, retained, when every row matches).
 func (f *Filter) Apply(ctx context.Context, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	sel, err := f.Eval(rec)
+	sel, err := f.EvalContext(ctx, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,11 @@ func (n *callNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	vals := make([]value, len(args))
 	for i := 0; i < ctx.n; i++ {
+		if i%checkEvery == 0 {
+			if err := ctx.check(); err != nil {
+				return nil, err
+			}
+		}
 		if out.nulls != nil && out.nulls[i] {
 			continue
 		}

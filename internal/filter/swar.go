@@ -19,12 +19,17 @@ func load64(s string, i int) uint64 {
 // containsLit reports whether lit occurs in s. For literals of two bytes
 // or more it tests eight positions at a time for the literal's first two
 // bytes (SWAR), which on text is far more selective than the first byte
-// alone, and verifies the candidates.
+// alone, and verifies the candidates. Verifying every candidate would be
+// O(len(s)*len(lit)) on adversarial text ("aaaa..." against "aaa...ab"),
+// so, as strings.Index does, once candidates keep failing it hands the
+// rest to strings.Contains, which is linear (Rabin-Karp for long
+// literals).
 func containsLit(s, lit string) bool {
 	n := len(lit)
 	if n < 2 || len(s) < n+16 {
 		return strings.Contains(s, lit)
 	}
+	fails := 0
 	b0 := uint64(lit[0]) * swarLo
 	b1 := uint64(lit[1]) * swarLo
 	last := len(s) - n // last possible start
@@ -37,6 +42,9 @@ func containsLit(s, lit string) bool {
 			p := i + bits.TrailingZeros64(z)/8
 			if p <= last && s[p:p+n] == lit {
 				return true
+			}
+			if fails++; fails > 4+i>>4 {
+				return strings.Contains(s[p:], lit)
 			}
 			z &= z - 1
 		}
