@@ -484,7 +484,7 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 	st.Generation = gen
 	meta, err := st.Encode()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrStoreFinal, err)
 	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = l.s.Group
@@ -511,8 +511,18 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 				switch {
 				case errors.Is(err, kerr.IllegalGeneration), errors.Is(err, kerr.UnknownMemberID),
 					errors.Is(err, kerr.StaleMemberEpoch), errors.Is(err, kerr.FencedInstanceID):
-					return fmt.Errorf("%w: OffsetCommit %s: %v", ErrFenced, key, err)
+					// Fencing replies: the worker re-reads and retries
+					// while the group leaves it the partition.
+					return fmt.Errorf("%w: OffsetCommit %s: %w", ErrFenced, key, err)
+				case errors.Is(err, kerr.OffsetMetadataTooLarge), errors.Is(err, kerr.InvalidCommitOffsetSize),
+					errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.TopicAuthorizationFailed),
+					errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
+					errors.Is(err, kerr.InvalidGroupID):
+					return fmt.Errorf("%w: OffsetCommit %s: %w", ErrStoreFinal, key, err)
 				}
+				// REBALANCE_IN_PROGRESS, NOT_COORDINATOR,
+				// COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT (maybe
+				// applied), ...: ambiguous or transient.
 				return fmt.Errorf("ingest: OffsetCommit %s: %w", key, err)
 			}
 		}

@@ -21,13 +21,26 @@ type Ledger interface {
 	// state at offset 0 if none was ever stored).
 	Load(ctx context.Context, partition string) (State, error)
 	// Store replaces the partition's state. After an error the stored state
-	// is unknown (either the old or the new one): callers re-Load.
+	// is unknown (either the old or the new one): callers re-Load and
+	// compare, unless the error is ErrStoreFinal.
 	Store(ctx context.Context, partition string, s State) error
 }
 
-// ErrFenced means the ledger refused a Store because this worker no longer
-// owns the partition (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, ...).
+// ErrFenced means this worker may no longer write the partition's state:
+// the ledger refused a Store with a fencing reply (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, ...), or a read-back found a state this worker did
+// not write. A Kafka worker that gets a fencing reply still re-reads and
+// retries while the group leaves it the partition (a cooperative
+// rebalance bumps the generation of partitions a member keeps); it gives
+// the partition up only through the revoke or lost callback.
 var ErrFenced = errors.New("ingest: partition ownership lost")
+
+// ErrStoreFinal marks a Store failure that neither a read-back nor a retry
+// can settle: the ledger refused the state for good (too large, not
+// authorized), or the write's durability is unknown (a failed fsync is
+// never trusted on read-back). The worker stops; the next run resolves
+// whatever was stored.
+var ErrStoreFinal = errors.New("ingest: partition state not stored")
 
 // FileLedger keeps one state file per partition in a directory. Each Store
 // writes a temporary file, fsyncs it, renames it over the state file and
@@ -140,12 +153,14 @@ func (l *FileLedger) Load(_ context.Context, partition string) (State, error) {
 func (l *FileLedger) Store(_ context.Context, partition string, s State) error {
 	b, err := s.Encode()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrStoreFinal, err)
 	}
 	b = append(b, '\n')
 	b = append(b, []byte("# partition "+partition+"\n")...)
 	if err := writeFileAtomic(l.path(partition), b); err != nil {
-		return fmt.Errorf("ingest: store state of %s: %w", partition, err)
+		// A failed write or fsync leaves a state whose durability is
+		// unknown: never trust a read-back of it.
+		return fmt.Errorf("%w: store state of %s: %w", ErrStoreFinal, partition, err)
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type Metrics struct {
 	BatchesAbandoned prometheus.Counter
 	Retries          *prometheus.CounterVec // by gRPC code
 	SourceGaps       *prometheus.CounterVec // by action: fail_closed, skipped
+	Fenced           prometheus.Counter     // read-backs that found another owner's state
+	StoreRetries     prometheus.Counter     // state writes retried (not stored, partition still owned)
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil: not registered).
@@ -52,10 +54,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bqstore_ingest_rpc_retries_total", Help: "RPCs retried with backoff, by gRPC code."}, []string{"code"}),
 		SourceGaps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "bqstore_ingest_source_gaps_total", Help: "Source records found deleted (or out of range) before they were committed, by action: fail_closed stops the pipeline, skipped steps over them."}, []string{"action"}),
+		Fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bqstore_ingest_fenced_total", Help: "State writes that failed and whose read-back found a state another owner wrote: the batch is left to that owner."}),
+		StoreRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bqstore_ingest_state_store_retries_total", Help: "State writes (seal, DONE) refused or lost and written again while the partition is still owned (ILLEGAL_GENERATION in a cooperative rebalance, REBALANCE_IN_PROGRESS, coordinator moves)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveStreams, m.AppendLatency, m.CommitFailures, m.RowsCommitted, m.BytesCommitted,
-			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries, m.SourceGaps)
+			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries, m.SourceGaps,
+			m.Fenced, m.StoreRetries)
 	}
 	return m
 }

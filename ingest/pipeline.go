@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,6 +102,9 @@ type pipeline struct {
 	budget      *semaphore.Weighted
 	committer   *committer
 	single      bool // one partition: the dead-letter file may be truncated on recovery
+	// owner is this run's token, written in every state it stores, so a
+	// read-back tells our state from another owner's (State.Owner).
+	owner string
 
 	mu struct {
 		sync.Mutex
@@ -171,6 +176,11 @@ func Run(ctx context.Context, cfg Config) error {
 		p.metrics = NewMetrics(nil)
 	}
 	p.single = cfg.Source.Single()
+	var tok [8]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return fmt.Errorf("ingest: owner token: %w", err)
+	}
+	p.owner = hex.EncodeToString(tok[:])
 	p.committer = newCommitter(p)
 
 	parent := ctx
@@ -185,7 +195,17 @@ func Run(ctx context.Context, cfg Config) error {
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
 		w := &worker{p: p, part: part, key: part.Key()}
 		err := w.run(ctx)
-		if errors.Is(err, ErrFenced) || (err != nil && ctx.Err() != nil) {
+		if errors.Is(err, ErrFenced) && ctx.Err() == nil && !p.single {
+			// Another owner wrote the partition's state, so it is ours no
+			// longer, though the group has not told this member yet. Commit
+			// nothing more and give the partition up only through the
+			// revoke or lost callback (which ends ctx): returning now would
+			// leave it assigned here with no worker.
+			p.log.Warn("partition fenced; waiting for the group to take it away", "partition", part.Key(), "err", err)
+			<-ctx.Done()
+			return nil
+		}
+		if (errors.Is(err, ErrFenced) && !p.single) || (err != nil && ctx.Err() != nil) {
 			// The partition moved to another member (or was revoked):
 			// whatever it left is resolved by its next owner.
 			p.log.Info("partition released", "partition", part.Key(), "reason", err)

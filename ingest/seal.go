@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -11,6 +12,9 @@ import (
 // offset.metadata.max.bytes. The file ledger keeps the same bound so a
 // configuration that works on files also works on Kafka.
 const MaxStateBytes = 4096
+
+// maxOwnerBytes bounds State.Owner.
+const maxOwnerBytes = 64
 
 // ErrStateTooLarge means a seal names more streams than fit in MaxStateBytes.
 var ErrStateTooLarge = errors.New("ingest: encoded partition state exceeds 4096 bytes")
@@ -35,6 +39,21 @@ type State struct {
 	// Generation is the Kafka group generation the state was written under
 	// (informational: the broker fences it). 0 for files.
 	Generation int32
+	// Owner is a token of the pipeline run that wrote the state (random per
+	// run). After an ambiguous Store, a read-back is ours only if it equals
+	// what we wrote, owner included (EXACTLY-ONCE.md 3.9): a new owner that
+	// computed the same batch and offset writes its own token and streams.
+	Owner string
+}
+
+// sameState reports whether a and b are the same state, ignoring the
+// generation (the ledger sets it when storing).
+func sameState(a, b State) bool {
+	a.Generation, b.Generation = 0, 0
+	if len(a.Streams) == 0 && len(b.Streams) == 0 {
+		a.Streams, b.Streams = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // SealedStream is one finalized PENDING stream of a seal.
@@ -46,8 +65,8 @@ type SealedStream struct {
 
 // wireState is the compact, versioned JSON form:
 //
-//	IDLE   {"v":1,"b":7,"x":1234}
-//	SEALED {"v":1,"b":8,"x":1234,"to":5678,"s":[{"t":0,"id":"...","n":100}],"dl":77}
+//	IDLE   {"v":1,"b":7,"x":1234,"o":"9f2c4e1a0b3d5c7e"}
+//	SEALED {"v":1,"b":8,"x":1234,"to":5678,"s":[{"t":0,"id":"...","n":100}],"dl":77,"o":"9f2c4e1a0b3d5c7e"}
 type wireState struct {
 	V  int          `json:"v"`
 	B  uint64       `json:"b"`
@@ -56,6 +75,7 @@ type wireState struct {
 	To *int64       `json:"to,omitempty"`
 	S  []wireStream `json:"s,omitempty"`
 	DL *int64       `json:"dl,omitempty"`
+	O  string       `json:"o,omitempty"`
 }
 
 type wireStream struct {
@@ -66,7 +86,10 @@ type wireStream struct {
 
 // Encode returns the compact form of s, at most MaxStateBytes long.
 func (s State) Encode() ([]byte, error) {
-	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation}
+	if len(s.Owner) > maxOwnerBytes {
+		return nil, fmt.Errorf("ingest: state owner token %q is longer than %d bytes", s.Owner, maxOwnerBytes)
+	}
+	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation, O: s.Owner}
 	if s.DeadLetterEnd >= 0 {
 		w.DL = &s.DeadLetterEnd
 	}
@@ -107,7 +130,7 @@ func DecodeState(b []byte) (State, error) {
 	if w.V != 1 {
 		return State{}, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
 	}
-	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1}
+	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O}
 	if w.X < 0 {
 		return State{}, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
 	}

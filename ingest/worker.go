@@ -64,7 +64,7 @@ func (w *worker) run(ctx context.Context) error {
 	defer w.p.metrics.Lag.DeleteLabelValues(w.key)
 	defer w.closeReader()
 	defer w.drainAhead()
-	st, err := w.p.cfg.Ledger.Load(ctx, w.key)
+	st, err := w.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -91,18 +91,18 @@ func (w *worker) run(ctx context.Context) error {
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
-		dlEnd := st.DeadLetterEnd
+		last := st // the state stored last
 		for it := range items {
 			if closeErr != nil {
 				continue
 			}
-			end, err := w.close(ctx, it, dlEnd)
+			next, err := w.close(ctx, it, last)
 			if err != nil {
 				closeErr = err
 				cancel()
 				continue
 			}
-			dlEnd = end
+			last = next
 		}
 	}()
 	finish := func(err error) error {
@@ -200,8 +200,8 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 		}
 		f(Committed{Partition: w.key, Batch: st.Batch, From: st.Offset, To: st.To, Rows: n, Time: latest})
 	}
-	done := State{Batch: st.Batch, Offset: st.To, DeadLetterEnd: st.DeadLetterEnd, Generation: st.Generation}
-	if err := w.p.cfg.Ledger.Store(ctx, w.key, done); err != nil {
+	done := State{Batch: st.Batch, Offset: st.To, DeadLetterEnd: st.DeadLetterEnd, Owner: w.p.owner}
+	if err := w.store(ctx, done, st, "DONE"); err != nil {
 		return st, err
 	}
 	w.p.log.Info("resolved sealed batch", "partition", w.key, "batch", st.Batch, "committed", len(pending), "streams", len(st.Streams), "to", st.To)
@@ -502,65 +502,42 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	return &closeItem{b: b, x: x, to: to, eof: eof, stream: ws.GetName(), n: n, bytes: bytes, start: start, dls: dls}, nil
 }
 
-// close runs S5-S7 for a finalized batch and returns the dead-letter
-// sink's size after it.
-func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, error) {
+// close runs S5-S7 for a finalized batch, given prev, the state stored
+// last, and returns the state it stored (DONE).
+func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, error) {
 	p := w.p
 	// Dead letters are durable before the state that covers them.
-	end, err := w.writeDeadLetters(it.dls, dlEnd)
+	end, err := w.writeDeadLetters(it.dls, prev.DeadLetterEnd)
 	if err != nil {
-		return 0, err
+		return State{}, err
 	}
 	if it.stream != "" {
 		// S5: the decision.
 		seal := State{Batch: it.b, Offset: it.x, Sealed: true, To: it.to, DeadLetterEnd: end,
-			Streams: []SealedStream{{Table: 0, ID: streamID(it.stream), Rows: it.n}}}
-		if err := p.cfg.Ledger.Store(ctx, w.key, seal); err != nil {
-			if errors.Is(err, ErrFenced) || ctx.Err() != nil {
-				return 0, err
-			}
-			// Ambiguous: read back what the ledger holds. Not sealed means
-			// the batch is lost to us: stop; the restart (or next owner)
-			// replays it from the stored state.
-			got, lerr := p.cfg.Ledger.Load(ctx, w.key)
-			if lerr != nil {
-				return 0, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
-			}
-			if !got.Sealed || got.Batch != it.b || got.Offset != it.x {
-				return 0, fmt.Errorf("ingest: %s: seal of batch %d not stored: %w", w.key, it.b, err)
-			}
+			Streams: []SealedStream{{Table: 0, ID: streamID(it.stream), Rows: it.n}}, Owner: p.owner}
+		if err := w.store(ctx, seal, prev, "seal"); err != nil {
+			return State{}, err
 		}
+		prev = seal
 		if err := hook(p.cfg.Hooks, AfterSeal, w.key, it.b); err != nil {
-			return 0, err
+			return State{}, err
 		}
 		// S6.
 		req := &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}
 		if err := p.committer.commit(ctx, req); err != nil {
-			return 0, err
+			return State{}, err
 		}
 		if p.cfg.OnCommit != nil {
 			p.cfg.OnCommit(Committed{Partition: w.key, Batch: it.b, From: it.x, To: it.to, Rows: it.n, Time: req.commitTime})
 		}
 		if err := hook(p.cfg.Hooks, AfterCommit, w.key, it.b); err != nil {
-			return 0, err
+			return State{}, err
 		}
 	}
 	// S7.
-	if err := p.cfg.Ledger.Store(ctx, w.key, State{Batch: it.b, Offset: it.to, DeadLetterEnd: end}); err != nil {
-		if errors.Is(err, ErrFenced) || ctx.Err() != nil {
-			return 0, err
-		}
-		// Ambiguous (crash table rows 9 and 14): read back what the ledger
-		// holds. DONE stored means carry on; otherwise stop and leave the
-		// seal to the restart (or the next owner), which resolves it.
-		got, lerr := p.cfg.Ledger.Load(ctx, w.key)
-		if lerr != nil {
-			return 0, fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
-		}
-		if got.Sealed || got.Batch != it.b || got.Offset != it.to {
-			return 0, fmt.Errorf("ingest: %s: DONE of batch %d not stored (state %s): %w", w.key, it.b, got, err)
-		}
-		p.log.Warn("ambiguous DONE reply; the state was stored", "partition", w.key, "batch", it.b, "err", err)
+	done := State{Batch: it.b, Offset: it.to, DeadLetterEnd: end, Owner: p.owner}
+	if err := w.store(ctx, done, prev, "DONE"); err != nil {
+		return State{}, err
 	}
 	if e, ok := w.part.(Ender); ok {
 		if end := e.End(); end >= it.to {
@@ -569,11 +546,73 @@ func (w *worker) close(ctx context.Context, it *closeItem, dlEnd int64) (int64, 
 	}
 	if it.stream != "" {
 		if err := hook(p.cfg.Hooks, AfterDone, w.key, it.b); err != nil {
-			return 0, err
+			return State{}, err
 		}
 	}
 	p.log.Debug("batch committed", "partition", w.key, "batch", it.b, "from", it.x, "to", it.to, "rows", it.n, "dead_letters", len(it.dls))
-	return end, nil
+	return done, nil
+}
+
+// store writes st as the partition's state; prev is the state stored
+// before it. A failed Store is settled by reading the state back
+// (EXACTLY-ONCE.md 3.9: a read-back proves only what it names):
+//
+//   - exactly st (our streams, range and owner token): stored, go on;
+//   - exactly prev: not stored; write st again, with the group's current
+//     generation, for as long as the worker owns the partition (its
+//     context ends when the partition is revoked or lost). ILLEGAL_GENERATION,
+//     REBALANCE_IN_PROGRESS and coordinator moves take this path;
+//   - anything else: another owner wrote the state (a new owner may seal
+//     the same batch number and offset with its own streams): ErrFenced,
+//     and nothing of this batch is committed.
+//
+// ErrStoreFinal and the end of ctx stop at once.
+func (w *worker) store(ctx context.Context, st, prev State, what string) error {
+	for attempt := 0; ; attempt++ {
+		err := w.p.cfg.Ledger.Store(ctx, w.key, st)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, ErrStoreFinal) {
+			return err
+		}
+		got, lerr := w.load(ctx)
+		if lerr != nil {
+			return fmt.Errorf("%w (and re-reading the state: %v)", err, lerr)
+		}
+		if sameState(got, st) {
+			w.p.log.Warn("ambiguous reply; the state was stored", "partition", w.key, "state", what, "batch", st.Batch, "err", err)
+			return nil
+		}
+		if !sameState(got, prev) {
+			w.p.metrics.Fenced.Inc()
+			return fmt.Errorf("%w: %s: %s of batch %d not stored, and the state is now %s written by %q (this run is %q): %v",
+				ErrFenced, w.key, what, st.Batch, got, got.Owner, w.p.owner, err)
+		}
+		w.p.metrics.StoreRetries.Inc()
+		w.p.log.Warn("state not stored, retrying", "partition", w.key, "state", what, "batch", st.Batch, "attempt", attempt, "err", err)
+		if werr := w.p.cfg.Backoff.Wait(ctx, attempt); werr != nil {
+			return err
+		}
+	}
+}
+
+// maxLoadAttempts bounds the retries of a failing Load.
+const maxLoadAttempts = 20
+
+// load reads the partition's state, retrying failures (a coordinator
+// moving or loading) with backoff.
+func (w *worker) load(ctx context.Context) (State, error) {
+	for attempt := 0; ; attempt++ {
+		st, err := w.p.cfg.Ledger.Load(ctx, w.key)
+		if err == nil || ctx.Err() != nil || attempt+1 >= maxLoadAttempts {
+			return st, err
+		}
+		w.p.log.Warn("reading the partition state failed, retrying", "partition", w.key, "attempt", attempt, "err", err)
+		if werr := w.p.cfg.Backoff.Wait(ctx, attempt); werr != nil {
+			return st, err
+		}
+	}
 }
 
 // sendFailure classifies an error while sending: the run's end is returned
