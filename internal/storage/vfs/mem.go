@@ -32,6 +32,8 @@ type MemFS struct {
 		crashAt     int // fail every mutating op after this many; <0: never
 		inject      Injector
 		locks       map[string]bool
+		// ns is the namespace model of PowerLoss: see nsState.
+		ns nsState
 	}
 }
 
@@ -39,6 +41,9 @@ type memNode struct {
 	mu     sync.Mutex
 	data   []byte
 	synced []byte
+	// minLen is the smallest length the file had since its last Sync (a
+	// Truncate below the synced length that may or may not be durable).
+	minLen int
 }
 
 // NewMem returns an empty MemFS.
@@ -50,6 +55,7 @@ func NewMem() *MemFS {
 	m.mu.durableDirs = map[string]bool{".": true, "/": true}
 	m.mu.crashAt = -1
 	m.mu.locks = map[string]bool{}
+	m.mu.ns = newNSState()
 	return m
 }
 
@@ -136,7 +142,14 @@ func (m *MemFS) CrashClone(rng *rand.Rand) *MemFS {
 		c.mu.dirs[d] = true
 		c.mu.durableDirs[d] = true
 	}
-	for name, n := range m.mu.durable {
+	// Sorted, so that a seeded rng tears the same files the same way.
+	names := make([]string, 0, len(m.mu.durable))
+	for name := range m.mu.durable {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		n := m.mu.durable[name]
 		n.mu.Lock()
 		data := slices.Clone(n.synced)
 		if rng != nil && len(n.data) > len(n.synced) && slices.Equal(n.data[:len(n.synced)], n.synced) {
@@ -144,15 +157,24 @@ func (m *MemFS) CrashClone(rng *rand.Rand) *MemFS {
 			data = append(data, n.data[len(n.synced):len(n.synced)+extra]...)
 		}
 		n.mu.Unlock()
-		nn := &memNode{data: data, synced: slices.Clone(data)}
-		c.mu.files[name] = nn
-		c.mu.durable[name] = nn
-		for d := path.Dir(name); !c.mu.dirs[d]; d = path.Dir(d) {
-			c.mu.dirs[d] = true
-			c.mu.durableDirs[d] = true
-		}
+		c.addDurableLocked(name, data)
 	}
 	return c
+}
+
+// addDurableLocked installs a file that survived a crash in a fresh
+// clone: durable data, durable name, durable parent directories.
+// REQUIRES: c.mu held (or c not yet shared).
+func (c *MemFS) addDurableLocked(name string, data []byte) {
+	nn := &memNode{data: data, synced: slices.Clone(data), minLen: len(data)}
+	c.mu.files[name] = nn
+	c.mu.durable[name] = nn
+	c.mu.ns.base[name] = nn
+	for d := path.Dir(name); !c.mu.dirs[d]; d = path.Dir(d) {
+		c.mu.dirs[d] = true
+		c.mu.durableDirs[d] = true
+		c.mu.ns.dirs[d] = true
+	}
 }
 
 type memFile struct {
@@ -175,6 +197,7 @@ func (m *MemFS) Create(name string) (File, error) {
 	}
 	n := &memNode{}
 	m.mu.files[name] = n
+	m.mu.ns.log(nsOp{kind: nsCreate, name: name, node: n})
 	return &memFile{fs: m, name: name, n: n}, nil
 }
 
@@ -204,8 +227,9 @@ func (m *MemFS) Remove(name string) error {
 	if err := m.mutateLocked(OpRemove, name); err != nil {
 		return err
 	}
-	if _, ok := m.mu.files[name]; ok {
+	if n, ok := m.mu.files[name]; ok {
 		delete(m.mu.files, name)
+		m.mu.ns.log(nsOp{kind: nsRemove, name: name, node: n})
 		return nil
 	}
 	if m.mu.dirs[name] {
@@ -215,6 +239,7 @@ func (m *MemFS) Remove(name string) error {
 			}
 		}
 		delete(m.mu.dirs, name)
+		m.mu.ns.log(nsOp{kind: nsRemoveAll, name: name})
 		return nil
 	}
 	return fmt.Errorf("vfs: remove %s: %w", name, ErrNotExist)
@@ -237,6 +262,7 @@ func (m *MemFS) RemoveAll(name string) error {
 			delete(m.mu.dirs, k)
 		}
 	}
+	m.mu.ns.log(nsOp{kind: nsRemoveAll, name: name})
 	return nil
 }
 
@@ -250,6 +276,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	if n, ok := m.mu.files[oldname]; ok {
 		delete(m.mu.files, oldname)
 		m.mu.files[newname] = n
+		m.mu.ns.log(nsOp{kind: nsRename, name: oldname, to: newname, node: n})
 		return nil
 	}
 	if !m.mu.dirs[oldname] {
@@ -268,6 +295,7 @@ func (m *MemFS) Rename(oldname, newname string) error {
 			m.mu.dirs[newname+k[len(oldname):]] = true
 		}
 	}
+	m.mu.ns.log(nsOp{kind: nsRenameDir, name: oldname, to: newname})
 	return nil
 }
 
@@ -283,6 +311,7 @@ func (m *MemFS) MkdirAll(dir string) error {
 	for d := dir; ; d = path.Dir(d) {
 		m.mu.dirs[d] = true
 		m.mu.durableDirs[d] = true
+		m.mu.ns.dirs[d] = true
 		if d == "." || d == "/" {
 			break
 		}
@@ -344,6 +373,7 @@ func (m *MemFS) SyncDir(dir string) error {
 			m.mu.durableDirs[k] = true
 		}
 	}
+	m.mu.ns.syncDir(dir)
 	return nil
 }
 
@@ -406,6 +436,7 @@ func (f *memFile) Sync() error {
 	// data only ever grows by append or shrinks to a new capacity, so the
 	// synced view can share its backing array.
 	f.n.synced = f.n.data[:len(f.n.data):len(f.n.data)]
+	f.n.minLen = len(f.n.data)
 	f.n.mu.Unlock()
 	return nil
 }
@@ -421,6 +452,7 @@ func (f *memFile) Truncate(size int64) error {
 	defer f.n.mu.Unlock()
 	if size <= int64(len(f.n.data)) {
 		f.n.data = f.n.data[:size:size]
+		f.n.minLen = min(f.n.minLen, int(size))
 	} else {
 		f.n.data = append(f.n.data, make([]byte, size-int64(len(f.n.data)))...)
 	}

@@ -13,6 +13,13 @@
 //   - Directories created by MkdirAll are durable at once (a
 //     simplification: the engine creates directories before files and
 //     always syncs the parent directory of what it publishes).
+//
+// MemFS has two crash models. CrashClone keeps the durable state plus a
+// random prefix of each file's unsynced tail. PowerLoss is the harsher
+// one the crash simulator uses: each unsynced page persists whole, in
+// part or not at all, independently (out-of-order writeback), an
+// unsynced truncation may or may not persist, and of the namespace
+// operations no SyncDir covered a random prefix survives.
 package vfs
 
 import (
