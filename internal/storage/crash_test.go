@@ -137,101 +137,173 @@ const (
 // base makes the row ids of this run unique. If compactEvery > 0, the
 // _default writer also compacts the table every compactEvery rounds.
 func crashScenario(db *DB, l *ledger, rounds int, base int64, compactEvery int) {
+	runScenario(db, l, rounds, base, compactEvery, false)
+}
+
+// crashScenarioSeq runs the writers of crashScenario in one goroutine,
+// one step of each in turn, each step waiting for its acknowledgement:
+// the filesystem sees the same operations in the same order every run,
+// so "crash after the k-th operation" names the same moment every run.
+func crashScenarioSeq(db *DB, l *ledger, rounds int, base int64, compactEvery int) {
+	runScenario(db, l, rounds, base, compactEvery, true)
+}
+
+func runScenario(db *DB, l *ledger, rounds int, base int64, compactEvery int, sequential bool) {
 	ctx := context.Background()
 	tb, err := db.CreateTable(ctx, "p/d/crash", testSchema)
 	if err != nil {
 		return
 	}
 	l.acked()
-	var wg sync.WaitGroup
 	app := func(stream string, off, from, n int64) error {
 		rec := makeBatch(testSchema, from, n)
 		defer rec.Release()
 		_, err := tb.Append(ctx, AppendRequest{Stream: stream, Offset: off, Batch: rec})
 		return err
 	}
+	// Each writer is a step function: one step per call, false when it
+	// is done or failed.
+	var writers []func() bool
+
 	// _default writer.
-	wg.Go(func() {
-		for i := range int64(rounds) {
-			from := kindDefault + base + i*10
-			l.add(false, idRange(from, 3)...)
-			if app(DefaultStreamID, -1, from, 3) != nil {
-				return
-			}
-			l.add(true, idRange(from, 3)...)
-			if compactEvery > 0 && i%int64(compactEvery) == int64(compactEvery-1) {
-				if _, err := tb.Compact(ctx); err != nil {
-					return
-				}
+	var di int64
+	writers = append(writers, func() bool {
+		if di >= int64(rounds) {
+			return false
+		}
+		i := di
+		di++
+		from := kindDefault + base + i*10
+		l.add(false, idRange(from, 3)...)
+		if app(DefaultStreamID, -1, from, 3) != nil {
+			return false
+		}
+		l.add(true, idRange(from, 3)...)
+		if compactEvery > 0 && i%int64(compactEvery) == int64(compactEvery-1) {
+			if _, err := tb.Compact(ctx); err != nil {
+				return false
 			}
 		}
+		return true
 	})
+
 	// COMMITTED writer with offsets.
-	wg.Go(func() {
-		s, err := tb.CreateStream(ctx, StreamCommitted)
-		if err != nil {
-			return
-		}
-		for i := range int64(rounds) {
-			from := kindCommitted + base + i*2
-			l.add(false, idRange(from, 2)...)
-			if app(s.ID, i*2, from, 2) != nil {
-				return
-			}
-			l.add(true, idRange(from, 2)...)
-		}
-	})
-	// PENDING writers: append, finalize, commit.
-	wg.Go(func() {
-		for p := range int64(max(1, rounds/3)) {
-			s, err := tb.CreateStream(ctx, StreamPending)
+	var cs string
+	var ci int64
+	writers = append(writers, func() bool {
+		if cs == "" {
+			s, err := tb.CreateStream(ctx, StreamCommitted)
 			if err != nil {
-				return
+				return false
 			}
-			var ids []int64
-			for i := range int64(3) {
-				from := kindPending + base + p*10 + i*2
-				if app(s.ID, i*2, from, 2) != nil {
-					return
-				}
-				ids = append(ids, idRange(from, 2)...)
-			}
-			if _, err := tb.Finalize(ctx, s.ID); err != nil {
-				return
-			}
-			l.group(ids)
-			l.add(false, ids...)
-			_, serrs, err := tb.BatchCommit(ctx, []string{s.ID})
-			if err != nil || len(serrs) > 0 {
-				return
-			}
-			l.add(true, ids...)
+			cs = s.ID
+			return true
 		}
+		if ci >= int64(rounds) {
+			return false
+		}
+		i := ci
+		ci++
+		from := kindCommitted + base + i*2
+		l.add(false, idRange(from, 2)...)
+		if app(cs, i*2, from, 2) != nil {
+			return false
+		}
+		l.add(true, idRange(from, 2)...)
+		return true
 	})
-	// BUFFERED writer: append, flush.
-	wg.Go(func() {
-		s, err := tb.CreateStream(ctx, StreamBuffered)
+
+	// PENDING writers: append, finalize, commit; one stream per round.
+	var pp int64
+	writers = append(writers, func() bool {
+		if pp >= int64(max(1, rounds/3)) {
+			return false
+		}
+		p := pp
+		pp++
+		s, err := tb.CreateStream(ctx, StreamPending)
 		if err != nil {
-			return
+			return false
 		}
 		var ids []int64
-		for i := range int64(rounds) {
-			from := kindBuffered + base + i*2
+		for i := range int64(3) {
+			from := kindPending + base + p*10 + i*2
 			if app(s.ID, i*2, from, 2) != nil {
-				return
+				return false
 			}
 			ids = append(ids, idRange(from, 2)...)
-			l.prefix(s.ID, idRange(from, 2))
-			if i%2 == 1 {
-				l.add(false, ids...)
-				if _, err := tb.Flush(ctx, s.ID, i*2+1); err != nil {
-					return
+		}
+		if _, err := tb.Finalize(ctx, s.ID); err != nil {
+			return false
+		}
+		l.group(ids)
+		l.add(false, ids...)
+		_, serrs, err := tb.BatchCommit(ctx, []string{s.ID})
+		if err != nil || len(serrs) > 0 {
+			return false
+		}
+		l.add(true, ids...)
+		return true
+	})
+
+	// BUFFERED writer: append, flush.
+	var bs string
+	var bi int64
+	var bids []int64
+	writers = append(writers, func() bool {
+		if bs == "" {
+			s, err := tb.CreateStream(ctx, StreamBuffered)
+			if err != nil {
+				return false
+			}
+			bs = s.ID
+			return true
+		}
+		if bi >= int64(rounds) {
+			return false
+		}
+		i := bi
+		bi++
+		from := kindBuffered + base + i*2
+		if app(bs, i*2, from, 2) != nil {
+			return false
+		}
+		bids = append(bids, idRange(from, 2)...)
+		l.prefix(bs, idRange(from, 2))
+		if i%2 == 1 {
+			l.add(false, bids...)
+			if _, err := tb.Flush(ctx, bs, i*2+1); err != nil {
+				return false
+			}
+			l.add(true, bids...)
+		}
+		return true
+	})
+
+	if !sequential {
+		var wg sync.WaitGroup
+		for _, w := range writers {
+			wg.Go(func() {
+				for w() {
 				}
-				l.add(true, ids...)
+			})
+		}
+		wg.Wait()
+		return
+	}
+	for live := len(writers); live > 0; {
+		live = 0
+		for i, w := range writers {
+			if w == nil {
+				continue
+			}
+			if w() {
+				live++
+			} else {
+				writers[i] = nil
 			}
 		}
-	})
-	wg.Wait()
+	}
 }
 
 // checkRecovered verifies the invariants on a recovered DB.
@@ -295,6 +367,11 @@ func checkRecovered(t testing.TB, db *DB, l *ledger, label string) {
 // data) and checks: every acknowledged row is visible exactly once,
 // nothing unacknowledged is partially visible, nothing uncommitted is
 // visible.
+//
+// It is deterministic: the scenario runs its writers in one goroutine
+// (crashScenarioSeq), so the k-th operation is the same one every run,
+// and the torn prefix of crash k comes from an rng seeded with (seed, k).
+// A failure names k; the same seed replays it.
 func TestCrashAtEveryWrite(t *testing.T) {
 	const rounds = 6
 	for _, tc := range []struct {
@@ -313,7 +390,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := newLedger()
-			crashScenario(db, l, rounds, 0, compactEvery)
+			crashScenarioSeq(db, l, rounds, 0, compactEvery)
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -326,10 +403,10 @@ func TestCrashAtEveryWrite(t *testing.T) {
 			if compactEvery > 0 && m.Compactions == 0 {
 				t.Fatalf("no compaction replaced files")
 			}
-			seed := uint64(42)
+			const seed = uint64(42)
 			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, seed))
 			for k := 0; k <= total+2; k++ {
+				rng := rand.New(rand.NewPCG(seed, uint64(k)))
 				fs := vfs.NewMem()
 				db, err := Open("db", opts(fs))
 				if err != nil {
@@ -337,7 +414,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 				}
 				fs.SetCrashAfter(k)
 				l := newLedger()
-				crashScenario(db, l, rounds, 0, compactEvery)
+				crashScenarioSeq(db, l, rounds, 0, compactEvery)
 				_ = db.Close()
 				crashed := fs.CrashClone(rng)
 				db2, err := Open("db", opts(crashed))

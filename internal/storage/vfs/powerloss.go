@@ -38,7 +38,15 @@ const sectorSize = 512
 // package contract).
 //
 // The clone shares nothing with m and has no crash point.
-func (m *MemFS) PowerLoss(rng *rand.Rand) *MemFS {
+func (m *MemFS) PowerLoss(rng *rand.Rand) *MemFS { return m.powerLoss(rng, false) }
+
+// PowerLossInOrder is PowerLoss with writeback in file order: the pages
+// of a file that reach the disk are a prefix of those that differ (the
+// last one possibly in part), so no hole precedes persisted data. It is
+// the milder model of a disk that writes back in order.
+func (m *MemFS) PowerLossInOrder(rng *rand.Rand) *MemFS { return m.powerLoss(rng, true) }
+
+func (m *MemFS) powerLoss(rng *rand.Rand, inOrder bool) *MemFS {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	files, dirs := m.mu.ns.survivors(rng)
@@ -58,7 +66,7 @@ func (m *MemFS) PowerLoss(rng *rand.Rand) *MemFS {
 		n := files[name]
 		data, ok := done[n]
 		if !ok {
-			data = n.afterPowerLoss(rng)
+			data = n.afterPowerLoss(rng, inOrder)
 			done[n] = data
 		}
 		c.addDurableLocked(name, slices.Clone(data))
@@ -68,7 +76,7 @@ func (m *MemFS) PowerLoss(rng *rand.Rand) *MemFS {
 
 // afterPowerLoss is the node's content after a power loss (see
 // PowerLoss).
-func (n *memNode) afterPowerLoss(rng *rand.Rand) []byte {
+func (n *memNode) afterPowerLoss(rng *rand.Rand, inOrder bool) []byte {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := slices.Clone(n.synced)
@@ -80,6 +88,7 @@ func (n *memNode) afterPowerLoss(rng *rand.Rand) []byte {
 	}
 	cur := n.data
 	end := max(len(out), len(cur))
+	stopped := false // inOrder: a page was not (wholly) persisted
 	for lo := 0; lo < end; lo += PageSize {
 		hi := min(lo+PageSize, end)
 		if pageEqual(out, cur, lo, hi) {
@@ -90,9 +99,13 @@ func (n *memNode) afterPowerLoss(rng *rand.Rand) []byte {
 		if newHi <= lo {
 			continue // only a (not persisted) truncation differs
 		}
+		if stopped {
+			continue
+		}
 		var upto int
 		switch rng.IntN(3) {
 		case 0: // not at all
+			stopped = inOrder
 			continue
 		case 1: // whole
 			upto = newHi
@@ -102,6 +115,7 @@ func (n *memNode) afterPowerLoss(rng *rand.Rand) []byte {
 				upto = newHi
 			} else {
 				upto = min(newHi, lo+sectorSize*(1+rng.IntN(sectors-1)))
+				stopped = inOrder
 			}
 		}
 		if upto > len(out) {

@@ -171,3 +171,28 @@ func toBytes(ss []string) [][]byte {
 	}
 	return out
 }
+
+// TestPowerLossInOrder: in-order writeback never leaves a hole before
+// persisted data.
+func TestPowerLossInOrder(t *testing.T) {
+	m := NewMem()
+	m.MkdirAll("d")
+	f, _ := m.Create("d/f")
+	m.SyncDir("d")
+	var want []byte
+	for _, c := range []byte{'a', 'b', 'c', 'd'} {
+		want = append(want, bytes.Repeat([]byte{c}, PageSize)...)
+	}
+	f.Write(want)
+	lens := map[int]bool{}
+	for seed := range uint64(200) {
+		got := readAll(t, m.PowerLossInOrder(rand.New(rand.NewPCG(seed, 0))), "d/f")
+		if !bytes.Equal(got, want[:len(got)]) {
+			t.Fatalf("seed %d: %d bytes, not a prefix of what was written", seed, len(got))
+		}
+		lens[len(got)] = true
+	}
+	if len(lens) < 5 {
+		t.Fatalf("only %d distinct lengths", len(lens))
+	}
+}
