@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -732,12 +733,20 @@ func (n *isNode) eval(ctx *evalCtx) (*vec, error) {
 
 type inNode struct {
 	x    node
-	list []node
+	list []node // nil when the list is all constant INT64-like or STRING/BYTES (ints/strs hold it)
 	not  bool
 	p    int
 	// set holds the non-NULL constant items when the list is all constant;
-	// hasNull records a NULL item.
+	// hasNull records a NULL item. For INT64-like and STRING/BYTES items,
+	// ints or strs hold them sorted and unique instead (for pruning), with
+	// a typed set for membership: a 1 MB IN list then costs a few MB, not
+	// the ~60 MB that boxed map keys and the item nodes took.
 	set     map[any]struct{}
+	ints    []int64
+	strs    []string
+	intSet  map[int64]struct{}
+	strSet  map[string]struct{}
+	konst   bool // every item is constant
 	hasNull bool
 }
 
@@ -760,7 +769,11 @@ func setKey(t typ, v value) (any, bool) {
 
 func newInNode(x node, list []node, not bool, p int) *inNode {
 	n := &inNode{x: x, list: list, not: not, p: p}
+	t := x.typ()
+	typed := isIntLike(t) || t == tString || t == tBytes
 	set := map[any]struct{}{}
+	var ints []int64
+	var strs []string
 	for _, it := range list {
 		v, ok := constValue(it)
 		if !ok {
@@ -770,14 +783,80 @@ func newInNode(x node, list []node, not bool, p int) *inNode {
 			n.hasNull = true
 			continue
 		}
-		k, ok := setKey(x.typ(), v)
-		if !ok {
-			return n
+		switch {
+		case isIntLike(t):
+			ints = append(ints, v.i)
+		case t == tString || t == tBytes:
+			strs = append(strs, v.s)
+		default:
+			k, ok := setKey(t, v)
+			if !ok {
+				return n
+			}
+			set[k] = struct{}{}
 		}
-		set[k] = struct{}{}
 	}
-	n.set = set
+	n.konst = true
+	if !typed {
+		n.set = set
+		return n
+	}
+	n.list = nil
+	if isIntLike(t) {
+		slices.Sort(ints)
+		n.ints = slices.Clip(slices.Compact(ints))
+		n.intSet = make(map[int64]struct{}, len(n.ints))
+		for _, v := range n.ints {
+			n.intSet[v] = struct{}{}
+		}
+		return n
+	}
+	slices.Sort(strs)
+	n.strs = slices.Clip(slices.Compact(strs))
+	n.strSet = make(map[string]struct{}, len(n.strs))
+	for _, v := range n.strs {
+		n.strSet[v] = struct{}{}
+	}
 	return n
+}
+
+// contains reports whether the constant list holds v (of the node's
+// type). REQUIRES: n.konst.
+func (n *inNode) contains(t typ, v value) bool {
+	switch {
+	case n.intSet != nil:
+		_, ok := n.intSet[v.i]
+		return ok
+	case n.strSet != nil:
+		_, ok := n.strSet[v.s]
+		return ok
+	}
+	k, ok := setKey(t, v)
+	if !ok {
+		return false
+	}
+	_, found := n.set[k]
+	return found
+}
+
+// anyWithin reports whether some non-NULL constant item lies in [lo, hi].
+// REQUIRES: n.konst.
+func (n *inNode) anyWithin(t typ, lo, hi value) bool {
+	switch {
+	case n.intSet != nil:
+		i, _ := slices.BinarySearch(n.ints, lo.i)
+		return i < len(n.ints) && n.ints[i] <= hi.i
+	case n.strSet != nil:
+		i, _ := slices.BinarySearch(n.strs, lo.s)
+		return i < len(n.strs) && n.strs[i] <= hi.s
+	}
+	for _, it := range n.list {
+		v, _ := constValue(it)
+		if !v.null && compareValues(t, v, lo) >= 0 && compareValues(t, v, hi) <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *inNode) typ() typ { return tBool }
@@ -795,14 +874,11 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 		out.nulls[i] = true
 	}
-	if n.set != nil && !x.konst && (isIntLike(x.t) || x.t == tString || x.t == tBytes) {
+	if (n.intSet != nil || n.strSet != nil) && !x.konst {
 		// Typed membership: no boxing per row.
-		if isIntLike(x.t) && len(n.set) <= 8 {
+		if n.intSet != nil && len(n.ints) <= 8 {
 			// A short list: compare with each item, no hashing.
-			items := make([]int64, 0, len(n.set))
-			for k := range n.set {
-				items = append(items, k.(int64))
-			}
+			items := n.ints
 			for i, v := range x.i[:ctx.n] {
 				found := false
 				for _, it := range items {
@@ -810,22 +886,14 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 				}
 				out.b[i] = found
 			}
-		} else if isIntLike(x.t) {
-			set := make(map[int64]struct{}, len(n.set))
-			for k := range n.set {
-				set[k.(int64)] = struct{}{}
-			}
+		} else if n.intSet != nil {
+			set := n.intSet
 			for i, v := range x.i[:ctx.n] {
 				_, found := set[v]
 				out.b[i] = found
 			}
 		} else {
-			set := make(map[string]struct{}, len(n.set))
-			items := make([]string, 0, len(n.set))
-			for k := range n.set {
-				set[k.(string)] = struct{}{}
-				items = append(items, k.(string))
-			}
+			set, items := n.strSet, n.strs
 			short := len(items) <= 8
 			for i := range out.b {
 				var v string
@@ -863,15 +931,14 @@ func (n *inNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 		return out, nil
 	}
-	if n.set != nil {
+	if n.konst {
 		t := x.t
 		for i := range out.b {
 			if x.isNull(i) {
 				setNull(i)
 				continue
 			}
-			k, _ := setKey(t, x.get(i))
-			_, found := n.set[k]
+			found := n.contains(t, x.get(i))
 			switch {
 			case found:
 				out.b[i] = !n.not

@@ -193,17 +193,10 @@ func (pr *pruner) poss(n node) (t, f, nl bool) {
 			return false, false, true
 		}
 		nl := x.canNull || n.hasNull
-		if !x.known || n.set == nil || x.floatish {
+		if !x.known || !n.konst || x.floatish {
 			return true, true, true
 		}
-		hit := false
-		for _, it := range n.list {
-			v, _ := constValue(it)
-			if !v.null && compareValues(x.t, v, x.lo) >= 0 && compareValues(x.t, v, x.hi) <= 0 {
-				hit = true
-				break
-			}
-		}
+		hit := n.anyWithin(x.t, x.lo, x.hi)
 		if n.not {
 			return true, hit, nl
 		}
