@@ -323,12 +323,14 @@ func (c *conn) missingValues(req *storagepb.AppendRowsRequest) (protorows.Missin
 }
 
 // noteWriterSchema records a writer schema the request carries (proto
-// descriptor or Arrow schema) for its stream; the proto descriptor is
-// compiled against the table schema when it differs from the last one.
+// descriptor or Arrow schema) for its stream when it differs from the last
+// one. It is compiled against the table schema on first use, by the
+// decode step: after the request's size has been checked, so that an
+// oversized request never has its schema compiled.
 func (c *conn) noteWriterSchema(st *connStream, req *storagepb.AppendRowsRequest) error {
 	if ws := req.GetArrowRows().GetWriterSchema().GetSerializedSchema(); len(ws) > 0 && !bytes.Equal(ws, st.arrowSch) {
 		st.arrowSch = bytes.Clone(ws)
-		st.arrowDec, st.arrowErr = arrowrows.Compile(st.arrowSch, st.info.Schema)
+		st.arrowDec, st.arrowErr = nil, nil
 	}
 	ws := req.GetProtoRows().GetWriterSchema().GetProtoDescriptor()
 	if ws == nil {
@@ -338,9 +340,9 @@ func (c *conn) noteWriterSchema(st *connStream, req *storagepb.AppendRowsRequest
 	if err != nil {
 		return apierr.InvalidArgument("proto_rows.writer_schema: %v", err)
 	}
-	if st.desc == nil && st.descErr == nil || !bytes.Equal(b, st.descBytes) {
+	if st.descBytes == nil || !bytes.Equal(b, st.descBytes) {
 		st.descBytes = b
-		st.desc, st.descErr = protorows.Compile(ws, st.info.Schema)
+		st.desc, st.descErr = nil, nil
 	}
 	return nil
 }
@@ -350,7 +352,8 @@ func (c *conn) decodeProto(st *connStream, pr *storagepb.AppendRowsRequest_Proto
 		if st.descBytes == nil {
 			return nil, apierr.InvalidArgument("proto_rows.writer_schema: required on the first request for stream %s", st.name)
 		}
-		// The schema changed under a known descriptor: recompile it.
+		// A new descriptor, or the table schema changed under a known
+		// one: compile it.
 		d := new(descriptorpb.DescriptorProto)
 		if err := proto.Unmarshal(st.descBytes, d); err != nil {
 			return nil, apierr.InvalidArgument("proto_rows.writer_schema: %v", err)
@@ -379,7 +382,8 @@ func (c *conn) decodeArrow(st *connStream, ar *storagepb.AppendRowsRequest_Arrow
 		return nil, apierr.InvalidArgument("arrow_rows.writer_schema: required on the first request for stream %s", st.name)
 	}
 	if st.arrowDec == nil && st.arrowErr == nil {
-		// The table schema changed under a known writer schema.
+		// A new writer schema, or the table schema changed under a known
+		// one: compile it.
 		st.arrowDec, st.arrowErr = arrowrows.Compile(st.arrowSch, st.info.Schema)
 	}
 	if st.arrowErr != nil {

@@ -68,6 +68,7 @@ type conv struct {
 	kind     kind
 	required bool
 	top      bool
+	idx      int // top: the table column
 	def      *protorows.Default
 	scale    int32 // source decimal scale
 	// RECORD and RANGE: per target child, the converter and the input
@@ -111,6 +112,9 @@ const (
 // Compile reads the writer schema (an IPC-encapsulated Schema message) and
 // compiles it against the table.
 func Compile(serializedSchema []byte, table *schema.Schema) (*Decoder, error) {
+	if err := checkMessage(serializedSchema, headerSchema); err != nil {
+		return nil, fmt.Errorf("arrowrows: invalid Arrow schema: %w", err)
+	}
 	// No message can be larger than the bytes we hold: say so, or the
 	// reader allocates whatever a corrupt length prefix claims.
 	limit := int64(len(serializedSchema))
@@ -131,8 +135,9 @@ func Compile(serializedSchema []byte, table *schema.Schema) (*Decoder, error) {
 	for i := range d.srcIdx {
 		d.srcIdx[i] = -1
 	}
+	names := schema.IndexNames(table.Fields)
 	for j, af := range in.Fields() {
-		i := table.Lookup(af.Name)
+		i := names.Lookup(af.Name)
 		if i < 0 {
 			return nil, &protorows.ExtraFieldError{Field: af.Name}
 		}
@@ -150,6 +155,7 @@ func Compile(serializedSchema []byte, table *schema.Schema) (*Decoder, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.idx = i
 		d.cols[i] = c
 	}
 	return d, nil
@@ -364,14 +370,9 @@ func compileStruct(c *conv, fields []*schema.Field, st *arrow.StructType, path s
 	for i := range c.srcIdx {
 		c.srcIdx[i] = -1
 	}
+	names := schema.IndexNames(fields)
 	for j, af := range st.Fields() {
-		i := -1
-		for k, f := range fields {
-			if strings.EqualFold(f.Name, af.Name) {
-				i = k
-				break
-			}
-		}
+		i := names.Lookup(af.Name)
 		if i < 0 {
 			return &protorows.ExtraFieldError{Field: path + "." + af.Name}
 		}
@@ -408,6 +409,7 @@ func badf(c *conv, format string, args ...any) error {
 type state struct {
 	d   *Decoder
 	mv  protorows.MissingValues
+	top []protorows.Interpretation // per table column, when mv.PerColumn is set
 	now time.Time
 	set bool
 }
@@ -423,12 +425,8 @@ func (s *state) clock() time.Time {
 }
 
 func (s *state) interp(c *conv) protorows.Interpretation {
-	if c.top {
-		for k, v := range s.mv.PerColumn {
-			if strings.EqualFold(k, c.field.Name) {
-				return v
-			}
-		}
+	if c.top && s.top != nil {
+		return s.top[c.idx]
 	}
 	return s.mv.Default
 }
@@ -437,7 +435,18 @@ func (s *state) interp(c *conv) protorows.Interpretation {
 // it conformed to Schema(). Any bad value makes it return the row errors
 // (one per bad row, the first found) and no record. The caller owns the
 // returned record.
-func (d *Decoder) Decode(serializedBatch []byte, mv protorows.MissingValues) (arrow.Record, []protorows.RowError, error) {
+func (d *Decoder) Decode(serializedBatch []byte, mv protorows.MissingValues) (rec arrow.Record, rowErrs []protorows.RowError, err error) {
+	if err := checkMessage(serializedBatch, headerRecordBatch); err != nil {
+		return nil, nil, fmt.Errorf("arrowrows: invalid Arrow record batch: %w", err)
+	}
+	defer func() {
+		// The metadata was checked above and the batch is validated below;
+		// should the IPC reader still trip over a peer's bytes, report,
+		// never crash the server.
+		if p := recover(); p != nil {
+			rec, rowErrs, err = nil, nil, fmt.Errorf("arrowrows: malformed Arrow record batch: %v", p)
+		}
+	}()
 	limit := int64(len(d.schemaBytes) + len(serializedBatch))
 	r, err := newReader(io.MultiReader(bytes.NewReader(d.schemaBytes), bytes.NewReader(serializedBatch)), limit)
 	if err != nil {
@@ -455,6 +464,12 @@ func (d *Decoder) Decode(serializedBatch []byte, mv protorows.MissingValues) (ar
 	// describe (a bit per value at least) before sizing columns by it.
 	if n := in.NumRows(); n < 0 || n > 8*int64(len(serializedBatch))+1024 || n > maxRows {
 		return nil, nil, fmt.Errorf("arrowrows: record batch claims %d rows in %d bytes", n, len(serializedBatch))
+	}
+	// Every buffer, offset and null count must agree before any value is
+	// read, and above all before a column is stored as it is (fast): a
+	// batch whose null count lies poisoned the table for good.
+	if err := array.ValidateRecordFull(in); err != nil {
+		return nil, nil, fmt.Errorf("arrowrows: invalid Arrow record batch: %w", err)
 	}
 	return d.Conform(in, mv)
 }
@@ -476,7 +491,24 @@ func (d *Decoder) Conform(in arrow.Record, mv protorows.MissingValues) (rec arro
 		return nil, nil, fmt.Errorf("arrowrows: record batch schema %s differs from the writer schema", in.Schema())
 	}
 	n := int(in.NumRows())
+	// Columns (and struct fields) the input lacks cost nothing on the wire
+	// but a value per row once filled: bound them as protorows bounds proto
+	// rows. What the input holds is bounded by its bytes.
+	filled := 0
+	for ci, c := range d.cols {
+		var src arrow.Array
+		if d.srcIdx[ci] >= 0 {
+			src = in.Column(d.srcIdx[ci])
+		}
+		filled += missingValues(c, d.target.Field(ci).Type, src, n)
+		if filled > protorows.MaxValues {
+			return nil, nil, fmt.Errorf("%w: %d rows leave %d or more values to fill, the limit is %d values", protorows.ErrTooManyValues, n, filled, protorows.MaxValues)
+		}
+	}
 	st := &state{d: d, mv: mv}
+	if len(mv.PerColumn) > 0 {
+		st.top = mv.Resolve(d.table.Fields)
+	}
 	bad := map[int]protorows.RowError{}
 	arrs := make([]arrow.Array, len(d.cols))
 	defer func() {
@@ -533,6 +565,53 @@ func (d *Decoder) Conform(in arrow.Record, mv protorows.MissingValues) (rec arro
 		return nil, rowErrs, nil
 	}
 	return array.NewRecordBatch(d.target, arrs, int64(n)), nil, nil
+}
+
+// missingValues counts the values Conform fills in for n values of c whose
+// input is src (nil: the input lacks it): a missing column's leaves, and the
+// missing fields of present structs, also inside lists.
+func missingValues(c *conv, t arrow.DataType, src arrow.Array, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	switch {
+	case src == nil || c.kind == kMissing:
+		return n * protorows.LeafValues(t)
+	case c.kind == kStruct:
+		st, ok1 := t.(*arrow.StructType)
+		sa, ok2 := src.(*array.Struct)
+		if !ok1 || !ok2 {
+			return 0
+		}
+		total := 0
+		for k, ch := range c.children {
+			var csrc arrow.Array
+			if c.srcIdx[k] >= 0 {
+				csrc = sa.Field(c.srcIdx[k])
+			}
+			total += missingValues(ch, st.Field(k).Type, csrc, n)
+			if total > protorows.MaxValues {
+				break
+			}
+		}
+		return total
+	case c.kind == kList:
+		lt, ok := t.(*arrow.ListType)
+		if !ok {
+			return 0
+		}
+		var values arrow.Array
+		switch a := src.(type) {
+		case *array.List:
+			values = a.ListValues()
+		case *array.LargeList:
+			values = a.ListValues()
+		default:
+			return 0
+		}
+		return missingValues(c.elem, lt.Elem(), values, values.Len())
+	}
+	return 0
 }
 
 // fast reports whether src can be used as the column as it is.

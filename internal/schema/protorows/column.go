@@ -115,13 +115,14 @@ func hasVarData(t arrow.DataType) bool {
 	return false
 }
 
-// leafValues is the values one value of type t appends (a NULL struct
-// appends one to each child; a list counts one, its elements separately).
-func leafValues(t arrow.DataType) int {
+// LeafValues is the values one value of type t appends to a Column (a NULL
+// struct appends one to each child; a list counts one, its elements
+// separately): what a missing value costs against MaxValues.
+func LeafValues(t arrow.DataType) int {
 	if st, ok := t.(*arrow.StructType); ok {
 		n := 0
 		for _, f := range st.Fields() {
-			n += leafValues(f.Type)
+			n += LeafValues(f.Type)
 		}
 		return max(n, 1)
 	}

@@ -215,7 +215,7 @@ func Compile(desc *descriptorpb.DescriptorProto, table *schema.Schema) (*Decoder
 		root:  root,
 	}
 	for _, f := range d.arrow.Fields() {
-		d.valuesPerRow += leafValues(f.Type)
+		d.valuesPerRow += LeafValues(f.Type)
 		d.fixedPerRow += fixedWidth(f.Type)
 		if hasVarData(f.Type) {
 			d.nvar++

@@ -78,7 +78,7 @@ func (d *Decoder) Decode(rows [][]byte, mv MissingValues) (arrow.Record, []RowEr
 	}
 	st := &decodeState{d: d, mv: mv, values: n * d.valuesPerRow}
 	if len(mv.PerColumn) > 0 {
-		st.top = resolveInterpretations(d.table.Fields, mv)
+		st.top = mv.Resolve(d.table.Fields)
 	}
 	total := 0
 	for _, r := range rows {
@@ -180,11 +180,11 @@ func (d *Decoder) reserve(n, total int) (rows int, varHint []int) {
 	return rows, varHint
 }
 
-// resolveInterpretations returns the missing-value interpretation of every
-// top-level column under mv: a key naming the column exactly, else one
-// naming it case-insensitively, else mv.Default. Linear in keys and
-// columns: the interpretation is looked up once per request, not per row.
-func resolveInterpretations(fields []*schema.Field, mv MissingValues) []Interpretation {
+// Resolve returns the missing-value interpretation of each of fields (a
+// table's top-level columns) under mv: a key naming the column exactly,
+// else one naming it case-insensitively, else mv.Default. Linear in keys
+// and columns: decoders resolve once per request, not per row and column.
+func (mv MissingValues) Resolve(fields []*schema.Field) []Interpretation {
 	folded := make(map[string]Interpretation, len(mv.PerColumn))
 	for k, v := range mv.PerColumn {
 		fk := schema.FoldKey(k)
