@@ -363,14 +363,15 @@ func checkRecovered(t testing.TB, db *DB, l *ledger, label string) {
 
 // TestCrashAtEveryWrite crashes the filesystem after the k-th mutating
 // operation, for every k of the scenario, then recovers from what a power
-// loss would leave (synced data plus a random torn prefix of unsynced
-// data) and checks: every acknowledged row is visible exactly once,
+// loss would leave (vfs.MemFS.PowerLoss: synced data, each unsynced page
+// persisted whole, in part or not at all, independently, and a prefix of
+// the unsynced namespace operations) and checks: every acknowledged row is visible exactly once,
 // nothing unacknowledged is partially visible, nothing uncommitted is
 // visible.
 //
 // It is deterministic: the scenario runs its writers in one goroutine
 // (crashScenarioSeq), so the k-th operation is the same one every run,
-// and the torn prefix of crash k comes from an rng seeded with (seed, k).
+// and the power loss of crash k draws from an rng seeded with (seed, k).
 // A failure names k; the same seed replays it.
 func TestCrashAtEveryWrite(t *testing.T) {
 	const rounds = 6
@@ -416,7 +417,7 @@ func TestCrashAtEveryWrite(t *testing.T) {
 				l := newLedger()
 				crashScenarioSeq(db, l, rounds, 0, compactEvery)
 				_ = db.Close()
-				crashed := fs.CrashClone(rng)
+				crashed := fs.PowerLoss(rng)
 				db2, err := Open("db", opts(crashed))
 				if err != nil {
 					t.Fatalf("k=%d: recovery failed: %v", k, err)

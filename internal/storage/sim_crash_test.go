@@ -73,7 +73,7 @@ func (w *sim) crash(why string) {
 
 func (w *sim) powerLoss(fs *vfs.MemFS) *vfs.MemFS {
 	if simNarrowed(4) {
-		return fs.PowerLossInOrder(w.rng)
+		return fs.PowerLossInOrder(w.rng) // see simNarrowed
 	}
 	return fs.PowerLoss(w.rng)
 }
