@@ -173,6 +173,7 @@ type run struct {
 	hooks      ingest.Hooks
 	mutate     func(*ingest.Config)
 	wrapSource func(ingest.Source) ingest.Source
+	complete   bool // FileSource.Complete
 }
 
 func (r run) do(t *testing.T) error {
@@ -187,7 +188,7 @@ func (r run) do(t *testing.T) error {
 		t.Fatal(err)
 	}
 	defer dl.Close()
-	var src ingest.Source = &ingest.FileSource{Path: r.source}
+	var src ingest.Source = &ingest.FileSource{Path: r.source, Complete: r.complete}
 	if r.wrapSource != nil {
 		src = r.wrapSource(src)
 	}
@@ -417,7 +418,9 @@ func TestSchemaMismatchGoesToDeadLetters(t *testing.T) {
 	if err := os.WriteFile(src, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	// The input ends without a newline: told it is complete, the last
+	// line is a record.
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson"), complete: true}
 	if err := r.do(t); err != nil {
 		t.Fatal(err)
 	}
@@ -440,11 +443,49 @@ func TestSchemaMismatchGoesToDeadLetters(t *testing.T) {
 	}
 	// Without a sink, a record that does not fit stops the pipeline.
 	table2 := e.table(t, "dead2")
-	r2 := run{e: e, table: table2, source: src, stateDir: filepath.Join(dir, "state2"), deadLetter: filepath.Join(dir, "dead2.ndjson"),
+	r2 := run{e: e, table: table2, source: src, stateDir: filepath.Join(dir, "state2"), deadLetter: filepath.Join(dir, "dead2.ndjson"), complete: true,
 		mutate: func(c *ingest.Config) { c.DeadLetters = nil }}
 	err = r2.do(t)
 	var re *rows.RecordError
 	if !errors.As(err, &re) {
 		t.Fatalf("err = %v, want a RecordError", err)
+	}
+}
+
+// TestFileBeingAppended: a run that finds a half-written last line leaves
+// it alone; once the writer finishes it, the next run ingests the whole
+// record (before, it became two dead letters: the half line and the rest).
+func TestFileBeingAppended(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "appended")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.ndjson")
+	if err := os.WriteFile(src, []byte(`{"id":1}`+"\n"+`{"id":2,"na`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.readIDs(t, table); len(got) != 1 || got[1] != 1 {
+		t.Fatalf("after the first run: ids %v, want only 1", got)
+	}
+	f, err := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`me":"two"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.readIDs(t, table); len(got) != 2 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("after the second run: ids %v, want 1 and 2 once each", got)
+	}
+	if n := countLines(t, r.deadLetter); n != 0 {
+		b, _ := os.ReadFile(r.deadLetter)
+		t.Fatalf("%d dead letters, want none:\n%s", n, b)
 	}
 }

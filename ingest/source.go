@@ -56,10 +56,34 @@ type RecordReader interface {
 //
 // Standard input cannot seek: after a restart the caller must feed the same
 // input again, and the reader skips the bytes already ingested.
+//
+// A last line without a newline may be a record a writer is still
+// appending: it is not read (the partition ends before it, and the reader
+// reports an UnterminatedError, which is an io.EOF) unless Complete says
+// the file will not grow. A later run, after the writer finished the line,
+// reads it.
 type FileSource struct {
 	Path  string    // "-" for Stdin
 	Stdin io.Reader // used when Path is "-"
+	// Complete means the input is whole: a last line without a newline is
+	// a record.
+	Complete bool
 }
+
+// UnterminatedError ends a file partition whose last line has no newline
+// (FileSource.Complete unset). It wraps io.EOF.
+type UnterminatedError struct {
+	Path   string
+	Offset int64 // start of the unterminated line
+	Bytes  int   // its length so far
+}
+
+func (e *UnterminatedError) Error() string {
+	return fmt.Sprintf("ingest: %s: the last line (%d bytes at byte %d) has no newline yet: left for a later run (a writer may still be appending it; --complete ingests it)",
+		e.Path, e.Bytes, e.Offset)
+}
+
+func (e *UnterminatedError) Unwrap() error { return io.EOF }
 
 // Run implements Source: the file is one partition, run to its end.
 func (s *FileSource) Run(ctx context.Context, assign func(ctx context.Context, p Partition) error) error {
@@ -101,7 +125,7 @@ func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error)
 		if p.s.Stdin == nil {
 			return nil, errors.New("ingest: no standard input")
 		}
-		r := &lineReader{r: bufio.NewReaderSize(p.s.Stdin, 1<<20)}
+		r := &lineReader{r: bufio.NewReaderSize(p.s.Stdin, 1<<20), path: "standard input", complete: p.s.Complete}
 		if _, err := io.CopyN(io.Discard, r.r, from); err != nil {
 			return nil, fmt.Errorf("ingest: skip %d bytes of standard input already ingested: %w", from, err)
 		}
@@ -125,17 +149,19 @@ func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error)
 		f.Close()
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	return &lineReader{r: bufio.NewReaderSize(f, 1<<20), c: f, off: from}, nil
+	return &lineReader{r: bufio.NewReaderSize(f, 1<<20), c: f, off: from, path: p.s.Path, complete: p.s.Complete}, nil
 }
 
 // MaxRecordBytes bounds one record (BigQuery's row size limit is 10 MB).
 const MaxRecordBytes = 10 << 20
 
 type lineReader struct {
-	r   *bufio.Reader
-	c   io.Closer
-	off int64
-	buf []byte
+	r        *bufio.Reader
+	c        io.Closer
+	off      int64
+	buf      []byte
+	path     string
+	complete bool // a last line without a newline is a record
 }
 
 func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
@@ -154,9 +180,14 @@ func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
 				continue
 			}
 			if err == io.EOF {
-				if len(l.buf) > 0 {
-					// A last line without a newline: still a record.
+				if len(l.buf) > 0 && l.complete {
+					// A last line without a newline, in a complete file: a record.
 					break
+				}
+				if len(l.buf) > 0 && len(trimSpace(trimEOL(l.buf))) > 0 {
+					// Possibly half written: never consumed (not even
+					// as a dead letter, which would split the record).
+					return nil, l.off, &UnterminatedError{Path: l.path, Offset: l.off, Bytes: len(l.buf)}
 				}
 				return nil, l.off, io.EOF
 			}
@@ -166,15 +197,19 @@ func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
 			break
 		}
 		l.off += int64(len(l.buf))
-		rec := l.buf
-		for len(rec) > 0 && (rec[len(rec)-1] == '\n' || rec[len(rec)-1] == '\r') {
-			rec = rec[:len(rec)-1]
-		}
+		rec := trimEOL(l.buf)
 		if len(trimSpace(rec)) == 0 {
 			continue // blank lines are not records
 		}
 		return rec, l.off, nil
 	}
+}
+
+func trimEOL(rec []byte) []byte {
+	for len(rec) > 0 && (rec[len(rec)-1] == '\n' || rec[len(rec)-1] == '\r') {
+		rec = rec[:len(rec)-1]
+	}
+	return rec
 }
 
 func trimSpace(b []byte) []byte {

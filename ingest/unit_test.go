@@ -175,7 +175,7 @@ func TestFileSourceOffsets(t *testing.T) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	parts := []Partition{filePartition{&FileSource{Path: path}}}
+	parts := []Partition{filePartition{&FileSource{Path: path, Complete: true}}}
 	read := func(from int64) (recs []string, ends []int64) {
 		r, err := parts[0].Open(ctx, from)
 		if err != nil {
@@ -207,7 +207,7 @@ func TestFileSourceOffsets(t *testing.T) {
 		t.Error("opening past the end of a shorter file succeeded")
 	}
 	// Standard input skips what was ingested.
-	stdin := &FileSource{Path: "-", Stdin: strings.NewReader(content)}
+	stdin := &FileSource{Path: "-", Stdin: strings.NewReader(content), Complete: true}
 	sp := []Partition{filePartition{stdin}}
 	r, err := sp[0].Open(ctx, ends[1])
 	if err != nil {
@@ -281,5 +281,49 @@ func TestFileLedgerLocked(t *testing.T) {
 	defer l3.Close()
 	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a crashed run's temp file survived the reopen: %v", err)
+	}
+}
+
+// TestFileSourceUnterminatedTail: a last line without a newline may still
+// be being written: it is not read (nor dead-lettered) unless the source
+// is complete, and the partition ends before it.
+func TestFileSourceUnterminatedTail(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "in")
+	content := "{\"a\":1}\n{\"a\":2,\"b\":\"hal"
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, complete := range []bool{false, true} {
+		for _, src := range []*FileSource{{Path: path, Complete: complete}, {Path: "-", Stdin: strings.NewReader(content), Complete: complete}} {
+			r, err := filePartition{src}.Open(ctx, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var recs []string
+			var end int64
+			for {
+				rec, e, err := r.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					var ut *UnterminatedError
+					if !complete && (!errors.As(err, &ut) || ut.Offset != 8) {
+						t.Errorf("%s: end error %v, want an UnterminatedError at byte 8", src.Path, err)
+					}
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs, end = append(recs, string(rec)), e
+			}
+			r.Close()
+			want, wantEnd := []string{`{"a":1}`}, int64(8)
+			if complete {
+				want, wantEnd = []string{`{"a":1}`, `{"a":2,"b":"hal`}, int64(len(content))
+			}
+			if strings.Join(recs, "|") != strings.Join(want, "|") || end != wantEnd {
+				t.Errorf("%s complete=%v: records %q ending at %d, want %q ending at %d", src.Path, complete, recs, end, want, wantEnd)
+			}
+		}
 	}
 }

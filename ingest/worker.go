@@ -391,7 +391,11 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	defer ageCancel()
 	for n < p.cfg.MaxBatchRows && bytes < p.cfg.MaxBatchBytes {
 		rec, end, err := w.reader.Next(ageCtx)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
+			var ut *UnterminatedError
+			if errors.As(err, &ut) {
+				p.log.Warn("last line has no newline: not ingested", "partition", w.key, "offset", ut.Offset, "bytes", ut.Bytes)
+			}
 			eof = true
 			break
 		}

@@ -38,6 +38,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
+	complete := fs.Bool("complete", false, "file sources: the input is complete, so a last line without a newline is a record (default: such a line is left for a later run, since a writer may still be appending it)")
 	skipDeleted := fs.Bool("skip-deleted-records", false, "Kafka: step over source records deleted (retention, DeleteRecords) before they were committed, logging and counting the gap; default: stop with an error naming the offsets")
 	batchRows := fs.Int64("batch-rows", 1_000_000, "close a batch at this many rows")
 	batchBytes := fs.String("batch-bytes", "64MiB", "close a batch at this many serialized row bytes")
@@ -88,7 +89,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if path == "" {
 			return usagef("--source %q: empty path", *sourceFlag)
 		}
-		src = &ingest.FileSource{Path: path, Stdin: env.Stdin}
+		src = &ingest.FileSource{Path: path, Stdin: env.Stdin, Complete: *complete}
 	case strings.HasPrefix(*sourceFlag, "kafka://"):
 		ks, err := ingest.ParseKafkaURL(*sourceFlag)
 		if err != nil {
