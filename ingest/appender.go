@@ -33,6 +33,16 @@ type appender struct {
 	firstAck chan struct{} // closed after the first response (or failure)
 	acked    atomic.Int64  // rows acknowledged
 	err      error         // first failure; read only after recvDone
+	// rowErrs are the row_errors of the first failed response, by stream
+	// offset; read only after recvDone.
+	rowErrs []rowError
+}
+
+// rowError is a row the server refused (AppendRowsResponse.row_errors),
+// addressed by its offset in the stream.
+type rowError struct {
+	offset int64
+	msg    string
 }
 
 type inflightReq struct {
@@ -71,6 +81,11 @@ func (a *appender) receive() {
 			case resp.GetError() != nil:
 				a.err = fmt.Errorf("ingest: AppendRows %s at offset %d: %s (code %d, row errors %d)",
 					a.name, r.offset, resp.GetError().GetMessage(), resp.GetError().GetCode(), len(resp.GetRowErrors()))
+				for _, re := range resp.GetRowErrors() {
+					if i := re.GetIndex(); i >= 0 && i < r.rows {
+						a.rowErrs = append(a.rowErrs, rowError{offset: r.offset + i, msg: fmt.Sprintf("%s: %s", re.GetCode(), re.GetMessage())})
+					}
+				}
 			case resp.GetAppendResult().GetOffset() != nil && resp.GetAppendResult().GetOffset().GetValue() != r.offset:
 				a.err = fmt.Errorf("ingest: AppendRows %s: response for offset %d, expected %d",
 					a.name, resp.GetAppendResult().GetOffset().GetValue(), r.offset)

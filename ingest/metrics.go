@@ -22,6 +22,7 @@ type Metrics struct {
 	SourceGaps       *prometheus.CounterVec // by action: fail_closed, skipped
 	Fenced           prometheus.Counter     // read-backs that found another owner's state
 	StoreRetries     prometheus.Counter     // state writes retried (not stored, partition still owned)
+	RowsRejected     prometheus.Counter     // rows the server refused (row_errors), replayed as dead letters
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil: not registered).
@@ -58,11 +59,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bqstore_ingest_fenced_total", Help: "State writes that failed and whose read-back found a state another owner wrote: the batch is left to that owner."}),
 		StoreRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bqstore_ingest_state_store_retries_total", Help: "State writes (seal, DONE) refused or lost and written again while the partition is still owned (ILLEGAL_GENERATION in a cooperative rebalance, REBALANCE_IN_PROGRESS, coordinator moves)."}),
+		RowsRejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "bqstore_ingest_rows_rejected_total", Help: "Rows the server refused in AppendRows row_errors; their records are replayed as dead letters."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveStreams, m.AppendLatency, m.CommitFailures, m.RowsCommitted, m.BytesCommitted,
 			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries, m.SourceGaps,
-			m.Fenced, m.StoreRetries)
+			m.Fenced, m.StoreRetries, m.RowsRejected)
 	}
 	return m
 }

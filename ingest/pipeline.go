@@ -74,6 +74,11 @@ type Config struct {
 	CreateRate float64
 	// Backoff for RESOURCE_EXHAUSTED and UNAVAILABLE (100 ms base, 10 s cap).
 	Backoff Backoff
+	// MaxReplays bounds how many times in a row one batch may be abandoned
+	// and replayed without progress before the partition fails closed with
+	// the last error (16). An attempt that learned rows the server refuses
+	// (row_errors, replayed as dead letters) counts as progress.
+	MaxReplays int
 
 	Hooks   Hooks
 	Metrics *Metrics     // nil: unregistered collectors
@@ -91,6 +96,9 @@ type Committed struct {
 	// (the latest, when a recovery finds some committed earlier).
 	Time time.Time
 }
+
+// maxAppendRequestBytes is BigQuery's AppendRows request limit (10 MB).
+const maxAppendRequestBytes = 10_000_000
 
 var tableName = regexp.MustCompile(`^projects/[^/]+/datasets/[^/]+/tables/[^/]+$`)
 
@@ -141,7 +149,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.RequestBytes <= 0 {
 		cfg.RequestBytes = 1 << 20
 	}
-	if cfg.RequestBytes > 9<<20 {
+	if cfg.RequestBytes > maxAppendRequestBytes-(1<<20) {
 		return fmt.Errorf("ingest: RequestBytes %d exceeds the 10 MB AppendRows limit", cfg.RequestBytes)
 	}
 	if cfg.Lease <= 0 {
@@ -158,6 +166,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.MemoryBudget < int64(2*cfg.RequestBytes) {
 		return fmt.Errorf("ingest: memory budget %d is below two requests (%d bytes)", cfg.MemoryBudget, 2*cfg.RequestBytes)
+	}
+	if cfg.MaxReplays <= 0 {
+		cfg.MaxReplays = 16
 	}
 	if cfg.CreateRate <= 0 {
 		cfg.CreateRate = 20

@@ -173,7 +173,8 @@ type run struct {
 	hooks      ingest.Hooks
 	mutate     func(*ingest.Config)
 	wrapSource func(ingest.Source) ingest.Source
-	complete   bool // FileSource.Complete
+	complete   bool          // FileSource.Complete
+	timeout    time.Duration // bounds the run (0: none)
 }
 
 func (r run) do(t *testing.T) error {
@@ -203,7 +204,13 @@ func (r run) do(t *testing.T) error {
 	if r.mutate != nil {
 		r.mutate(&cfg)
 	}
-	return ingest.Run(context.Background(), cfg)
+	ctx := context.Background()
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	return ingest.Run(ctx, cfg)
 }
 
 func TestFileExactlyOnce(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/bqstore/bqstore/ingest/rows"
 )
@@ -42,6 +44,10 @@ type worker struct {
 	// (after a record named a column the batch's schema lacked).
 	forceFresh bool
 	ahead      chan createResult // a stream being created for the next batch
+	// rejected maps the source end offset of records whose rows the server
+	// refused (row_errors) to the reason; the replay dead-letters them.
+	// Entries below the state's offset are dropped as batches close.
+	rejected map[int64]string
 }
 
 type createResult struct {
@@ -51,7 +57,12 @@ type createResult struct {
 }
 
 // abandonError is a batch thrown away before its seal; the worker replays it.
-type abandonError struct{ cause error }
+type abandonError struct {
+	cause error
+	// learned is set when the attempt found rows the server refuses: the
+	// replay differs (they become dead letters), so it is progress.
+	learned bool
+}
 
 func (e *abandonError) Error() string { return "ingest: batch abandoned: " + e.cause.Error() }
 func (e *abandonError) Unwrap() error { return e.cause }
@@ -120,6 +131,13 @@ func (w *worker) run(ctx context.Context) error {
 			w.p.metrics.BatchesAbandoned.Inc()
 			w.p.log.Warn("batch abandoned, replaying its range", "partition", w.key, "batch", batch+1, "from", off, "err", ab.cause)
 			w.closeReader()
+			if ab.learned {
+				attempt = 0 // the replay leaves the refused rows out
+			}
+			if attempt+1 >= w.p.cfg.MaxReplays {
+				return finish(fmt.Errorf("ingest: partition %s: the batch from offset %d was abandoned %d times in a row without progress, last: %w; stopping (fail closed: nothing of it was committed)",
+					w.key, off, attempt+1, ab.cause))
+			}
 			if err := w.p.cfg.Backoff.Wait(wctx, attempt); err != nil {
 				return finish(err)
 			}
@@ -130,6 +148,11 @@ func (w *worker) run(ctx context.Context) error {
 			return finish(err)
 		}
 		attempt = 0
+		for o := range w.rejected {
+			if o <= it.to {
+				delete(w.rejected, o)
+			}
+		}
 		if it.to > off {
 			select {
 			case items <- it:
@@ -360,7 +383,12 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		eof      bool
 		buf      = make([]byte, 0, p.cfg.RequestBytes+p.cfg.RequestBytes/4)
 		rowsOf   [][]byte
+		reqBytes int64   // encoded size of rowsOf in a request
+		srcOf    []int64 // the source end offset of each row of the stream, by stream offset
 		dls      []pendingDeadLetter
+		// maxRow is the largest row one request can carry next to the
+		// writer schema and the request's other fields.
+		maxRow = maxAppendRequestBytes - proto.Size(mapper.Descriptor()) - 1<<10
 	)
 	flush := func() error {
 		if len(rowsOf) == 0 {
@@ -377,7 +405,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			return err
 		}
 		buf = make([]byte, 0, cap(buf))
-		rowsOf = nil
+		rowsOf, reqBytes = nil, 0
 		if first && p.cfg.Hooks != nil {
 			<-app.firstAck
 			if err := hook(p.cfg.Hooks, MidAppend, w.key, b); err != nil {
@@ -431,6 +459,15 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		}
 		recAt := to
 		w.at, to = end, end
+		if reason, bad := w.rejected[end]; bad {
+			// The server refused this record's row on an earlier attempt
+			// of this range: a dead letter now, so the range can commit.
+			if p.cfg.DeadLetters == nil {
+				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
+			}
+			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: reason})
+			continue
+		}
 		rowAt := len(buf)
 		buf, err = mapper.Append(buf, rec)
 		var re *rows.RecordError
@@ -450,23 +487,49 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: err.Error()})
 			continue
 		}
-		rowsOf = append(rowsOf, buf[rowAt:len(buf):len(buf)])
-		n++
-		bytes += int64(len(buf) - rowAt)
-		if len(buf) >= p.cfg.RequestBytes {
+		rowLen := len(buf) - rowAt
+		if rowLen > maxRow {
+			// No request can carry it: the server would refuse the
+			// request on every replay.
+			buf = buf[:rowAt]
+			reason := fmt.Sprintf("the row is %d bytes serialized, over the %d bytes one AppendRows request can carry", rowLen, maxRow)
+			if p.cfg.DeadLetters == nil {
+				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
+			}
+			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: reason})
+			continue
+		}
+		// A request never grows past RequestBytes because of a row:
+		// the rows before it go first (one row alone may exceed it).
+		rowCost := int64(1 + protowire.SizeBytes(rowLen))
+		if len(rowsOf) > 0 && reqBytes+rowCost > int64(p.cfg.RequestBytes) {
+			row := append([]byte(nil), buf[rowAt:]...)
+			buf = buf[:rowAt]
 			if err := flush(); err != nil {
-				return nil, w.sendFailure(ctx, lease, err)
+				return nil, w.sendFailure(ctx, lease, err, app, srcOf)
+			}
+			rowAt = len(buf)
+			buf = append(buf, row...)
+		}
+		rowsOf = append(rowsOf, buf[rowAt:len(buf):len(buf)])
+		srcOf = append(srcOf, end)
+		reqBytes += rowCost
+		n++
+		bytes += int64(rowLen)
+		if reqBytes >= int64(p.cfg.RequestBytes) {
+			if err := flush(); err != nil {
+				return nil, w.sendFailure(ctx, lease, err, app, srcOf)
 			}
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, w.sendFailure(ctx, lease, err)
+		return nil, w.sendFailure(ctx, lease, err, app, srcOf)
 	}
 	ok = true
 	if app != nil {
 		if err := app.close(); err != nil {
 			w.closeReader()
-			return nil, abandon("%v", err)
+			return nil, w.rowErrors(app, srcOf, err)
 		}
 	}
 
@@ -620,8 +683,9 @@ func (w *worker) load(ctx context.Context) (State, error) {
 }
 
 // sendFailure classifies an error while sending: the run's end is returned
-// as is, anything else abandons the batch.
-func (w *worker) sendFailure(ctx context.Context, lease context.Context, err error) error {
+// as is, anything else abandons the batch (learning the rows the server
+// refused, if it said so before the failure).
+func (w *worker) sendFailure(ctx context.Context, lease context.Context, err error, app *appender, srcOf []int64) error {
 	w.closeReader()
 	if ctx.Err() != nil || isHookError(err) {
 		return err
@@ -629,7 +693,37 @@ func (w *worker) sendFailure(ctx context.Context, lease context.Context, err err
 	if lease.Err() != nil {
 		return abandon("lease expired appending: %v", err)
 	}
+	if app != nil {
+		app.abort() // waits for the receiver: rowErrs is final
+		return w.rowErrors(app, srcOf, err)
+	}
 	return abandon("%v", err)
+}
+
+// rowErrors abandons a batch after a failed append. When the server named
+// the rows it refused (row_errors), their records are remembered by
+// source offset: the replay dead-letters them instead of appending them,
+// so a permanent row error costs one replay, never a loop.
+// REQUIRES: app's receiver has ended (close or abort returned).
+func (w *worker) rowErrors(app *appender, srcOf []int64, err error) error {
+	learned := 0
+	for _, re := range app.rowErrs {
+		if re.offset < 0 || re.offset >= int64(len(srcOf)) {
+			continue
+		}
+		if w.rejected == nil {
+			w.rejected = map[int64]string{}
+		}
+		if _, known := w.rejected[srcOf[re.offset]]; !known {
+			w.rejected[srcOf[re.offset]] = "rejected by the server: " + re.msg
+			learned++
+		}
+	}
+	if learned > 0 {
+		w.p.metrics.RowsRejected.Add(float64(learned))
+		w.p.log.Warn("the server refused rows; replaying the batch with them as dead letters", "partition", w.key, "rows", learned, "err", err)
+	}
+	return &abandonError{cause: err, learned: learned > 0}
 }
 
 type pendingDeadLetter struct {
