@@ -396,12 +396,7 @@ func (s *Server) tableStats(id string) (rows, bytes int64) {
 	if err != nil {
 		return 0, 0
 	}
-	snap, err := t.Snapshot(time.Time{})
-	if err != nil {
-		return 0, 0
-	}
-	defer snap.Release()
-	return snap.NumRows(), snap.NumBytes()
+	return t.Stats()
 }
 
 // closeResources closes what Start opened besides the listeners' servers:

@@ -75,7 +75,7 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	drop := map[string]bool{}
 	for _, br := range old {
 		st, ok := t.mu.durable.Lookup(br.b.Stream)
-		if br.b.Stream != DefaultStreamID && (!ok || st.State == stream.Abandoned) {
+		if ok && st.State == stream.Abandoned {
 			drop[br.b.Stream] = true
 		}
 	}

@@ -20,6 +20,7 @@ import (
 // writer.
 func openTable(db *DB, dir string) (*Table, error) {
 	t := &Table{db: db, dir: dir, kick: make(chan struct{}, 1), stop: make(chan struct{}), loopDone: make(chan struct{})}
+	t.mu.hidden = map[string]int64{}
 	t.applied = sync.NewCond(&t.mu.Mutex)
 	if err := t.recover(); err != nil {
 		for _, f := range t.mu.files {
@@ -27,8 +28,11 @@ func openTable(db *DB, dir string) (*Table, error) {
 		}
 		return nil, err
 	}
+	t.mu.Lock()
+	t.recountLocked()
 	t.mu.admit = t.mu.durable.Clone()
 	t.mu.admitSchemas = slices.Clone(t.mu.schemas)
+	t.mu.Unlock()
 	go t.run()
 	return t, nil
 }

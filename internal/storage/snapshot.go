@@ -28,7 +28,8 @@ type Chunk struct {
 	RowStart, RowEnd int64
 	// NumRows = RowEnd - RowStart.
 	NumRows int64
-	// Stats has one zone map per column of the snapshot's schema. They
+	// Stats has one zone map per column of the snapshot's schema,
+	// shared with the batch index: read only. They
 	// describe the whole stored batch, which may hold more rows than the
 	// chunk, so they are conservative bounds: fit for pruning. Columns
 	// the batch predates are all null.
@@ -62,7 +63,17 @@ type Snapshot struct {
 func (t *Table) Snapshot(at time.Time) (*Snapshot, error) {
 	now := t.db.clock()
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	s, err := t.snapshotLocked(now, at)
+	if err != nil {
+		t.mu.Unlock()
+	}
+	return s, err
+}
+
+// snapshotLocked checks the time, waits for records stamped at or before
+// it and captures the plan's inputs; it releases t.mu on success.
+// REQUIRES: t.mu held.
+func (t *Table) snapshotLocked(now, at time.Time) (*Snapshot, error) {
 	if t.mu.dropped {
 		return nil, fmt.Errorf("storage: table %q: %w", t.id, ErrTableNotFound)
 	}
@@ -89,49 +100,87 @@ func (t *Table) Snapshot(at time.Time) (*Snapshot, error) {
 	for t.mu.inflight != 0 && t.mu.inflight <= ts && t.mu.failErr == nil && !t.mu.closed {
 		t.applied.Wait()
 	}
-	s := &Snapshot{at: at, schemas: map[int]schemaVer{}}
+	s := &Snapshot{at: at, schemas: make(map[int]schemaVer, len(t.mu.schemas))}
 	for _, sv := range t.mu.schemas {
 		if sv.ts <= ts {
 			s.sv = sv
 		}
 		s.schemas[sv.version] = sv
 	}
-	pinned := map[*logFile]bool{}
-	var rows int64
-	for _, br := range t.mu.batches {
-		b := &br.b
-		st, err := t.mu.durable.Get(b.Stream)
-		if err != nil {
-			continue // an expired (abandoned) stream
+	// What the plan needs, captured under the lock without copying
+	// per batch: the batch index prefix (entries are never modified and
+	// the slice only grows or is replaced), the visibility view of the
+	// streams (immutable, shared until a stream's visibility changes) and
+	// a pin on every file of the table (few; the unused ones are
+	// unpinned below).
+	batches := t.mu.batches[:len(t.mu.batches):len(t.mu.batches)]
+	vis := t.visibilityLocked()
+	files := make([]*logFile, len(t.mu.files))
+	copy(files, t.mu.files)
+	for _, f := range files {
+		f.ref()
+	}
+	t.mu.Unlock()
+	s.plan(batches, vis, ts)
+	used := make(map[*logFile]bool, len(files))
+	for i := range s.chunks {
+		used[s.chunks[i].f] = true
+	}
+	for _, f := range files {
+		if used[f] {
+			s.files = append(s.files, f)
+		} else {
+			f.unref()
 		}
-		lo, hi := stream.VisibleRange(st, b.AppendedBy(ts), b.First, b.Rows, ts)
+	}
+	return s, nil
+}
+
+// plan builds the read plan at ts from the batch index and the stream
+// view. Chunks share the batches' zone maps (immutable); only batches
+// written under an older schema version than the snapshot's get a
+// padded copy.
+func (s *Snapshot) plan(batches []batchRef, vis map[string]*stream.Stream, ts int64) {
+	nf := s.sv.schema.NumFields()
+	// One allocation: at most one chunk per batch.
+	s.chunks = make([]Chunk, 0, len(batches))
+	var rows int64
+	for i := range batches {
+		br := &batches[i]
+		b := &br.b
+		var lo, hi int64
+		if st, ok := vis[b.Stream]; ok {
+			lo, hi = stream.VisibleRange(st, b.AppendedBy(ts), b.First, b.Rows, ts)
+		} else {
+			// The default stream, or a stream garbage-collected past
+			// the time-travel window: its rows are visible from their
+			// append time at every time a snapshot can be taken at.
+			lo, hi = 0, b.AppendedBy(ts)
+		}
 		if lo >= hi {
 			continue
 		}
+		var stats []ColumnStats
+		if len(b.Stats) >= nf {
+			stats = b.Stats[:nf:nf]
+		} else {
+			stats = make([]ColumnStats, nf)
+			copy(stats, b.Stats)
+			for j := len(b.Stats); j < nf; j++ {
+				stats[j] = ColumnStats{NullCount: b.Rows}
+			}
+		}
 		c := Chunk{
 			RowStart: rows, RowEnd: rows + hi - lo, NumRows: hi - lo,
+			Stats: stats,
 			Bytes: b.Len * (hi - lo) / b.Rows,
 			f:     br.f, off: b.Offset, len: b.Len, lo: lo, hi: hi, sv: b.SchemaVersion,
-		}
-		c.Stats = make([]ColumnStats, s.sv.schema.NumFields())
-		for i := range c.Stats {
-			if i < len(b.Stats) {
-				c.Stats[i] = b.Stats[i]
-			} else {
-				c.Stats[i] = ColumnStats{NullCount: b.Rows}
-			}
 		}
 		rows += hi - lo
 		s.numBytes += c.Bytes
 		s.chunks = append(s.chunks, c)
-		if !pinned[br.f] {
-			pinned[br.f] = true
-			br.f.ref()
-			s.files = append(s.files, br.f)
-		}
 	}
 	s.numRows = rows
-	return s, nil
 }
 
 // Time is the snapshot time.

@@ -71,6 +71,14 @@ type Table struct {
 		files       []*logFile
 		createTS    int64
 		lastTS      int64 // last stamped timestamp, µs
+		// vis is the stream view snapshots plan with (nil: rebuild);
+		// see visibilityLocked.
+		vis map[string]*stream.Stream
+		// numRows, numBytes count the rows visible now and their frame
+		// bytes; hidden is the frame bytes of streams whose rows are
+		// not all visible yet (see countLocked).
+		numRows, numBytes int64
+		hidden            map[string]int64
 		// readTS is the latest time a snapshot was taken at, µs:
 		// records are stamped after it, so a snapshot at T is final
 		// once taken (not persisted: after a restart the clock and
@@ -652,6 +660,11 @@ func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error
 			return nil
 		}
 	}
+	t.countLocked(r, flen)
+	switch r.typ {
+	case recStreamCreate, recFlush, recBatchCommit, recAbandon:
+		t.invalidateVisLocked()
+	}
 	var err error
 	switch r.typ {
 	case recSchema:
@@ -702,6 +715,7 @@ func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error
 }
 
 func (t *Table) loadCheckpointLocked(c *checkpoint) {
+	t.invalidateVisLocked()
 	t.mu.durable = c.streams
 	t.mu.schemas = c.schemas
 	t.mu.createTS = c.createTS

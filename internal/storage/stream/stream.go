@@ -177,6 +177,13 @@ func (s *Set) IDs() []string {
 	return ids
 }
 
+// Range calls f for each explicit stream, in no particular order.
+func (s *Set) Range(f func(*Stream)) {
+	for _, st := range s.streams {
+		f(st)
+	}
+}
+
 // Len is the number of explicit streams.
 func (s *Set) Len() int { return len(s.streams) }
 
