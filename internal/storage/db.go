@@ -96,7 +96,9 @@ type DB struct {
 	mu       struct {
 		sync.Mutex
 		tables map[string]*Table
-		closed bool
+		// quarantined: tables whose files failed recovery at Open, by id.
+		quarantined map[string]*QuarantineError
+		closed      bool
 	}
 	budget *budget
 	m      counters
@@ -138,9 +140,13 @@ const tablesDir = "tables"
 
 // Open opens (creating if needed) the database in dir and recovers every
 // table: sealed log files are indexed from their footers, the active
-// file's tail after its checkpoint is replayed, a torn tail is truncated,
-// and mid-file corruption fails Open with an error naming file and offset
-// (errors.Is(err, ErrCorruption)).
+// file's tail after its checkpoint is replayed, and a torn tail is
+// truncated. A table whose files fail recovery (mid-file corruption, a
+// missing file, an I/O error) does not fail Open: it is quarantined (its
+// files are left as they are) and every call on it fails with a
+// *QuarantineError naming file and offset (errors.Is ErrQuarantined and,
+// for bad bytes, ErrCorruption); the other tables serve. Open fails only
+// if the directory cannot be read or a failed table's id cannot be read.
 func Open(dir string, opts *Options) (*DB, error) {
 	var o Options
 	if opts != nil {
@@ -170,9 +176,21 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db := &DB{fs: o.FS, dir: dir, opts: o, clock: o.Clock, log: o.Logger}
 	db.budget = newBudget(o.MaxInflightBytes)
 	db.mu.tables = map[string]*Table{}
+	db.mu.quarantined = map[string]*QuarantineError{}
 	td := path.Join(dir, tablesDir)
+	existed := db.fs.Exists(dir)
 	if err := db.fs.MkdirAll(td); err != nil {
 		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	// Make tables/ (and dir, if new) durable before any table is
+	// published under it.
+	if err := db.fs.SyncDir(dir); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if !existed {
+		if err := db.fs.SyncDir(path.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+		}
 	}
 	// One process per data directory: a second one would interleave
 	// its log writes with ours.
@@ -197,19 +215,100 @@ func Open(dir string, opts *Options) (*DB, error) {
 			}
 		case strings.HasPrefix(name, "t-"):
 			t, err := openTable(db, p)
+			var id string
 			if err != nil {
-				db.closeTables()
-				return nil, err
+				id, err = db.quarantine(p, err)
+				if err != nil {
+					db.closeTables()
+					return nil, err
+				}
+			} else {
+				id = t.id
 			}
-			if prev, dup := db.mu.tables[t.id]; dup {
-				t.close()
-				db.closeTables()
-				return nil, fmt.Errorf("storage: open %s: table %q in both %s and %s", dir, t.id, prev.dir, t.dir)
+			prevDir := ""
+			if prev, dup := db.mu.tables[id]; dup {
+				prevDir = prev.dir
+			} else if q, dup := db.mu.quarantined[id]; dup && q.Dir != p {
+				prevDir = q.Dir
 			}
-			db.mu.tables[t.id] = t
+			if prevDir != "" {
+				if t != nil {
+					t.close()
+				}
+				db.closeTables()
+				return nil, fmt.Errorf("storage: open %s: table %q in both %s and %s", dir, id, prevDir, p)
+			}
+			if t != nil {
+				db.mu.tables[id] = t
+			}
 		}
 	}
 	return db, nil
+}
+
+// quarantine sets aside the table in tdir whose recovery failed with
+// cause, and returns its id. It fails if the id cannot be read from any
+// of the table's HEADERs (nothing could then keep the table's name from
+// being reused).
+func (db *DB) quarantine(tdir string, cause error) (string, error) {
+	id, err := tableIDOf(db.fs, tdir)
+	if err != nil {
+		return "", fmt.Errorf("storage: open %s: recovery failed (%w) and the table id cannot be read: %v", tdir, cause, err)
+	}
+	db.log.Error("storage: table quarantined: its files failed recovery; the other tables serve", "table", id, "dir", tdir, "err", cause)
+	db.mu.quarantined[id] = &QuarantineError{Table: id, Dir: tdir, Err: cause}
+	return id, nil
+}
+
+// tableIDOf reads the table id from the first readable HEADER of the log
+// files in tdir.
+func tableIDOf(fs vfs.FS, tdir string) (string, error) {
+	names, err := fs.List(tdir)
+	if err != nil {
+		return "", err
+	}
+	var nums []int
+	for _, n := range names {
+		if num, ok := parseLogName(n); ok {
+			nums = append(nums, num)
+		}
+	}
+	slices.Sort(nums)
+	for _, num := range nums {
+		name := path.Join(tdir, logName(num))
+		f, err := fs.Open(name)
+		if err != nil {
+			continue
+		}
+		size, err := f.Size()
+		if err == nil {
+			var fr wal.Frame
+			fr, err = wal.NewReader(f, size, name, 0).Next()
+			if err == nil && fr.Type == recHeader {
+				var id string
+				id, _, _, err = decodeHeader(name, fr.Payload)
+				if err == nil {
+					f.Close()
+					return id, nil
+				}
+			}
+		}
+		f.Close()
+	}
+	return "", fmt.Errorf("no log file with a readable HEADER: %w", ErrCorruption)
+}
+
+// Quarantined returns the tables whose files failed recovery at Open
+// (sorted by id); their files are untouched.
+func (db *DB) Quarantined() []*QuarantineError {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := make([]*QuarantineError, 0, len(db.mu.quarantined))
+	for _, q := range db.mu.quarantined {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b *QuarantineError) int { return strings.Compare(a.Table, b.Table) })
+	return out
 }
 
 // closeTables closes the tables and the lock after a failed Open.
@@ -271,6 +370,10 @@ func (db *DB) CreateTable(ctx context.Context, id string, schema *arrow.Schema) 
 	if t, ok := db.mu.tables[id]; ok {
 		db.mu.Unlock()
 		return t, nil
+	}
+	if q, ok := db.mu.quarantined[id]; ok {
+		db.mu.Unlock()
+		return nil, q
 	}
 	db.mu.Unlock()
 	if err := ctx.Err(); err != nil {
@@ -343,6 +446,9 @@ func (db *DB) Table(id string) (*Table, error) {
 	}
 	t, ok := db.mu.tables[id]
 	if !ok {
+		if q, ok := db.mu.quarantined[id]; ok {
+			return nil, q
+		}
 		return nil, fmt.Errorf("storage: table %q: %w", id, ErrTableNotFound)
 	}
 	return t, nil
@@ -355,19 +461,30 @@ func (db *DB) DropTable(ctx context.Context, id string) error {
 	defer db.createMu.Unlock()
 	db.mu.Lock()
 	t, ok := db.mu.tables[id]
-	if !ok {
+	var tdir string
+	switch {
+	case ok:
+		delete(db.mu.tables, id)
+		tdir = t.dir
+	case db.mu.quarantined[id] != nil:
+		// Dropping is what the caller asks for; a quarantined table's
+		// files go like any other's.
+		tdir = db.mu.quarantined[id].Dir
+		delete(db.mu.quarantined, id)
+	default:
 		db.mu.Unlock()
 		return fmt.Errorf("storage: table %q: %w", id, ErrTableNotFound)
 	}
-	delete(db.mu.tables, id)
 	db.mu.Unlock()
-	t.mu.Lock()
-	t.mu.dropped = true
-	t.mu.Unlock()
-	_ = t.close()
+	if t != nil {
+		t.mu.Lock()
+		t.mu.dropped = true
+		t.mu.Unlock()
+		_ = t.close()
+	}
 	td := path.Join(db.dir, tablesDir)
-	gone := t.dir + ".drop"
-	if err := db.fs.Rename(t.dir, gone); err != nil {
+	gone := tdir + ".drop"
+	if err := db.fs.Rename(tdir, gone); err != nil {
 		return fmt.Errorf("storage: drop table %q: %w", id, err)
 	}
 	if err := db.fs.SyncDir(td); err != nil {
@@ -379,7 +496,8 @@ func (db *DB) DropTable(ctx context.Context, id string) error {
 	return nil
 }
 
-// TableIDs returns the ids of all tables, sorted.
+// TableIDs returns the ids of all tables that opened (not the
+// quarantined ones), sorted.
 func (db *DB) TableIDs() []string {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -1,6 +1,13 @@
 package storage
 
-import "github.com/bqstore/bqstore/internal/storage/base"
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/bqstore/bqstore/internal/storage/base"
+	"github.com/bqstore/bqstore/internal/storage/wal"
+)
 
 // Sentinel errors callers branch on (errors.Is). internal/apierr maps each
 // to its gRPC code and StorageError code; nothing else does.
@@ -44,6 +51,10 @@ var (
 	// ErrFailStop: an earlier write or fsync failed; the table acknowledges
 	// nothing more until it is reopened.
 	ErrFailStop = base.ErrFailStop
+	// ErrQuarantined: the table's files failed recovery at Open; the
+	// table is kept aside (its files untouched) and every call on it
+	// fails with a *QuarantineError, while the other tables serve.
+	ErrQuarantined = base.ErrQuarantined
 )
 
 // StreamError is one stream's reason for refusing a batch commit.
@@ -53,4 +64,36 @@ type StreamError struct {
 	// Err is one of ErrStreamNotFound, ErrInvalidStreamState,
 	// ErrInvalidStreamType, ErrStreamCommitted.
 	Err error
+}
+
+// QuarantineError is the error of every call on a table whose files
+// failed recovery at Open. It wraps ErrQuarantined, the cause, and
+// ErrFailStop when the cause is not corruption (an I/O error: a restart
+// may cure it).
+type QuarantineError struct {
+	Table string // the table id
+	Dir   string // the table's directory
+	Err   error  // why recovery failed
+}
+
+func (e *QuarantineError) Error() string {
+	return fmt.Sprintf("storage: table %q (%s) is quarantined: its files failed recovery: %v", e.Table, e.Dir, e.Err)
+}
+
+func (e *QuarantineError) Unwrap() []error {
+	if errors.Is(e.Err, ErrCorruption) {
+		return []error{ErrQuarantined, e.Err}
+	}
+	return []error{ErrQuarantined, ErrFailStop, e.Err}
+}
+
+// Public says what failed, naming the file (relative to the tables
+// directory) and offset, for clients (internal/apierr appends it).
+func (e *QuarantineError) Public() string {
+	var ce *wal.CorruptionError
+	if errors.As(e.Err, &ce) {
+		return fmt.Sprintf("the table's data failed recovery and the table is quarantined: %s at offset %d: %s",
+			path.Join(path.Base(path.Dir(ce.File)), path.Base(ce.File)), ce.Offset, ce.Reason)
+	}
+	return "the table's data failed recovery and the table is quarantined: " + path.Base(e.Dir) + ": I/O error (see the server log)"
 }

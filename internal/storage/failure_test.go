@@ -113,6 +113,18 @@ func TestMidFileCorruption(t *testing.T) {
 			f.Write(data)
 			f.Sync()
 			db, err = Open("db", &Options{FS: fs, SegmentSize: tc.segment})
+			if tc.name == "active" {
+				// The table is quarantined: Open succeeds, the table's
+				// calls fail naming file and offset.
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				_, err = db.Table("t")
+				db.Close()
+				if !errors.Is(err, ErrQuarantined) {
+					t.Fatalf("Table = %v, want ErrQuarantined", err)
+				}
+			}
 			if tc.name == "sealed" {
 				// Sealed files are opened from their footer, not scanned:
 				// the damage shows when the batch is read.

@@ -288,6 +288,11 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool, sealErr erro
 				}
 				return t.rewriteHeaderLocked(lf)
 			}
+			if !hasPrev && t.mu.durable == nil {
+				// The first file's HEADER and CHECKPOINT were synced
+				// before the table was published: never a torn tail.
+				return torn.AsCorruption()
+			}
 			return t.truncateTailLocked(lf, torn.Offset, torn.Reason)
 		}
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -330,9 +331,8 @@ func TestOutOfOrderUnsyncedGroup(t *testing.T) {
 		d[offs[3]+wal.HeaderSize+2] ^= 0x40
 		c := fs.CrashClone(nil)
 		writeMemFile(t, c, file, d)
-		db, err := Open("db", &Options{FS: c})
+		err := openErr(t, c, Options{})
 		if err == nil {
-			db.Close()
 			t.Fatal("Open accepted damaged acknowledged data")
 		}
 		var ce *wal.CorruptionError
@@ -379,9 +379,8 @@ func TestFormatV1StillReadable(t *testing.T) {
 	clear(v1[offs[4]:offs[5]])
 	c = fs.CrashClone(nil)
 	writeMemFile(t, c, file, v1)
-	db, err := Open("db", &Options{FS: c})
+	err := openErr(t, c, Options{})
 	if err == nil {
-		db.Close()
 		t.Fatal("format 1: a hole before a valid frame was accepted")
 	}
 	if !errors.Is(err, ErrCorruption) {
@@ -462,4 +461,98 @@ func TestMissingLogFile(t *testing.T) {
 			t.Fatalf("Open with a gap in the rows: %v, want corruption naming %s", err, logName(2))
 		}
 	})
+}
+
+// TestQuarantine: one table failing recovery does not take the database
+// down: Open succeeds, the other tables serve, and every call on the bad
+// table fails with an error naming file and offset; its files are left
+// as they are, its id cannot be re-created, and dropping it works (issue
+// 11, finding 10).
+func TestQuarantine(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := db.CreateTable(ctx, "good", testSchema)
+	bad, _ := db.CreateTable(ctx, "bad", testSchema)
+	for i := int64(0); i < 3; i++ {
+		appendRows(t, good, DefaultStreamID, -1, i*10, 2)
+		appendRows(t, bad, DefaultStreamID, -1, i*10, 2)
+	}
+	file := path.Join(bad.dir, logName(1))
+	db.Close()
+	data := readMemFile(t, fs, file)
+	offs := frameOffsets(t, data, 0) // HEADER, CHECKPOINT, 3 × ROWS
+	data[offs[3]+wal.HeaderSize+5] ^= 0x20
+	writeMemFile(t, fs, file, data)
+
+	for round := range 2 {
+		db, err = Open("db", &Options{FS: fs})
+		if err != nil {
+			t.Fatalf("round %d: Open: %v", round, err)
+		}
+		g, err := db.Table("good")
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendRows(t, g, DefaultStreamID, -1, 100+int64(round), 1)
+		if got := len(tableIDs(t, g, time.Time{})); got != 7+round {
+			t.Fatalf("good table has %d rows", got)
+		}
+		_, err = db.Table("bad")
+		var qe *QuarantineError
+		if !errors.Is(err, ErrQuarantined) || !errors.Is(err, ErrCorruption) || !errors.As(err, &qe) {
+			t.Fatalf("Table(bad) = %v, want a QuarantineError wrapping ErrCorruption", err)
+		}
+		pub := qe.Public()
+		want := fmt.Sprintf("%s at offset %d", path.Join(path.Base(bad.dir), logName(1)), offs[3])
+		if !strings.Contains(pub, want) {
+			t.Fatalf("public message %q does not name %q", pub, want)
+		}
+		if _, err := db.CreateTable(ctx, "bad", testSchema); !errors.Is(err, ErrQuarantined) {
+			t.Fatalf("CreateTable over a quarantined table: %v", err)
+		}
+		if ids := db.TableIDs(); !slices.Equal(ids, []string{"good"}) {
+			t.Fatalf("TableIDs = %v", ids)
+		}
+		if q := db.Quarantined(); len(q) != 1 || q[0].Table != "bad" {
+			t.Fatalf("Quarantined = %v", q)
+		}
+		if !slices.Equal(readMemFile(t, fs, file), data) {
+			t.Fatal("the quarantined table's file was changed")
+		}
+		if round == 1 {
+			if err := db.DropTable(ctx, "bad"); err != nil {
+				t.Fatalf("DropTable of a quarantined table: %v", err)
+			}
+			if _, err := db.Table("bad"); !errors.Is(err, ErrTableNotFound) {
+				t.Fatalf("after drop: %v", err)
+			}
+		}
+		db.Close()
+	}
+}
+
+// TestOpenSyncsDataDir: Open makes tables/ durable (fsyncs the data
+// directory, and its parent when it creates it) before any table is
+// published in it (issue 11, finding 10).
+func TestOpenSyncsDataDir(t *testing.T) {
+	fs := vfs.NewMem()
+	var synced []string
+	fs.SetInjector(func(op vfs.Op, name string) error {
+		if op == vfs.OpSyncDir {
+			synced = append(synced, name)
+		}
+		return nil
+	})
+	db, err := Open("data/db", &Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if !slices.Contains(synced, "data/db") || !slices.Contains(synced, "data") {
+		t.Fatalf("Open synced %v, want data/db and data", synced)
+	}
 }

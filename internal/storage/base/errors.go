@@ -24,4 +24,5 @@ var (
 	ErrInvalidArgument    = errors.New("storage: invalid argument")
 	ErrCorruption         = errors.New("storage: corruption")
 	ErrFailStop           = errors.New("storage: table is fail-stopped after an I/O error")
+	ErrQuarantined        = errors.New("storage: table quarantined")
 )
