@@ -13,6 +13,9 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
+// FileName is the name of the catalog file in the catalog directory.
+const FileName = fileName
+
 // File names in the catalog directory.
 const (
 	fileName    = "CATALOG"

@@ -65,7 +65,8 @@ func (b *backend) syncSchemas(ctx context.Context, tbl *storage.Table, t *catalo
 
 // reconcile makes the engine's tables match the catalog after a crash:
 // tables the catalog has are created or brought to the latest schema;
-// tables it no longer has are dropped.
+// tables it no longer has are dropped (a crash between the catalog's
+// delete and the engine's). Quarantined tables are left alone.
 func (b *backend) reconcile(ctx context.Context) error {
 	want := make(map[string]bool)
 	for _, t := range b.cat.Tables() {
@@ -75,6 +76,11 @@ func (b *backend) reconcile(ctx context.Context) error {
 			if err := b.TableCreated(t); err != nil {
 				return fmt.Errorf("reconcile: create %s: %w", t.FullID(), err)
 			}
+			continue
+		}
+		if errors.Is(err, storage.ErrQuarantined) {
+			// Its files failed recovery: its calls fail naming file
+			// and offset; the rest of the server serves.
 			continue
 		}
 		if err != nil {

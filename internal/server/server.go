@@ -374,6 +374,17 @@ func (s *Server) openData() error {
 		return fmt.Errorf("server: open storage: %w", err)
 	}
 	s.backend = &backend{db: s.db}
+	// Without its CATALOG, reconcile would read every table as deleted
+	// and drop its data: refuse to start instead.
+	catName := filepath.Join(s.cfg.DataDir, catalog.FileName)
+	if _, err := os.Stat(catName); errors.Is(err, os.ErrNotExist) {
+		if n := len(s.db.TableIDs()) + len(s.db.Quarantined()); n > 0 {
+			return fmt.Errorf("server: data dir %s holds %d tables but its catalog file %s is missing: refusing to start, which would treat every table as deleted and drop its data; restore %s, or move %s aside to start with an empty data dir",
+				s.cfg.DataDir, n, catName, catalog.FileName, filepath.Join(s.cfg.DataDir, "tables"))
+		}
+	} else if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
 	s.cat, err = catalog.Open(s.cfg.DataDir, catalog.Options{Observer: s.backend})
 	if err != nil {
 		return fmt.Errorf("server: open catalog: %w", err)
