@@ -104,6 +104,12 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		kgo.ConsumeTopics(s.Topic),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
+		// Records of aborted transactions never existed: read committed.
+		// Control records (transaction markers) are kept so that a batch
+		// range can step over them: a partition ending in a marker still
+		// reaches its end (the reader turns them into skips).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		// An offset out of range is never silently reset: the partition's
 		// reader reports a RecordsGoneError (crash table row 17). A
 		// partition without a committed offset starts at its log start.
@@ -194,6 +200,10 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 			if kp != nil {
 				kp.mu.Lock()
 				kp.mu.hwm = ftp.HighWatermark
+				if ftp.LastStableOffset >= 0 {
+					// Read committed: nothing past the LSO is readable yet.
+					kp.mu.hwm = ftp.LastStableOffset
+				}
 				kp.mu.Unlock()
 				kp.push(ftp.Records)
 			}
@@ -301,7 +311,7 @@ type kafkaPartition struct {
 		epoch     int64 // seeks applied
 		wantEpoch int64 // seeks requested
 		paused    bool
-		hwm       int64 // high watermark from the last fetch
+		hwm       int64 // last stable offset (else high watermark) from the last fetch
 		// outOfRange is the fetch's OFFSET_OUT_OF_RANGE since the last
 		// seek: the client does not reset (NoResetOffset), so fetching of
 		// this partition stops until the next seek.
@@ -309,7 +319,8 @@ type kafkaPartition struct {
 	}
 }
 
-// End implements Ender: the high watermark of the last fetch.
+// End implements Ender: the last stable offset (the high watermark when
+// the broker reports none) of the last fetch.
 func (kp *kafkaPartition) End() int64 {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -377,6 +388,11 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 					kp.s.wake()
 				}
 				r.next = rec.Offset + 1
+				if rec.Attrs.IsControl() {
+					// A transaction marker: no record, but the range
+					// moves past it.
+					return nil, r.next, nil
+				}
 				return rec.Value, r.next, nil
 			}
 			if oor := kp.mu.outOfRange; oor != nil {

@@ -314,3 +314,86 @@ func TestKafkaSchemaChangeWhileIdle(t *testing.T) {
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), 2*n)
 }
+
+// TestKafkaReadCommitted: a transactional producer commits some
+// transactions and aborts others, and the partition ends in a commit
+// marker. Only committed records land (each once), and the committed
+// offset still reaches the log end past the control records.
+func TestKafkaReadCommitted(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "kafka_txn")
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	pl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Close()
+	rec := func(id int) *kgo.Record {
+		return &kgo.Record{Topic: "events", Value: fmt.Appendf(nil, `{"id":%d,"name":"t%d","tags":[]}`, id, id)}
+	}
+	var plain []*kgo.Record
+	for i := range 10 {
+		plain = append(plain, rec(i))
+	}
+	if err := pl.ProduceSync(ctx, plain...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.TransactionalID("ingest-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	want := 10
+	for i, commit := range []bool{true, false, true, false, true} {
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var recs []*kgo.Record
+		for j := range 10 {
+			id := 10 + i*10 + j
+			if !commit {
+				id += 1000 // never committed: must never appear
+			}
+			recs = append(recs, rec(id))
+		}
+		if err := tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		end := kgo.TryCommit
+		if !commit {
+			end = kgo.TryAbort
+		}
+		if err := tx.EndTransaction(ctx, end); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			want += 10
+		}
+	}
+	k := &kafkaEnv{c: c, topic: "events", parts: 1}
+	cfg, _ := k.config(e, table, "txn", nil)
+	runCtx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(runCtx, cfg) }()
+	k.waitCommitted(t, "txn", errc)
+	cancel()
+	<-errc
+	got := e.readIDs(t, table)
+	// Committed ids are 0..9 plus 10..19, 30..39 and 50..59.
+	for id, n := range got {
+		if id >= 1000 {
+			t.Fatalf("id %d of an aborted transaction was ingested", id)
+		}
+		if n != 1 {
+			t.Fatalf("id %d present %d times", id, n)
+		}
+	}
+	if len(got) != want {
+		t.Fatalf("table holds %d ids, want %d: %v", len(got), want, got)
+	}
+}

@@ -44,7 +44,9 @@ type Ender interface {
 // RecordReader reads records in order.
 type RecordReader interface {
 	// Next returns the next record and the offset just past it. The record
-	// is valid until the next call. At the end of a finite partition it
+	// is valid until the next call. A nil record with a nil error is a
+	// skip: offsets up to end hold no record (Kafka transaction markers),
+	// and a batch range may end there. At the end of a finite partition it
 	// returns io.EOF.
 	Next(ctx context.Context) (rec []byte, end int64, err error)
 	// Close releases the reader.

@@ -459,6 +459,9 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		}
 		recAt := to
 		w.at, to = end, end
+		if rec == nil {
+			continue // a skip (a transaction marker): the range covers it
+		}
 		if reason, bad := w.rejected[end]; bad {
 			// The server refused this record's row on an earlier attempt
 			// of this range: a dead letter now, so the range can commit.
