@@ -132,12 +132,17 @@ func (c *conn) recvLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 			}
 			return err
 		}
-		item := c.handle(req)
+		// Counted from receipt (Idle must not report true while a
+		// received request is being handled) until the sender has
+		// answered or dropped it: every item is queued, never dropped
+		// here, and the sender accounts for each one.
 		c.s.unanswered.Add(1)
-		select {
-		case c.queue <- item:
-		case <-c.ctx.Done():
-			// The sender failed (client gone); stop receiving.
+		item := c.handle(req)
+		// The sender drains the queue until it is closed, even after a
+		// failed Send, so this cannot block for longer than a Send.
+		c.queue <- item
+		if c.ctx.Err() != nil {
+			// The sender failed or the client is gone: stop receiving.
 			return nil
 		}
 	}
