@@ -530,6 +530,49 @@ func (db *DB) Metrics() Metrics {
 	}
 }
 
+// Reservation is in-flight budget taken ahead of an append, before the
+// request it belongs to is decoded, so that the budget bounds the memory
+// of requests being decoded and not only of log frames waiting for their
+// sync. Hand it to AppendAsync in AppendRequest.Reservation: the append
+// keeps what its frame needs (taking more if the reservation is short) and
+// returns the rest. Release returns what was not handed over; it is
+// idempotent and safe after AppendAsync. A Reservation is used by one
+// goroutine at a time.
+type Reservation struct {
+	db *DB
+	n  int64
+}
+
+// Reserve takes n bytes of the in-flight budget (at most the whole
+// budget), waiting FIFO behind other appends while it is exhausted, until
+// ctx is done.
+func (db *DB) Reserve(ctx context.Context, n int64) (*Reservation, error) {
+	got, err := db.budget.acquire(ctx, max(n, 0), &db.m.budgetWaits)
+	if err != nil {
+		return nil, err
+	}
+	return &Reservation{db: db, n: got}, nil
+}
+
+// Release returns the reservation's bytes to the budget.
+func (r *Reservation) Release() {
+	if r == nil || r.n == 0 {
+		return
+	}
+	r.db.budget.release(r.n)
+	r.n = 0
+}
+
+// take hands the reservation's bytes over to the caller.
+func (r *Reservation) take() int64 {
+	if r == nil {
+		return 0
+	}
+	n := r.n
+	r.n = 0
+	return n
+}
+
 // budget is the in-flight byte budget of appends (FIFO, ctx-cancellable).
 type budget struct {
 	mu      sync.Mutex

@@ -370,6 +370,10 @@ type AppendRequest struct {
 	// SchemaVersion names the table schema version the batch was built
 	// for; 0 means the current version.
 	SchemaVersion int
+	// Reservation, if set, is in-flight budget the caller took before
+	// decoding the batch (DB.Reserve); the append uses it for its frame
+	// instead of taking budget anew. The caller still calls Release.
+	Reservation *Reservation
 }
 
 // AppendResult is an acknowledged append.
@@ -493,7 +497,7 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	buf = append(buf, make([]byte, wal.FrameLen(n)-len(buf))...)
 	trailer := buf[wal.HeaderSize+n-rowsTrailerLen : wal.HeaderSize+n]
 
-	got, err := t.db.budget.acquire(ctx, int64(len(buf)), &t.db.m.budgetWaits)
+	got, err := t.frameBudget(ctx, req.Reservation, int64(len(buf)))
 	if err != nil {
 		return nil, err
 	}
@@ -523,6 +527,27 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	t.enqueueLocked(o)
 	t.mu.Unlock()
 	return &PendingAppend{t: t, o: o, first: first, rows: rows, bytes: int64(len(buf)), stream: req.Stream}, nil
+}
+
+// frameBudget takes the in-flight budget of a frame of need bytes: from res
+// when the caller reserved ahead (the surplus goes back to the budget),
+// topped up from the budget when the reservation is short.
+func (t *Table) frameBudget(ctx context.Context, res *Reservation, need int64) (int64, error) {
+	got := res.take()
+	need = min(need, t.db.budget.max)
+	switch {
+	case got > need:
+		t.db.budget.release(got - need)
+		return need, nil
+	case got < need:
+		more, err := t.db.budget.acquire(ctx, need-got, &t.db.m.budgetWaits)
+		if err != nil {
+			t.db.budget.release(got)
+			return 0, err
+		}
+		return got + more, nil
+	}
+	return got, nil
 }
 
 // schemaLocked finds schema version v in list (0: the latest).

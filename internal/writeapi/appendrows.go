@@ -178,10 +178,21 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 	if st.err != nil {
 		return fail(st.err)
 	}
+	// The in-flight budget is taken before anything is compiled or
+	// decoded, for the request and what decoding it builds (about as
+	// much again), so that the budget bounds requests being decoded and
+	// not only frames waiting for their sync. While this waits, the
+	// connection receives nothing more: gRPC flow control holds the
+	// client back. The append keeps what its log frame needs.
+	item.bytes = proto.Size(req)
+	res, err := c.s.db.Reserve(c.ctx, 2*int64(item.bytes))
+	if err != nil {
+		return fail(err)
+	}
+	defer res.Release()
 	if err := c.noteWriterSchema(st, req); err != nil {
 		return fail(err)
 	}
-	item.bytes = proto.Size(req)
 	if item.bytes > c.s.opts.MaxRequestBytes {
 		return fail(apierr.InvalidArgument("AppendRows request too large: %d bytes, the limit is %d bytes", item.bytes, c.s.opts.MaxRequestBytes))
 	}
@@ -232,6 +243,7 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 		Offset:        offset,
 		Batch:         rec,
 		SchemaVersion: st.info.SchemaVersion,
+		Reservation:   res,
 	})
 	// The engine has encoded the batch into its log frame: the decoder's
 	// pooled column buffers can be reused.

@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/bqstore/bqstore/internal/server"
+	"github.com/bqstore/bqstore/internal/storage/vfs"
+	"github.com/bqstore/bqstore/internal/testkit"
+)
+
+// gatedFS is the disk whose file syncs block while the gate is armed.
+type gatedFS struct {
+	vfs.FS
+	g *syncGate
+}
+
+type syncGate struct {
+	mu      sync.Mutex
+	armed   bool
+	release chan struct{}
+	blocked chan struct{} // closed when a sync first waits at the gate
+	once    sync.Once
+}
+
+func newSyncGate() *syncGate {
+	return &syncGate{release: make(chan struct{}), blocked: make(chan struct{})}
+}
+
+func (g *syncGate) arm() { g.mu.Lock(); g.armed = true; g.mu.Unlock() }
+
+func (g *syncGate) open() { g.mu.Lock(); g.armed = false; g.mu.Unlock(); close(g.release) }
+
+func (g *syncGate) wait() {
+	g.mu.Lock()
+	armed := g.armed
+	g.mu.Unlock()
+	if armed {
+		g.once.Do(func() { close(g.blocked) })
+		<-g.release
+	}
+}
+
+type gatedFile struct {
+	vfs.File
+	g *syncGate
+}
+
+func (f gatedFile) Sync() error { f.g.wait(); return f.File.Sync() }
+
+func (fs gatedFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{f, fs.g}, nil
+}
+
+func (fs gatedFS) OpenAppend(name string) (vfs.File, error) {
+	f, err := fs.FS.OpenAppend(name)
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{f, fs.g}, nil
+}
+
+// TestBudgetTakenBeforeDecode: the in-flight byte budget covers requests
+// being decoded, not only frames waiting for their sync (issue 11 finding
+// 10, issue 12 finding 6). With the whole budget held by an append whose
+// sync is stalled, a request on another connection waits for budget before
+// it is decoded: it is not answered (not even with its decode error) until
+// the budget frees.
+func TestBudgetTakenBeforeDecode(t *testing.T) {
+	gate := newSyncGate()
+	srv := testkit.Start(t, func(c *server.Config) {
+		c.Storage.FS = gatedFS{vfs.Default, gate}
+		c.Storage.MaxInflightBytes = 64 << 10
+	})
+	e := dial(t, t.Context(), srv)
+	tp := e.table("t_budget", simpleSchema)
+	ms, md := committedWriter(t, e, tp)
+
+	// Connection A: one append larger than the budget; its sync waits at
+	// the gate, holding the whole budget.
+	gate.arm()
+	big := dynamicpb.NewMessage(md)
+	big.Set(md.Fields().ByName("id"), protoreflect.ValueOfInt64(1))
+	big.Set(md.Fields().ByName("name"), protoreflect.ValueOfString(strings.Repeat("x", 100<<10)))
+	b, err := proto.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, err := ms.AppendRows(e.ctx, [][]byte{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gate.blocked
+
+	// Connection B: a request whose rows do not decode.
+	dp, _ := descriptor(t, simpleSchema)
+	stream, err := e.wc.AppendRows(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stream.Send(&storagepb.AppendRowsRequest{
+		WriteStream: tp + "/streams/_default",
+		Rows: &storagepb.AppendRowsRequest_ProtoRows{ProtoRows: &storagepb.AppendRowsRequest_ProtoData{
+			WriterSchema: &storagepb.ProtoSchema{ProtoDescriptor: dp},
+			Rows:         &storagepb.ProtoRows{SerializedRows: [][]byte{{0xff, 0xff, 0xff}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan *storagepb.AppendRowsResponse, 1)
+	go func() {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Errorf("connection B: %v", err)
+		}
+		answered <- resp
+	}()
+	// Either B is answered at once (the budget was not consulted before
+	// decoding) or it waits for the budget: nothing else can happen while
+	// the gate is closed.
+	waits := func() float64 { return metricValue(t, srv, "bqstore_storage_budget_waits_total") }
+	for waits() == 0 {
+		select {
+		case resp := <-answered:
+			gate.open()
+			t.Fatalf("connection B was answered (%v) while the in-flight budget was exhausted: the budget is taken after decoding", resp.GetError())
+		case <-time.After(time.Millisecond): // poll the metric
+		}
+	}
+	gate.open()
+	resp := <-answered
+	if c := codes.Code(resp.GetError().GetCode()); c != codes.InvalidArgument {
+		t.Fatalf("connection B: %v, want INVALID_ARGUMENT", status.FromProto(resp.GetError()))
+	}
+	if _, err := ra.GetResult(e.ctx); err != nil {
+		t.Fatalf("connection A: %v", err)
+	}
+	_ = stream.CloseSend()
+}
+
+// TestReceiveLimit: a request over the gRPC receive limit (16 MiB) is
+// refused by gRPC from its length prefix before it is buffered, while one
+// a little over the Storage API's 10 MB limit still reaches the service and
+// is answered in-band (TestRequestTooLarge).
+func TestReceiveLimit(t *testing.T) {
+	e := newEnv(t)
+	tp := e.table("t_recv_limit", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	big := dynamicpb.NewMessage(md)
+	big.Set(md.Fields().ByName("id"), protoreflect.ValueOfInt64(1))
+	big.Set(md.Fields().ByName("name"), protoreflect.ValueOfString(strings.Repeat("x", 20<<20)))
+	b, err := proto.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := e.wc.AppendRows(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = stream.Send(&storagepb.AppendRowsRequest{
+		WriteStream: tp + "/streams/_default",
+		Rows: &storagepb.AppendRowsRequest_ProtoRows{ProtoRows: &storagepb.AppendRowsRequest_ProtoData{
+			WriterSchema: &storagepb.ProtoSchema{ProtoDescriptor: dp},
+			Rows:         &storagepb.ProtoRows{SerializedRows: [][]byte{b}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := stream.Recv()
+	if err == nil {
+		t.Fatalf("20 MiB request answered in-band (%v): want the call refused with RESOURCE_EXHAUSTED by the receive limit", resp.GetError())
+	}
+	if c := status.Code(err); c != codes.ResourceExhausted {
+		t.Fatalf("20 MiB request: %v, want RESOURCE_EXHAUSTED", err)
+	}
+}
+
+// metricValue reads an unlabelled counter or gauge of the server's registry
+// (0 when absent).
+func metricValue(t *testing.T, srv *testkit.Server, name string) float64 {
+	t.Helper()
+	mfs, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			m := mf.GetMetric()[0]
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
