@@ -29,6 +29,7 @@ import (
 func TestMain(m *testing.M) {
 	testkit.RunChildIfRequested()
 	runIngestChildIfRequested()
+	runNemesisMemberIfRequested()
 	goleak.VerifyTestMain(m,
 		// Started once per process by the official clients' dependencies.
 		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),

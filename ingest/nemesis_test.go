@@ -1,0 +1,984 @@
+package ingest_test
+
+// TestNemesis is a randomized, seeded test in the spirit of Jepsen for the
+// Kafka pipeline (issue 13): a kfake cluster in this process; a producer
+// writing plain records and poison records (and, once the pipeline reads
+// committed, committed and aborted transactions); two or three ingest
+// members, each a child process (the test binary re-executed) in one
+// consumer group, so they can be kill -9ed; a `bqstore serve` child, so it
+// can be kill -9ed too. A nemesis schedule drawn from the seed applies, at
+// its moments: kill -9 and restart of a member, a member paused (SIGSTOP,
+// as a GC pause past its session: it comes back a zombie), members leaving (SIGTERM)
+// and joining (rebalances), kfake faults on the group and fetch requests
+// (ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT after the request was
+// applied, dropped connections), server faults through PUT /admin/faults
+// (append.reset before and after durability, append.stall,
+// commit.drop_reply, finalize.drop_reply), and server kill -9 and restart.
+//
+// Then the nemesis stops (faults removed, every member slot up) and the
+// checker requires, within a bounded time: lag zero on every partition (no
+// stall); every valid record exactly once in the table; no record of an
+// aborted transaction; no other rows; every poison record in a dead-letter
+// file. A failure prints the seed, the schedule and the command that
+// replays it.
+//
+// The seed fixes the data and the schedule (what happens and when); it
+// cannot fix the interleaving of real processes, so a replay reproduces
+// the conditions, not every step.
+//
+// The normal `go test` runs a few short seeds. The soak:
+//
+//	INGEST_NEMESIS_SOAK=1h go test ./ingest/ -run 'TestNemesis$' -v -timeout 0
+//
+// runs seeds one after another for that long (INGEST_NEMESIS_SEED=N
+// starts at N; INGEST_NEMESIS_DURATION sets each seed's nemesis phase,
+// default 8s) and stops at the first failure.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/ingest/rows"
+	"github.com/bqstore/bqstore/internal/testkit"
+)
+
+// nemesisMemberEnv makes the test binary run one ingest member of the
+// nemesis test (see runNemesisMemberIfRequested).
+const nemesisMemberEnv = "BQSTORE_NEMESIS_MEMBER"
+
+// nemesisTxns turns on transactional producing (committed and aborted
+// transactions). It needs the pipeline to read committed and to reach a
+// partition's end over a commit marker (issue 13 finding 4).
+var nemesisTxns = os.Getenv("INGEST_NEMESIS_TXNS") == "1"
+
+type memberSpec struct {
+	GRPC        string
+	Table       string
+	Brokers     []string
+	Topic       string
+	Group       string
+	DeadLetters string
+}
+
+// runNemesisMemberIfRequested runs one Kafka ingest member until SIGTERM
+// and exits: 0 after a clean stop, 1 when the pipeline failed.
+func runNemesisMemberIfRequested() {
+	v, ok := os.LookupEnv(nemesisMemberEnv)
+	if !ok {
+		return
+	}
+	var s memberSpec
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		fmt.Fprintln(os.Stderr, "nemesis member:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	err := func() error {
+		conn, err := ingest.Dial(ctx, s.GRPC, true, 2)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		dl, err := ingest.OpenDeadLetters(s.DeadLetters)
+		if err != nil {
+			return err
+		}
+		defer dl.Close()
+		src := &ingest.KafkaSource{Brokers: s.Brokers, Topic: s.Topic, Group: s.Group, Logger: log,
+			Opts: []kgo.Opt{kgo.SessionTimeout(2 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond),
+				kgo.RebalanceTimeout(5 * time.Second)}}
+		return ingest.Run(ctx, ingest.Config{
+			Client: conn.Write, Table: s.Table, Source: src, DeadLetters: dl, Unknown: rows.UnknownReject,
+			MaxBatchRows: 50, MaxBatchAge: 100 * time.Millisecond, RequestBytes: 2 << 10, MemoryBudget: 1 << 20,
+			CommitWindow: 5 * time.Millisecond, Lease: 3 * time.Second, Logger: log,
+			Backoff: ingest.Backoff{Base: 5 * time.Millisecond, Max: 200 * time.Millisecond},
+		})
+	}()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "nemesis member: run failed:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+func TestNemesis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the nemesis runs child processes; skipped with -short")
+	}
+	seed := uint64(1)
+	if s := os.Getenv("INGEST_NEMESIS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("INGEST_NEMESIS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	dur := 5 * time.Second
+	if s := os.Getenv("INGEST_NEMESIS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("INGEST_NEMESIS_DURATION=%q: %v", s, err)
+		}
+		dur = d
+	}
+	if s := os.Getenv("INGEST_NEMESIS_SOAK"); s != "" {
+		soak, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("INGEST_NEMESIS_SOAK=%q: %v", s, err)
+		}
+		if os.Getenv("INGEST_NEMESIS_DURATION") == "" {
+			dur = 8 * time.Second
+		}
+		end := time.Now().Add(soak)
+		n := 0
+		for ; time.Now().Before(end); seed++ {
+			if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runNemesis(t, seed, dur) }) {
+				t.Fatalf("soak: seed %d failed after %d clean seeds", seed, n)
+			}
+			n++
+		}
+		t.Logf("soak: %d seeds clean in %v (from %s)", n, soak, os.Getenv("INGEST_NEMESIS_SEED"))
+		return
+	}
+	if os.Getenv("INGEST_NEMESIS_SEED") != "" {
+		runNemesis(t, seed, dur)
+		return
+	}
+	for _, s := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runNemesis(t, s, dur) })
+	}
+}
+
+// nemesisEvent is one step of the schedule.
+type nemesisEvent struct {
+	At   time.Duration
+	Kind string // kill9, leave, join, kfake, drop, server-faults, server-kill9
+	// Arg picks the member (kill9, leave, join) when the event applies:
+	// the Arg-th (mod) of the slots it can apply to, so every event acts.
+	Arg int
+	// kfake: the request key and the error; Count requests.
+	Key   kmsg.Key
+	Err   *kerr.Error
+	Count int
+	Spec  string        // server-faults: the fault spec
+	Down  time.Duration // kill9 and server-kill9: time until the restart
+}
+
+func (e nemesisEvent) String() string {
+	switch e.Kind {
+	case "kill9":
+		return fmt.Sprintf("%7v kill -9 a member (#%d), restart after %v", e.At, e.Arg, e.Down)
+	case "leave", "join":
+		return fmt.Sprintf("%7v a member (#%d) %ss", e.At, e.Arg, e.Kind)
+	case "pause":
+		return fmt.Sprintf("%7v SIGSTOP a member (#%d) for %v (a GC pause)", e.At, e.Arg, e.Down)
+	case "kfake":
+		return fmt.Sprintf("%7v kfake: %s answers %s (%d requests)", e.At, e.Key.Name(), e.Err.Message, e.Count)
+	case "drop":
+		return fmt.Sprintf("%7v kfake: drop the connection of the next %s", e.At, e.Key.Name())
+	case "server-faults":
+		return fmt.Sprintf("%7v server faults %q", e.At, e.Spec)
+	case "server-kill9":
+		return fmt.Sprintf("%7v kill -9 the server, restart after %v", e.At, e.Down)
+	}
+	return fmt.Sprintf("%7v %s", e.At, e.Kind)
+}
+
+const nemesisSlots = 3
+
+// nemesisSchedule draws the schedule of one run from the seed.
+func nemesisSchedule(rng *rand.Rand, dur time.Duration) []nemesisEvent {
+	kfakeFaults := map[kmsg.Key][]*kerr.Error{
+		kmsg.OffsetCommit: {kerr.IllegalGeneration, kerr.RebalanceInProgress, kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.RequestTimedOut},
+		kmsg.OffsetFetch:  {kerr.NotCoordinator, kerr.CoordinatorLoadInProgress},
+		kmsg.Heartbeat:    {kerr.RebalanceInProgress, kerr.NotCoordinator, kerr.IllegalGeneration},
+		kmsg.JoinGroup:    {kerr.NotCoordinator, kerr.CoordinatorLoadInProgress},
+		kmsg.SyncGroup:    {kerr.NotCoordinator, kerr.RebalanceInProgress},
+		kmsg.Fetch:        {kerr.RequestTimedOut, kerr.NotLeaderForPartition},
+	}
+	keys := []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Fetch}
+	serverSpecs := []string{
+		"append.reset:when=before,times=2",
+		"append.reset:when=after,times=2",
+		"append.stall:duration=1500ms,times=1",
+		"commit.drop_reply:times=2",
+		"finalize.drop_reply:times=2",
+		"commit.drop_reply:p=0.3;finalize.drop_reply:p=0.3;append.reset:when=after,p=0.05",
+	}
+	var ev []nemesisEvent
+	n := int(dur/(400*time.Millisecond)) + 1
+	for range n {
+		e := nemesisEvent{At: time.Duration(rng.Int64N(int64(dur)))}
+		switch r := rng.IntN(100); {
+		case r < 18:
+			e.Kind, e.Arg, e.Down = "kill9", rng.IntN(nemesisSlots), time.Duration(100+rng.IntN(1500))*time.Millisecond
+		case r < 24:
+			// Longer than the session (2 s) half of the time: the member
+			// comes back as a zombie of an older generation.
+			e.Kind, e.Arg, e.Down = "pause", rng.IntN(nemesisSlots), time.Duration(500+rng.IntN(3500))*time.Millisecond
+		case r < 30:
+			e.Kind, e.Arg = "leave", rng.IntN(nemesisSlots)
+		case r < 40:
+			e.Kind, e.Arg = "join", rng.IntN(nemesisSlots)
+		case r < 62:
+			e.Kind = "kfake"
+			e.Key = keys[rng.IntN(len(keys))]
+			errs := kfakeFaults[e.Key]
+			e.Err, e.Count = errs[rng.IntN(len(errs))], 1+rng.IntN(3)
+		case r < 70:
+			e.Kind, e.Key = "drop", keys[rng.IntN(len(keys))]
+		case r < 92:
+			e.Kind, e.Spec = "server-faults", serverSpecs[rng.IntN(len(serverSpecs))]
+		default:
+			e.Kind, e.Down = "server-kill9", time.Duration(100+rng.IntN(1000))*time.Millisecond
+		}
+		ev = append(ev, e)
+	}
+	sort.SliceStable(ev, func(i, j int) bool { return ev[i].At < ev[j].At })
+	return ev
+}
+
+// nemesis is one run's world.
+type nemesis struct {
+	t      *testing.T
+	seed   uint64
+	dir    string
+	k      *kafkaEnv
+	table  string
+	group  string
+	srvDir string
+
+	mu struct {
+		sync.Mutex
+		srv     *testkit.Child
+		members [nemesisSlots]*member
+		want    [nemesisSlots]bool // the slot should be running
+		exits   []string           // unexpected member exits
+		history []string
+		quiet   bool // the nemesis stopped: any member failure is a finding
+	}
+	kfakeFaults []*kfake.FaultHandle
+}
+
+type member struct {
+	slot   int
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan struct{}
+	err    error
+}
+
+func (n *nemesis) logf(format string, args ...any) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.mu.history = append(n.mu.history, fmt.Sprintf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...))
+}
+
+func (n *nemesis) server() *testkit.Child {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.mu.srv
+}
+
+// startMember starts slot's member process (REQUIRES: n.mu held).
+func (n *nemesis) startMemberLocked(slot int) {
+	if m := n.mu.members[slot]; m != nil {
+		select {
+		case <-m.exited:
+		default:
+			return // running
+		}
+	}
+	srv := n.mu.srv
+	spec, _ := json.Marshal(memberSpec{GRPC: srv.GRPCAddr, Table: n.table, Brokers: n.k.c.ListenAddrs(), Topic: n.k.topic,
+		Group: n.group, DeadLetters: filepath.Join(n.dir, fmt.Sprintf("dead-%d.ndjson", slot))})
+	logf, err := os.OpenFile(filepath.Join(n.dir, fmt.Sprintf("member-%d.log", slot)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.t.Error(err)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), nemesisMemberEnv+"="+string(spec))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		n.t.Error(err)
+		return
+	}
+	m := &member{slot: slot, cmd: cmd, log: logf, exited: make(chan struct{})}
+	n.mu.members[slot] = m
+	go func() {
+		m.err = cmd.Wait()
+		logf.Close()
+		close(m.exited)
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if m.err != nil && !isKilled(m.err) && !isTerminated(m.err) {
+			x := fmt.Sprintf("member %d (pid %d) exited: %v (quiet phase: %v)", slot, cmd.Process.Pid, m.err, n.mu.quiet)
+			n.mu.exits = append(n.mu.exits, x)
+			n.mu.history = append(n.mu.history, time.Now().Format("15:04:05.000")+" "+x)
+		}
+	}()
+}
+
+func isKilled(err error) bool {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+	}
+	return false
+}
+
+func isTerminated(err error) bool {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+			return true
+		}
+	}
+	return false
+}
+
+// signalMember sends sig to slot's member and waits for it to exit.
+func (n *nemesis) signalMember(slot int, sig syscall.Signal) {
+	n.mu.Lock()
+	m := n.mu.members[slot]
+	n.mu.Unlock()
+	if m == nil {
+		return
+	}
+	select {
+	case <-m.exited:
+		return
+	default:
+	}
+	_ = m.cmd.Process.Signal(sig)
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		_ = m.cmd.Process.Signal(syscall.SIGKILL)
+		<-m.exited
+		n.logf("member %d did not stop on %v within 30s: killed", slot, sig)
+	}
+}
+
+// supervise restarts members that should run and are not (as a service
+// manager would), until ctx ends.
+func (n *nemesis) supervise(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n.mu.Lock()
+		for slot := range nemesisSlots {
+			if !n.mu.want[slot] || n.mu.srv == nil {
+				continue
+			}
+			if m := n.mu.members[slot]; m != nil {
+				select {
+				case <-m.exited:
+				default:
+					continue
+				}
+			}
+			n.mu.history = append(n.mu.history, fmt.Sprintf("%s supervisor: (re)start member %d", time.Now().Format("15:04:05.000"), slot))
+			n.startMemberLocked(slot)
+		}
+		n.mu.Unlock()
+	}
+}
+
+func (n *nemesis) putServerFaults(spec string) error {
+	srv := n.server()
+	if srv == nil {
+		return errors.New("server down")
+	}
+	req, err := http.NewRequest(http.MethodPut, "http://"+srv.HTTPAddr+"/admin/faults?seed="+strconv.FormatUint(n.seed, 10), strings.NewReader(spec))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("PUT /admin/faults: %s", resp.Status)
+	}
+	return nil
+}
+
+func (n *nemesis) killServer() {
+	n.mu.Lock()
+	srv := n.mu.srv
+	n.mu.srv = nil
+	n.mu.Unlock()
+	if srv != nil {
+		srv.Kill()
+	}
+}
+
+func (n *nemesis) startServer(grpcAddr, httpAddr string) {
+	args := []string{"--project", project}
+	if grpcAddr != "" {
+		args = append(args, "--grpc-addr", grpcAddr, "--http-addr", httpAddr)
+	}
+	srv := testkit.StartChild(n.t, n.srvDir, args...)
+	n.mu.Lock()
+	n.mu.srv = srv
+	n.mu.Unlock()
+}
+
+// pickSlot returns the arg-th (mod) slot whose want flag is want, and
+// whether there is one. A leave keeps at least one member.
+func (n *nemesis) pickSlot(arg int, want bool) (int, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var slots []int
+	for slot := range nemesisSlots {
+		if n.mu.want[slot] == want {
+			slots = append(slots, slot)
+		}
+	}
+	if len(slots) == 0 {
+		return 0, false
+	}
+	return slots[arg%len(slots)], true
+}
+
+func (n *nemesis) apply(e nemesisEvent, restarts chan<- func()) {
+	switch e.Kind {
+	case "kill9":
+		slot, ok := n.pickSlot(e.Arg, true)
+		if !ok {
+			n.logf("nemesis: %s: no member runs", e)
+			return
+		}
+		n.logf("nemesis: %s: member %d", e, slot)
+		n.mu.Lock()
+		n.mu.want[slot] = false
+		n.mu.Unlock()
+		n.signalMember(slot, syscall.SIGKILL)
+		time.AfterFunc(e.Down, func() {
+			restarts <- func() {
+				n.logf("nemesis: member %d back", slot)
+				n.mu.Lock()
+				n.mu.want[slot] = true
+				n.mu.Unlock()
+			}
+		})
+		return
+	case "pause":
+		slot, ok := n.pickSlot(e.Arg, true)
+		if !ok {
+			n.logf("nemesis: %s: no member runs", e)
+			return
+		}
+		n.mu.Lock()
+		m := n.mu.members[slot]
+		n.mu.Unlock()
+		if m == nil {
+			return
+		}
+		n.logf("nemesis: %s: member %d", e, slot)
+		_ = m.cmd.Process.Signal(syscall.SIGSTOP)
+		time.AfterFunc(e.Down, func() {
+			_ = m.cmd.Process.Signal(syscall.SIGCONT)
+			n.logf("nemesis: member %d continues", slot)
+		})
+		return
+	case "leave":
+		slot, ok := n.pickSlot(e.Arg, true)
+		n.mu.Lock()
+		running := 0
+		for _, w := range n.mu.want {
+			if w {
+				running++
+			}
+		}
+		n.mu.Unlock()
+		if !ok || running < 2 {
+			n.logf("nemesis: %s: skipped (keep one member)", e)
+			return
+		}
+		n.logf("nemesis: %s: member %d", e, slot)
+		n.mu.Lock()
+		n.mu.want[slot] = false
+		n.mu.Unlock()
+		n.signalMember(slot, syscall.SIGTERM)
+		return
+	case "join":
+		slot, ok := n.pickSlot(e.Arg, false)
+		if !ok {
+			n.logf("nemesis: %s: every slot runs", e)
+			return
+		}
+		n.logf("nemesis: %s: member %d", e, slot)
+		n.mu.Lock()
+		n.mu.want[slot] = true
+		n.mu.Unlock()
+		return
+	}
+	n.logf("nemesis: %s", e)
+	switch e.Kind {
+	case "kfake":
+		n.kfakeFaults = append(n.kfakeFaults, n.k.c.Fault(kfake.Fault{Keys: []kmsg.Key{e.Key}, Err: e.Err, Count: e.Count}))
+	case "drop":
+		n.k.c.ControlKey(int16(e.Key), func(kmsg.Request) (kmsg.Response, error, bool) {
+			return nil, errors.New("nemesis: connection dropped"), true
+		})
+	case "server-faults":
+		if err := n.putServerFaults(e.Spec); err != nil {
+			n.logf("nemesis: server faults not installed: %v", err)
+		}
+	case "server-kill9":
+		srv := n.server()
+		if srv == nil {
+			return
+		}
+		g, h := srv.GRPCAddr, srv.HTTPAddr
+		n.killServer()
+		time.AfterFunc(e.Down, func() {
+			restarts <- func() {
+				n.startServer(g, h)
+				n.logf("nemesis: server back")
+			}
+		})
+	}
+}
+
+// producer writes records until ctx ends: ids from 0 up for valid records
+// (plain or in committed transactions), ids from abortedBase for records of
+// aborted transactions, and poison records (an id that is not a number).
+type produced struct {
+	valid   map[int64]bool
+	aborted map[int64]bool
+	poison  map[string]bool
+}
+
+const abortedBase = 1_000_000_000
+
+func (n *nemesis) produce(ctx context.Context, rng *rand.Rand) (*produced, error) {
+	p := &produced{valid: map[int64]bool{}, aborted: map[int64]bool{}, poison: map[string]bool{}}
+	opts := []kgo.Opt{kgo.SeedBrokers(n.k.c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.DefaultProduceTopic(n.k.topic)}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var tx *kgo.Client
+	if nemesisTxns {
+		tx, err = kgo.NewClient(append(opts, kgo.TransactionalID(fmt.Sprintf("nemesis-%d", n.seed)))...)
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Close()
+	}
+	next, nextAborted, nextPoison := int64(0), int64(abortedBase), 0
+	batch := func(k int, abort bool) ([]*kgo.Record, []int64) {
+		var recs []*kgo.Record
+		var ids []int64
+		for range k {
+			if !abort && rng.IntN(40) == 0 {
+				key := fmt.Sprintf("poison-%d", nextPoison)
+				nextPoison++
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"id":%q}`, key)})
+				p.poison[key] = true
+				continue
+			}
+			id := next
+			if abort {
+				id = nextAborted
+				nextAborted++
+			} else {
+				next++
+			}
+			ids = append(ids, id)
+			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"id":%d,"name":"n%d","tags":[]}`, id, id)})
+		}
+		return recs, ids
+	}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return p, nil
+		case <-tick.C:
+		}
+		k := 1 + rng.IntN(8)
+		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		switch r := rng.IntN(10); {
+		case tx != nil && r < 2: // a committed transaction
+			recs, ids := batch(k, false)
+			if err := produceTxn(pctx, tx, recs, true); err != nil {
+				cancel()
+				return nil, fmt.Errorf("committed transaction: %w", err)
+			}
+			for _, id := range ids {
+				p.valid[id] = true
+			}
+		case tx != nil && r < 4: // an aborted transaction
+			recs, ids := batch(k, true)
+			if err := produceTxn(pctx, tx, recs, false); err != nil {
+				cancel()
+				return nil, fmt.Errorf("aborted transaction: %w", err)
+			}
+			for _, id := range ids {
+				p.aborted[id] = true
+			}
+		default:
+			recs, ids := batch(k, false)
+			if err := cl.ProduceSync(pctx, recs...).FirstErr(); err != nil {
+				cancel()
+				return nil, fmt.Errorf("produce: %w", err)
+			}
+			for _, id := range ids {
+				p.valid[id] = true
+			}
+		}
+		cancel()
+	}
+}
+
+func produceTxn(ctx context.Context, tx *kgo.Client, recs []*kgo.Record, commit bool) error {
+	if err := tx.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := tx.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = tx.EndTransaction(ctx, kgo.TryAbort)
+		return err
+	}
+	end := kgo.TryAbort
+	if commit {
+		end = kgo.TryCommit
+	}
+	return tx.EndTransaction(ctx, end)
+}
+
+func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
+	rng := rand.New(rand.NewPCG(seed, 0x6e656d65))
+	schedule := nemesisSchedule(rng, dur)
+	replay := fmt.Sprintf("INGEST_NEMESIS_SEED=%d INGEST_NEMESIS_DURATION=%v go test ./ingest/ -run 'TestNemesis$' -v", seed, dur)
+	if nemesisTxns {
+		replay = "INGEST_NEMESIS_TXNS=1 " + replay
+	}
+	var sched strings.Builder
+	for _, e := range schedule {
+		sched.WriteString("  " + e.String() + "\n")
+	}
+	t.Logf("seed %d, nemesis %v, %d events (replay: %s)", seed, dur, len(schedule), replay)
+
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"),
+		kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n := &nemesis{t: t, seed: seed, dir: t.TempDir(), k: &kafkaEnv{c: c, topic: "events", parts: 3},
+		group: "nemesis", srvDir: t.TempDir()}
+	n.startServer("", "")
+	srv := n.server()
+	ctx := context.Background()
+	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bq.Dataset("d").Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := bq.Dataset("d").Table("nemesis").Create(ctx, &bigquery.TableMetadata{Schema: eventSchema}); err != nil {
+		t.Fatal(err)
+	}
+	bq.Close()
+	n.table = "projects/" + project + "/datasets/d/tables/nemesis"
+
+	failed := false
+	defer func() {
+		if !failed && !t.Failed() {
+			if testing.Verbose() {
+				n.mu.Lock()
+				t.Logf("schedule:\n%shistory:\n  %s", sched.String(), strings.Join(n.mu.history, "\n  "))
+				n.mu.Unlock()
+			}
+			return
+		}
+		n.mu.Lock()
+		hist := strings.Join(n.mu.history, "\n  ")
+		exits := strings.Join(n.mu.exits, "\n  ")
+		n.mu.Unlock()
+		t.Logf("NEMESIS FAILED: seed %d\nschedule:\n%shistory:\n  %s\nunexpected member exits:\n  %s\nreplay: %s\nmember logs: %s",
+			seed, sched.String(), hist, exits, replay, tailLogs(n.dir))
+	}()
+
+	// Members 0 and 1 run from the start; slot 2 joins when the schedule says.
+	n.mu.Lock()
+	n.mu.want[0], n.mu.want[1] = true, true
+	n.mu.Unlock()
+	superCtx, stopSuper := context.WithCancel(ctx)
+	superDone := make(chan struct{})
+	go func() {
+		defer close(superDone)
+		n.supervise(superCtx)
+	}()
+	defer func() {
+		stopSuper()
+		<-superDone
+		for slot := range nemesisSlots {
+			n.signalMember(slot, syscall.SIGKILL)
+		}
+	}()
+
+	prodCtx, stopProd := context.WithCancel(ctx)
+	type prodResult struct {
+		p   *produced
+		err error
+	}
+	prodc := make(chan prodResult, 1)
+	prodRng := rand.New(rand.NewPCG(seed, 0x70726f64))
+	go func() {
+		p, err := n.produce(prodCtx, prodRng)
+		prodc <- prodResult{p, err}
+	}()
+
+	// The nemesis phase.
+	restarts := make(chan func(), 16)
+	start := time.Now()
+	for _, e := range schedule {
+		for wait := time.Until(start.Add(e.At)); wait > 0; wait = time.Until(start.Add(e.At)) {
+			select {
+			case f := <-restarts:
+				f()
+			case <-time.After(wait):
+			}
+		}
+		n.apply(e, restarts)
+	}
+	for wait := time.Until(start.Add(dur)); wait > 0; wait = time.Until(start.Add(dur)) {
+		select {
+		case f := <-restarts:
+			f()
+		case <-time.After(wait):
+		}
+	}
+	stopProd()
+	pr := <-prodc
+	if pr.err != nil {
+		failed = true
+		t.Fatalf("producer: %v", pr.err)
+	}
+
+	// Quiet: pending restarts happen, faults go, every slot runs.
+	n.logf("nemesis stops")
+	deadline := time.After(5 * time.Second)
+drain:
+	for {
+		select {
+		case f := <-restarts:
+			f()
+		case <-deadline:
+			break drain
+		case <-time.After(2 * time.Second): // the longest restart delay
+			break drain
+		}
+	}
+	for _, h := range n.kfakeFaults {
+		h.Remove()
+	}
+	if n.server() == nil {
+		failed = true
+		t.Fatal("the server is still down after the nemesis")
+	}
+	if err := n.putServerFaults(""); err != nil {
+		failed = true
+		t.Fatalf("clearing server faults: %v", err)
+	}
+	// The membership stays as the nemesis left it: a restart here would
+	// rebalance the group and hide a partition stalled on a member.
+	n.mu.Lock()
+	n.mu.quiet = true
+	n.mu.Unlock()
+
+	const bound = 90 * time.Second
+	if err := n.waitLagZero(ctx, bound); err != nil {
+		failed = true
+		t.Fatalf("no progress: %v", err)
+	}
+	stopSuper()
+	<-superDone
+	for slot := range nemesisSlots {
+		n.signalMember(slot, syscall.SIGTERM)
+	}
+	n.mu.Lock()
+	exits := append([]string(nil), n.mu.exits...)
+	n.mu.Unlock()
+	// A member's run must survive every fault of the schedule: a run
+	// that stops on one (a rebalance, a coordinator move, a server
+	// restart) takes every partition of the member down with it.
+	for _, x := range exits {
+		failed = true
+		t.Errorf("a member's run failed: %s (its log: %s)", x, filepath.Join(n.dir, "member-*.log"))
+	}
+
+	// The checker.
+	srv = n.server()
+	e := &env{}
+	e.bq, err = bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.bq.Close()
+	if err := e.bq.EnableStorageReadClient(ctx, testkit.GRPCOptions(srv.GRPCAddr)...); err != nil {
+		t.Fatal(err)
+	}
+	got := e.readIDs(t, n.table)
+	var missing, dup, aborted, other []int64
+	for id := range pr.p.valid {
+		switch got[id] {
+		case 0:
+			missing = append(missing, id)
+		case 1:
+		default:
+			dup = append(dup, id)
+		}
+	}
+	for id := range got {
+		switch {
+		case pr.p.aborted[id]:
+			aborted = append(aborted, id)
+		case !pr.p.valid[id]:
+			other = append(other, id)
+		}
+	}
+	dls, dlDup := n.deadLetters(t)
+	var dlMissing []string
+	for k := range pr.p.poison {
+		if dls[k] == 0 {
+			dlMissing = append(dlMissing, k)
+		}
+	}
+	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d (%d written more than once)",
+		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), len(dlDup))
+	if len(missing)+len(dup)+len(aborted)+len(other)+len(dlMissing) > 0 {
+		failed = true
+		t.Errorf("exactly-once violated: missing %v, duplicated %v, aborted-transaction rows %v, other rows %v, poison records without a dead letter %v",
+			head(missing), head(dup), head(aborted), head(other), dlMissing)
+	}
+	if len(dlDup) > 0 {
+		// Kafka dead letters go to a local file per member: a batch
+		// replayed after a kill -9 between the dead letter's fsync and
+		// the state writes them again (issue 13: dead letters as a table,
+		// in the same seal, make them exactly once).
+		t.Logf("known limit: poison records dead-lettered more than once: %v", dlDup)
+	}
+}
+
+func head(ids []int64) []int64 {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if len(ids) > 20 {
+		return ids[:20]
+	}
+	return ids
+}
+
+// waitLagZero waits until the group's committed offsets reach the end of
+// every partition.
+func (n *nemesis) waitLagZero(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	var lag int64
+	var err error
+	for time.Now().Before(deadline) {
+		lag, err = n.k.lag(ctx, n.group)
+		if err == nil && lag == 0 {
+			n.logf("lag zero")
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("lag %d after %v (%v)", lag, bound, err)
+}
+
+// deadLetters counts the poison records in the members' dead-letter files,
+// by record id, and lists those written more than once.
+func (n *nemesis) deadLetters(t *testing.T) (map[string]int, []string) {
+	t.Helper()
+	count := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(n.dir, "dead-*.ndjson"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var dl struct {
+				Record struct {
+					ID string `json:"id"`
+				} `json:"record"`
+			}
+			if json.Unmarshal(sc.Bytes(), &dl) != nil || dl.Record.ID == "" {
+				continue // a torn last line of a killed member
+			}
+			count[dl.Record.ID]++
+		}
+		fh.Close()
+	}
+	var dup []string
+	for k, c := range count {
+		if c > 1 {
+			dup = append(dup, k)
+		}
+	}
+	sort.Strings(dup)
+	return count, dup
+}
+
+// tailLogs returns the last lines of each member's log.
+func tailLogs(dir string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "member-*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(&b, "\n--- %s (last %d lines)\n%s", filepath.Base(f), len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
