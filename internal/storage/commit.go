@@ -228,10 +228,13 @@ func (t *Table) syncApply(ops []*op) error {
 }
 
 // roll seals the active file (CHECKPOINT, FOOTER, TRAILER, fdatasync) and
-// starts the next one. Everything written so far is applied.
+// starts the next one. Everything written so far is applied. Streams past
+// the time-travel window are collected first (gc.go), so the checkpoint
+// does not carry them.
 func (t *Table) roll() error {
 	a := t.active
 	t.mu.Lock()
+	t.collectStreamsLocked(t.db.clock().UnixMicro())
 	ck := t.checkpointLocked().encode()
 	ts := t.mu.lastTS
 	foot := segment.Footer{CheckpointOffset: a.size}

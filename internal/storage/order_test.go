@@ -249,3 +249,105 @@ func TestSnapshotTimeIsFinal(t *testing.T) {
 }
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, ErrStreamNotFound) }
+
+// TestStreamGC: streams whose rows are all visible since before the
+// time-travel window (and abandoned streams whose rows compaction
+// dropped) leave the stream table and the checkpoints at the next seal;
+// their rows stay visible, before and after a restart.
+func TestStreamGC(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	clk := newFakeClock()
+	opts := &Options{FS: fs, Clock: clk.Now, SegmentSize: 4096, PendingStreamTTL: time.Hour, TimeTravel: 2 * time.Hour}
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.CreateTable(ctx, "t", testSchema)
+	c, _ := tb.CreateStream(ctx, StreamCommitted)
+	p, _ := tb.CreateStream(ctx, StreamPending)
+	x, _ := tb.CreateStream(ctx, StreamPending) // never committed
+	b, _ := tb.CreateStream(ctx, StreamBuffered)
+	open, _ := tb.CreateStream(ctx, StreamCommitted) // stays open
+	var want []int64
+	for i := int64(0); i < 4; i++ {
+		appendRows(t, tb, c.ID, i*2, 100+i*2, 2)
+		appendRows(t, tb, p.ID, i*2, 200+i*2, 2)
+		appendRows(t, tb, x.ID, i*2, 300+i*2, 2)
+		appendRows(t, tb, b.ID, i*2, 400+i*2, 2)
+		appendRows(t, tb, open.ID, i, 500+i, 1)
+		clk.Advance(time.Second)
+		if _, err := tb.Flush(ctx, b.ID, i*2+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{c.ID, p.ID, b.ID} {
+		if _, err := tb.Finalize(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, errs, err := tb.BatchCommit(ctx, []string{p.ID}); err != nil || errs != nil {
+		t.Fatal(err, errs)
+	}
+	want = tableIDs(t, tb, time.Time{})
+	if len(want) != 28 {
+		t.Fatalf("visible %d rows", len(want))
+	}
+	// Past the window: abandon x and drop its rows, then seal.
+	clk.Advance(3 * time.Hour)
+	id := int64(1000)
+	roll := func() {
+		for n := numFiles(tb); numFiles(tb) == n; id++ {
+			appendRows(t, tb, DefaultStreamID, -1, id, 1)
+			want = append(want, id)
+		}
+	}
+	roll()
+	if st, err := tb.Compact(ctx); err != nil || st.RowsDropped != 8 {
+		t.Fatalf("Compact: %+v %v", st, err)
+	}
+	roll()
+	tb.mu.Lock()
+	left := tb.mu.durable.IDs()
+	tb.mu.Unlock()
+	if !slices.Equal(left, []string{open.ID}) {
+		t.Fatalf("streams left after the seal: %v, want only the open one %v", left, open.ID)
+	}
+	for _, s := range []string{c.ID, p.ID, x.ID, b.ID} {
+		if _, err := tb.Stream(s); !errorsIsNotFound(err) {
+			t.Fatalf("collected stream %s: %v", s, err)
+		}
+	}
+	if rows, _ := tb.Stats(); rows != int64(len(want)) {
+		t.Fatalf("Stats rows %d, want %d", rows, len(want))
+	}
+	check := func(label string) {
+		t.Helper()
+		got := tableIDs(t, tb, time.Time{})
+		slices.Sort(got)
+		w := slices.Clone(want)
+		slices.Sort(w)
+		if !slices.Equal(got, w) {
+			t.Fatalf("%s: visible %d rows, want %d", label, len(got), len(w))
+		}
+	}
+	check("after collection")
+	if _, err := tb.Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
+	db.Close()
+	db, err = Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, _ = db.Table("t")
+	check("after restart")
+	tb.mu.Lock()
+	n := tb.mu.durable.Len()
+	tb.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d streams after restart", n)
+	}
+}

@@ -650,6 +650,10 @@ func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, [
 	for _, id := range streams {
 		if err := t.checkLiveLocked(t.mu.admit, id, cutoff); err != nil {
 			errs = append(errs, StreamError{Stream: id, Err: err})
+		} else if _, ok := t.mu.admit.Lookup(id); !ok && id != DefaultStreamID {
+			// Unknown, or collected (gc.go) like an abandoned stream:
+			// reported with the expired ones.
+			errs = append(errs, StreamError{Stream: id, Err: fmt.Errorf("stream %q: %w", id, ErrStreamNotFound)})
 		}
 	}
 	if len(errs) == 0 {
