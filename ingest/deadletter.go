@@ -2,8 +2,10 @@ package ingest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -11,14 +13,28 @@ import (
 // sink is exactly-once together with the table: each batch's dead letters
 // are fsynced before its seal, the seal records the file size, and recovery
 // truncates the file to the size of the last durable state, so a replayed
-// range rewrites exactly the dead letters it had lost.
+// range rewrites exactly the dead letters it had lost. (For a
+// single-partition source: the lines of several partitions interleave, so
+// a Kafka run never truncates, and a crash can repeat a batch's dead
+// letters.)
+//
+// Truncating is only safe if no one else writes the file, so the sink is
+// bound to one state: OpenDeadLetters locks the file for the run, and Run
+// records the state's identity (the state directory, or the Kafka group
+// and topic) in PATH.owner on first use and refuses a file bound to
+// another.
 type DeadLetters struct {
-	mu struct {
+	path string
+	mu   struct {
 		sync.Mutex
 		f    *os.File
 		size int64
 	}
 }
+
+// ErrDeadLettersInUse means the dead-letter file is locked by another run
+// or bound to another state.
+var ErrDeadLettersInUse = errors.New("ingest: dead-letter file belongs to another ingestion")
 
 // deadLetter is one line of the dead-letter file.
 type deadLetter struct {
@@ -29,20 +45,47 @@ type deadLetter struct {
 	Raw       string          `json:"raw,omitempty"` // the record when it is not valid JSON
 }
 
-// OpenDeadLetters opens (creating) the dead-letter file at path.
+// OpenDeadLetters opens (creating) the dead-letter file at path and locks
+// it until Close: a second run writing the same file fails here.
 func OpenDeadLetters(path string) (*DeadLetters, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("ingest: dead-letter file: %w", err)
+	}
+	if err := tryLock(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is locked by another run (%v); give each run its own --dead-letter file", ErrDeadLettersInUse, path, err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("ingest: dead-letter file: %w", err)
 	}
-	d := &DeadLetters{}
+	d := &DeadLetters{path: path}
 	d.mu.f, d.mu.size = f, st.Size()
 	return d, nil
+}
+
+// bind ties the file to the state identified by owner: the first binding
+// is recorded in PATH.owner; a file bound to another owner is refused (its
+// recovery would truncate lines this one wrote, or the reverse).
+func (d *DeadLetters) bind(owner string) error {
+	side := d.path + ".owner"
+	b, err := os.ReadFile(side)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := writeFileAtomic(side, []byte(owner+"\n")); err != nil {
+			return fmt.Errorf("ingest: dead-letter file owner: %w", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: dead-letter file owner: %w", err)
+	}
+	if got := strings.TrimSpace(string(b)); got != owner {
+		return fmt.Errorf("%w: %s holds the dead letters of %s, not of %s; give each source its own --dead-letter file (delete %s only if that ingestion is gone)",
+			ErrDeadLettersInUse, d.path, got, owner, side)
+	}
+	return nil
 }
 
 // Write appends one dead letter (not yet durable: see Sync).

@@ -431,6 +431,11 @@ func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error
 // kafkaLedger stores partition states as the group's committed offsets.
 type kafkaLedger struct{ s *KafkaSource }
 
+// Identity names the state this ledger holds: the group's offsets of the topic.
+func (l kafkaLedger) Identity() string {
+	return "kafka-group:" + l.s.Group + "/topic:" + l.s.Topic
+}
+
 func (l kafkaLedger) partition(key string) (int32, error) {
 	prefix := "kafka:" + l.s.Topic + "/"
 	if !strings.HasPrefix(key, prefix) {

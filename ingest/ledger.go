@@ -114,6 +114,14 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// Identity names the state this ledger holds: its directory's absolute path.
+func (l *FileLedger) Identity() string {
+	if abs, err := filepath.Abs(l.dir); err == nil {
+		return "state-dir:" + abs
+	}
+	return "state-dir:" + l.dir
+}
+
 // Close releases the state directory's lock.
 func (l *FileLedger) Close() error {
 	if l.lock == nil {

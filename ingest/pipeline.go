@@ -134,6 +134,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ledger == nil {
 		return errors.New("ingest: the source needs a Ledger (a state directory)")
 	}
+	if cfg.DeadLetters != nil {
+		// The dead-letter file is truncated to the state's record of it
+		// on recovery: it must belong to this state alone.
+		if id, ok := cfg.Ledger.(interface{ Identity() string }); ok {
+			if err := cfg.DeadLetters.bind(id.Identity()); err != nil {
+				return err
+			}
+		}
+	}
 	if !tableName.MatchString(cfg.Table) {
 		return fmt.Errorf("ingest: table %q is not projects/P/datasets/D/tables/T", cfg.Table)
 	}

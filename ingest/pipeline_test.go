@@ -176,6 +176,7 @@ type run struct {
 	wrapSource func(ingest.Source) ingest.Source
 	complete   bool          // FileSource.Complete
 	timeout    time.Duration // bounds the run (0: none)
+	wrapLedger func(ingest.Ledger) ingest.Ledger
 }
 
 func (r run) do(t *testing.T) error {
@@ -194,8 +195,12 @@ func (r run) do(t *testing.T) error {
 	if r.wrapSource != nil {
 		src = r.wrapSource(src)
 	}
+	var l ingest.Ledger = ledger
+	if r.wrapLedger != nil {
+		l = r.wrapLedger(ledger)
+	}
 	cfg := ingest.Config{
-		Client: r.e.write, Table: r.table, Source: src, Ledger: ledger, DeadLetters: dl,
+		Client: r.e.write, Table: r.table, Source: src, Ledger: l, DeadLetters: dl,
 		Unknown:      rows.UnknownReject,
 		MaxBatchRows: 40, RequestBytes: 1 << 10, MemoryBudget: 1 << 20,
 		CommitWindow: time.Millisecond,

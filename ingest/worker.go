@@ -88,6 +88,21 @@ func (w *worker) run(ctx context.Context) error {
 		if err := dl.Truncate(st.DeadLetterEnd); err != nil {
 			return err
 		}
+		if st.DeadLetterEnd < 0 {
+			// A state that never recorded the sink's size (the first run):
+			// record it now, so that a crash in the first batch truncates
+			// the dead letters it wrote instead of writing them twice.
+			size, err := dl.Sync()
+			if err != nil {
+				return err
+			}
+			next := st
+			next.DeadLetterEnd, next.Owner = size, w.p.owner
+			if err := w.store(ctx, next, st, "dead-letter size"); err != nil {
+				return err
+			}
+			st = next
+		}
 	}
 	off, batch := st.Offset, st.Batch
 
