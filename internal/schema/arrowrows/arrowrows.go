@@ -474,6 +474,11 @@ func (d *Decoder) Decode(serializedBatch []byte, mv protorows.MissingValues) (re
 	return d.Conform(in, mv)
 }
 
+// maxRowErrors bounds the row errors one request reports (as protorows):
+// a batch of a million rows that all lack a REQUIRED column must not cost a
+// million errors.
+const maxRowErrors = 1000
+
 // maxRows bounds the rows of one batch (a 10 MB request of 1-bit rows).
 const maxRows = 80 << 20
 
@@ -543,7 +548,7 @@ func (d *Decoder) Conform(in arrow.Record, mv protorows.MissingValues) (rec arro
 			if err != nil {
 				col.Truncate(before)
 				col.AppendNull()
-				if _, dup := bad[i]; !dup {
+				if _, dup := bad[i]; !dup && len(bad) < maxRowErrors {
 					re := protorows.RowError{Index: i, Message: err.Error()}
 					var ve *rowError
 					if errors.As(err, &ve) {

@@ -350,3 +350,23 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// TestRowErrorsBounded: a batch whose every row is bad reports at most
+// maxRowErrors row errors, not one per row.
+func TestRowErrorsBounded(t *testing.T) {
+	tbl := &schema.Schema{Fields: []*schema.Field{{Name: "id", Type: schema.Integer, Mode: schema.Required}}}
+	rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, 0)
+	sm, _ := serialize(t, rec)
+	rec.Release()
+	d, err := Compile(sm, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rowErrs, err := d.Decode(emptyBatch(100000, 100000/8), protorows.MissingValues{})
+	if out != nil {
+		out.Release()
+	}
+	if err != nil || len(rowErrs) == 0 || len(rowErrs) > 1000 {
+		t.Fatalf("100,000 rows lacking a REQUIRED column: %d row errors, err %v", len(rowErrs), err)
+	}
+}
