@@ -27,6 +27,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"google.golang.org/grpc/codes"
@@ -48,8 +50,19 @@ type Error struct {
 func (e *Error) Error() string { return e.Msg }
 
 // New returns an *Error with a formatted message.
+// Messages and entities are made valid UTF-8: they may quote a client's
+// bytes (a field name from a forged writer schema), and a status or
+// StorageError with invalid UTF-8 does not marshal (grpc-go then answers
+// INTERNAL and ends the connection).
 func New(code codes.Code, sc storagepb.StorageError_StorageErrorCode, entity, format string, args ...any) *Error {
-	return &Error{Code: code, StorageCode: sc, Entity: entity, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Code: code, StorageCode: sc, Entity: validUTF8(entity), Msg: validUTF8(fmt.Sprintf(format, args...))}
+}
+
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // InvalidArgument is New(codes.InvalidArgument, 0, "", ...): a malformed
@@ -171,6 +184,7 @@ type PublicError interface {
 }
 
 func build(code codes.Code, sc storagepb.StorageError_StorageErrorCode, entity, msg string) *status.Status {
+	entity, msg = validUTF8(entity), validUTF8(msg)
 	s := status.New(code, msg)
 	if sc == storagepb.StorageError_STORAGE_ERROR_CODE_UNSPECIFIED {
 		return s

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -444,7 +445,9 @@ func errorResponse(err error, name string) *storagepb.AppendRowsResponse {
 	if errors.As(err, &re) {
 		resp.RowErrors = make([]*storagepb.RowError, len(re.errs))
 		for i, e := range re.errs {
-			resp.RowErrors[i] = &storagepb.RowError{Index: int64(e.Index), Code: storagepb.RowError_FIELDS_ERROR, Message: e.Message}
+			// A message may quote the row's bytes: it must be UTF-8 to
+			// marshal.
+			resp.RowErrors[i] = &storagepb.RowError{Index: int64(e.Index), Code: storagepb.RowError_FIELDS_ERROR, Message: strings.ToValidUTF8(e.Message, "\uFFFD")}
 		}
 		err = apierr.InvalidArgument("%s", re.Error())
 	}
