@@ -123,6 +123,9 @@ func (w *sim) reconcile() {
 			durable = info(r.s).State != StreamOpen
 		case "flush":
 			durable = info(r.s).FlushedOffset >= r.w
+		case "schema":
+			v, _ := w.tb.Schema()
+			durable = v >= r.version
 		case "commit":
 			n := 0
 			for _, s := range r.streams {
@@ -160,6 +163,8 @@ func (w *sim) reconcile() {
 			for _, s := range r.streams {
 				s.state, s.commitTS = stream.CommittedState, r.ts
 			}
+		case "schema":
+			w.m.schemas = append(w.m.schemas, simSchema{version: r.version, ts: r.ts, schema: r.schema})
 		}
 	}
 	w.inflight = nil
@@ -185,6 +190,10 @@ func streamName(r simInflight) string {
 // snapshot time and at a few random past times.
 func (w *sim) verify(what string) {
 	now := w.now()
+	w.m.def.schemaVersion = w.m.schema().version // the default stream reports the current one
+	if v, sc := w.tb.Schema(); v != w.m.schema().version || !sc.Equal(w.m.schema().schema) {
+		w.failf("%s: schema version %d %v, want %d %v", what, v, sc, w.m.schema().version, w.m.schema().schema)
+	}
 	for _, s := range append([]*simStream{w.m.def}, w.m.streams...) {
 		si, err := w.tb.Stream(s.id)
 		if s != w.m.def && w.m.expired(s, now) {
@@ -197,7 +206,7 @@ func (w *sim) verify(what string) {
 			w.failf("%s: stream %s: %v", what, s.id, err)
 		}
 		want := StreamInfo{ID: s.id, Type: s.typ, State: StreamState(s.state), NextOffset: int64(len(s.rows)),
-			CreateTime: usTime(s.createTS), FinalizeTime: usTime(s.finTS), CommitTime: usTime(s.commitTS), SchemaVersion: 1}
+			CreateTime: usTime(s.createTS), FinalizeTime: usTime(s.finTS), CommitTime: usTime(s.commitTS), SchemaVersion: s.schemaVersion}
 		switch s.typ {
 		case StreamBuffered:
 			want.FlushedOffset = s.flushed()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
+
 	"github.com/bqstore/bqstore/internal/storage/stream"
 )
 
@@ -26,9 +28,18 @@ type simStream struct {
 	finTS    int64
 	commitTS int64
 	rows     []simRow // by offset
-	flushes  []stream.FlushPoint
+	// schemaVersion: the table's at the stream's creation.
+	schemaVersion int
+	flushes       []stream.FlushPoint
 	// next is the admitted next offset (rows in flight included).
 	next int64
+}
+
+// simSchema is one schema version and when it was set.
+type simSchema struct {
+	version int
+	ts      int64
+	schema  *arrow.Schema
 }
 
 // simModel is everything acknowledged (or adopted after recovery: an
@@ -39,6 +50,8 @@ type simModel struct {
 	ttl      int64 // PendingStreamTTL, µs
 	streams  []*simStream
 	def      *simStream
+	// schemas: the table's schema versions, ascending.
+	schemas []simSchema
 	// history: snapshots taken, by time, with the ids they returned;
 	// every later snapshot at the same time must return the same ids.
 	history map[int64][]int64
@@ -47,7 +60,22 @@ type simModel struct {
 func newSimModel(createTS, ttl int64) *simModel {
 	m := &simModel{createTS: createTS, lastTS: createTS, ttl: ttl, history: map[int64][]int64{}}
 	m.def = &simStream{id: DefaultStreamID, typ: StreamDefault, createTS: createTS}
+	m.schemas = []simSchema{{version: 1, ts: createTS, schema: testSchema}}
 	return m
+}
+
+// schema is the current schema version.
+func (m *simModel) schema() simSchema { return m.schemas[len(m.schemas)-1] }
+
+// schemaAt is the schema version in force at ts.
+func (m *simModel) schemaAt(ts int64) simSchema {
+	cur := m.schemas[0]
+	for _, s := range m.schemas {
+		if s.ts <= ts {
+			cur = s
+		}
+	}
+	return cur
 }
 
 // expired mirrors stream.Expired: an uncommitted PENDING stream created

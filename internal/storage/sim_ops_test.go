@@ -6,9 +6,11 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/bqstore/bqstore/internal/storage/stream"
@@ -97,10 +99,16 @@ func (w *sim) queueAppend(ctx context.Context, s *simStream) *simAppend {
 	n := w.rows()
 	first, want := w.expectAppend(s, off)
 	from, ids := w.newIDs(n)
-	rec := makeBatch(testSchema, from, n)
+	// Rows of the current schema (version 0), or of an older version.
+	sv, version := w.m.schema(), 0
+	if w.rng.IntN(5) == 0 {
+		sv = w.m.schemas[w.rng.IntN(len(w.m.schemas))]
+		version = sv.version
+	}
+	rec := makeBatch(sv.schema, from, n)
 	defer rec.Release()
-	p, err := w.tb.AppendAsync(ctx, AppendRequest{Stream: s.id, Offset: off, Batch: rec})
-	w.tracef("append %s(%v) offset %d rows %d ids [%d,%d): %v", s.id, s.typ, off, n, from, from+n, err)
+	p, err := w.tb.AppendAsync(ctx, AppendRequest{Stream: s.id, Offset: off, Batch: rec, SchemaVersion: version})
+	w.tracef("append %s(%v) offset %d rows %d ids [%d,%d) schema v%d: %v", s.id, s.typ, off, n, from, from+n, sv.version, err)
 	w.checkErr("append", err, want)
 	if err != nil {
 		return nil
@@ -192,7 +200,10 @@ func (w *sim) opCreateStream() {
 	if info.CreateTime.UnixMicro() != ts || info.Type != typ || info.State != StreamOpen {
 		w.failf("create stream: %+v, want type %v created at %d", info, typ, ts)
 	}
-	w.m.streams = append(w.m.streams, &simStream{id: info.ID, typ: typ, createTS: ts, state: stream.Open})
+	if info.SchemaVersion != w.m.schema().version {
+		w.failf("create stream: schema version %d, want %d", info.SchemaVersion, w.m.schema().version)
+	}
+	w.m.streams = append(w.m.streams, &simStream{id: info.ID, typ: typ, createTS: ts, state: stream.Open, schemaVersion: info.SchemaVersion})
 }
 
 func (w *sim) opFinalize() {
@@ -391,6 +402,53 @@ func (w *sim) opCompact() {
 	}
 }
 
+// opSchema sets a schema version: the next one (a new nullable column),
+// the current one again (a no-op), or a refused one (the current
+// version with another schema, an older version, a dropped column).
+func (w *sim) opSchema() {
+	cur := w.m.schema()
+	fields := cur.schema.Fields()
+	version := cur.version
+	var want error
+	record := false
+	switch p := w.rng.IntN(6); {
+	case p < 3 && len(fields) < 6:
+		version++
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", version), Type: arrow.BinaryTypes.String, Nullable: true})
+		record = true
+	case p == 3:
+		// The current version again.
+	case p == 4:
+		version = w.rng.IntN(cur.version + 1)
+		if version == cur.version {
+			fields = append(fields, arrow.Field{Name: "other", Type: arrow.BinaryTypes.String, Nullable: true})
+		}
+		want = ErrSchemaMismatch
+	default:
+		version++
+		fields = fields[:len(fields)-1]
+		want = ErrSchemaMismatch
+	}
+	schema := arrow.NewSchema(fields, nil)
+	ts := w.nextTS()
+	w.maybeTS = max(w.maybeTS, ts)
+	err := w.tb.SetSchema(context.Background(), version, schema)
+	w.tracef("set schema v%d (%d columns): %v", version, len(fields), err)
+	if version == 0 && errors.Is(err, ErrInvalidArgument) {
+		err = fmt.Errorf("%w (version 0)", ErrSchemaMismatch) // either refusal will do
+	}
+	if record && lost(err) {
+		w.inflight = append(w.inflight, simInflight{kind: "schema", version: version, schema: schema, ts: ts})
+		w.crash("crash point")
+		return
+	}
+	w.checkErr("set schema", err, want)
+	if record && err == nil {
+		w.m.lastTS = ts
+		w.m.schemas = append(w.m.schemas, simSchema{version: version, ts: ts, schema: schema})
+	}
+}
+
 // readSnapshot reads every id of s (sorted) and checks the plan's counts
 // and a random partial, projected read of one chunk.
 func (w *sim) readSnapshot(s *Snapshot, what string) []int64 {
@@ -401,6 +459,9 @@ func (w *sim) readSnapshot(s *Snapshot, what string) []int64 {
 		rec, err := s.ReadChunk(ctx, c, 0, c.NumRows, nil)
 		if err != nil {
 			w.failf("%s: read chunk: %v", what, err)
+		}
+		if !rec.Schema().Equal(s.Schema()) {
+			w.failf("%s: chunk read as %v, snapshot schema %v", what, rec.Schema(), s.Schema())
 		}
 		col := rec.Column(0).(*array.Int64)
 		var cids []int64
@@ -462,6 +523,9 @@ func (w *sim) checkAt(ts int64, what string) {
 		if lo, hi := max(w.now(), w.m.lastTS), max(w.now(), w.m.lastTS, w.queuedTS, w.maybeTS); ts < lo || ts > hi {
 			w.failf("%s: snapshot now at %d, want [%d, %d]", what, ts, lo, hi)
 		}
+	}
+	if sv := w.m.schemaAt(s.Time().UnixMicro()); s.SchemaVersion() != sv.version || !s.Schema().Equal(sv.schema) {
+		w.failf("%s: snapshot at %d: schema version %d %v, want %d %v", what, ts, s.SchemaVersion(), s.Schema(), sv.version, sv.schema)
 	}
 	got := w.readSnapshot(s, what)
 	w.st.Checks++

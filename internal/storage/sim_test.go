@@ -6,7 +6,8 @@ package storage
 // operations of every kind the engine supports — appends to every stream
 // type with and without offsets (in order, retried and out of range),
 // pipelined appends that share one fdatasync, stream creation, finalize,
-// flush, batch commit, a fake clock that steps forward and sometimes
+// flush, batch commit, schema changes (and appends at older schema
+// versions), a fake clock that steps forward and sometimes
 // jumps past the PENDING stream TTL, compaction, snapshots now and in the
 // past, snapshots held across compactions, partial and projected reads,
 // clean restarts — on an in-memory filesystem with a crash point. When
@@ -26,7 +27,8 @@ package storage
 //   - time travel is exact: a snapshot at any time T returns exactly the
 //     rows the model says were visible at T, and the same rows as every
 //     earlier snapshot at T (before a crash, a compaction or a restart);
-//   - stream metadata (state, offsets, flush watermark, times) matches.
+//   - stream metadata (state, offsets, flush watermark, times, schema
+//     version) and the schema in force at each time match.
 //
 // The filesystem sees the same operations in the same order for a given
 // seed: the driver waits for each operation, and pipelined appends are
@@ -55,6 +57,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/bqstore/bqstore/internal/storage/vfs"
 )
@@ -238,12 +242,14 @@ type simHeld struct {
 }
 
 type simInflight struct {
-	kind    string // "append", "finalize", "flush", "commit"
+	kind    string // "append", "finalize", "flush", "commit", "schema"
 	s       *simStream
 	first   int64   // append
 	ids     []int64 // append
 	w       int64   // flush: the new watermark
 	streams []*simStream
+	version int           // schema
+	schema  *arrow.Schema // schema
 	ts      int64
 }
 
@@ -370,13 +376,15 @@ func (w *sim) step() {
 		w.opTimeTravel()
 	case p < 87:
 		w.opHold()
-	case p < 92:
+	case p < 90:
 		w.opReadHeld()
+	case p < 93:
+		w.opSchema()
 	case p < 94:
 		w.opRelease()
 	case p < 96:
 		w.crash("power loss between operations")
-	case p < 97:
+	case p < 98:
 		w.restart()
 	default:
 		w.verify("check")
