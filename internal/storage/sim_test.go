@@ -66,7 +66,7 @@ import (
 var (
 	simSeed  = flag.Int64("sim.seed", -1, "TestSim: replay only this seed (with its trace under -v)")
 	simStart = flag.Int64("sim.start", 1, "TestSim: first seed")
-	simSeeds = flag.Int("sim.seeds", 250, "TestSim: number of seeds (-short: 25)")
+	simSeeds = flag.Int("sim.seeds", 200, "TestSim: number of seeds (-short: 25)")
 	simSoak  = flag.Duration("sim.soak", 0, "TestSim: run seeds from -sim.start on until this much time passed (a soak; overrides -sim.seeds)")
 	simSteps = flag.Int("sim.steps", 150, "TestSim: operations per seed")
 	simFull  = flag.Bool("sim.full", false, "TestSim: also run what is narrowed while known findings are open (see simNarrowed)")
