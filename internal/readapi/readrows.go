@@ -22,36 +22,37 @@ func (s *Service) ReadRows(req *storagepb.ReadRowsRequest, srv storagepb.BigQuer
 	if err != nil {
 		return apierr.Err(err, "")
 	}
-	sess := s.session(ref.Session)
-	if sess == nil {
-		return apierr.Err(apierr.New(codes.NotFound, 0, name, "read stream not found: %s", name), "")
-	}
-	if s.opts.Clock().After(sess.expire) || !sess.acquire() {
-		return apierr.Err(expiredError(name, sess.expire), "")
-	}
-	defer sess.done()
-	r, ok := sess.stream(ref.ID)
-	if !ok {
-		return apierr.Err(apierr.New(codes.NotFound, 0, name, "read stream not found: %s", name), "")
-	}
 	if req.GetOffset() < 0 {
 		return apierr.Err(apierr.InvalidArgument("offset: must not be negative, got %d", req.GetOffset()), "")
 	}
-	rd := &streamReader{s: s, sess: sess, srv: srv, r: r, name: name}
+	sess, p, err := s.open(srv.Context(), ref.Session, name)
+	if err != nil {
+		return apierr.Err(err, "")
+	}
+	s.mu.Lock()
+	r, ok := p.streams[ref.ID]
+	s.mu.Unlock()
+	if !ok {
+		s.close(sess, "")
+		return apierr.Err(apierr.New(codes.NotFound, 0, name, "read stream not found: %s", name), "")
+	}
+	rd := &streamReader{s: s, sess: p, srv: srv, r: r, name: name}
 	if err := rd.run(req.GetOffset()); err != nil {
+		s.close(sess, "")
 		st := apierr.Status(err, name)
 		if c := st.Code(); c == codes.Internal || c == codes.DataLoss || c == codes.Unavailable {
 			s.log.Error("read rows failed", "stream", name, "err", err)
 		}
 		return st.Err()
 	}
+	s.close(sess, ref.ID)
 	return nil
 }
 
 // streamReader sends one stream's rows.
 type streamReader struct {
 	s     *Service
-	sess  *session
+	sess  *plan
 	srv   storagepb.BigQueryRead_ReadRowsServer
 	r     rowRange
 	name  string

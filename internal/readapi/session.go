@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
+	"unsafe"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,23 +26,22 @@ import (
 // maxRowRestrictionBytes is the real service's limit on row_restriction.
 const maxRowRestrictionBytes = 1 << 20
 
-// session is one read session: an immutable plan over a pinned snapshot
-// and the streams cut from it.
-type session struct {
-	id, name string
-	project  string
-	location string
-	table    resource.Table
-	format   storagepb.DataFormat
-	created  time.Time
-	expire   time.Time
+// plan is what reading a session needs in memory: the pinned snapshot,
+// the plan cut from it, the compiled filter and the encoders' schemas. A
+// session holds its plan while it is being read ("open"); an idle or
+// fully read session releases it (the snapshot's pin and the filter) and
+// rebuilds it from its sessionMeta when read again.
+type plan struct {
+	meta *sessionMeta // streams change under Service.mu (SplitReadStream)
 
 	snap   *storage.Snapshot
 	chunks []storage.Chunk // visible chunks, pruned by zone maps, in plan order
 	prefix []int64         // prefix[i] = plan row where chunks[i] starts; prefix[len(chunks)] = total
-	// bytesPerRow estimates response sizes.
-	bytesPerRow int64
+	// bytes is the estimated data size of the plan; bytesPerRow sizes
+	// responses.
+	bytes, bytesPerRow int64
 
+	format   storagepb.DataFormat
 	readCols []int                // top-level snapshot columns read (table order)
 	proj     *arrowenc.Projection // read columns -> output columns
 	filter   *filter.Filter       // nil without row_restriction
@@ -52,80 +51,51 @@ type session struct {
 	avroSchema  string // Avro JSON schema of the output (AVRO)
 	avroOut     *schema.Schema
 
-	mu struct {
-		sync.Mutex
-		streams  map[string]rowRange
-		readers  int  // ReadRows calls using snap
-		released bool // snap released (expired and no readers)
-		expired  bool
-	}
+	// cost estimates the memory the plan holds (bytes), for
+	// Options.MaxSessionMemory.
+	cost int64
+
+	// Guarded by Service.mu.
+	streams map[string]rowRange
+	byRange map[rowRange]string
+	done    map[string]bool // streams read to their end
 }
 
-func (s *session) total() int64 { return s.prefix[len(s.prefix)-1] }
+func (p *plan) total() int64 { return p.prefix[len(p.prefix)-1] }
 
-// acquire pins the snapshot for a reader; false once released.
-func (s *session) acquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mu.released || s.mu.expired {
-		return false
+// chunkIndex returns the chunk holding plan row pos.
+func (p *plan) chunkIndex(pos int64) int {
+	return sort.Search(len(p.chunks), func(i int) bool { return p.prefix[i+1] > pos })
+}
+
+// allDone reports whether every stream has been read to its end.
+// REQUIRES: Service.mu held.
+func (p *plan) allDone() bool {
+	for id := range p.streams {
+		if !p.done[id] {
+			return false
+		}
 	}
-	s.mu.readers++
 	return true
 }
 
-func (s *session) done() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.readers--
-	s.maybeReleaseLocked()
-}
-
-// release marks the session expired; the snapshot is released once the
-// last reader finishes.
-func (s *session) release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.expired = true
-	s.maybeReleaseLocked()
-}
-
-// REQUIRES: s.mu held.
-func (s *session) maybeReleaseLocked() {
-	if s.mu.expired && s.mu.readers == 0 && !s.mu.released {
-		s.mu.released = true
-		s.snap.Release()
-	}
-}
-
-func (s *session) stream(id string) (rowRange, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, ok := s.mu.streams[id]
-	return r, ok
-}
-
-func (s *session) addStream(r rowRange) string {
-	id := newID()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mu.streams[id] = r
-	return id
-}
-
-func (s *session) streamName(id string) string { return s.name + "/streams/" + id }
+func streamName(sessionName, id string) string { return sessionName + "/streams/" + id }
 
 // CreateReadSession plans a read of a table at a snapshot.
 func (s *Service) CreateReadSession(ctx context.Context, req *storagepb.CreateReadSessionRequest) (*storagepb.ReadSession, error) {
-	sess, rs, err := s.createSession(ctx, req)
+	p, rs, err := s.createSession(ctx, req)
 	if err != nil {
 		return nil, apierr.Err(err, req.GetReadSession().GetTable())
 	}
-	s.addSession(sess)
+	if err := s.addSession(p); err != nil {
+		return nil, apierr.Err(err, req.GetReadSession().GetTable())
+	}
 	return rs, nil
 }
 
-func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSessionRequest) (*session, *storagepb.ReadSession, error) {
+// createSession validates the request, takes the snapshot and builds the
+// session's plan and first streams.
+func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSessionRequest) (*plan, *storagepb.ReadSession, error) {
 	project, err := resource.ParseProject("parent", req.GetParent())
 	if err != nil {
 		return nil, nil, err
@@ -156,8 +126,12 @@ func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSe
 	if n := len(opts.GetRowRestriction()); n > maxRowRestrictionBytes {
 		return nil, nil, apierr.InvalidArgument("read_session.read_options.row_restriction exceeded maximum allowed length. Maximum bytes allowed: %d", maxRowRestrictionBytes)
 	}
-	codec, err := compression(opts)
-	if err != nil {
+	if _, err := compression(opts.GetArrowSerializationOptions().GetBufferCompression()); err != nil {
+		return nil, nil, err
+	}
+	// Refuse early when the project is at its cap (addSession checks
+	// again, under the lock).
+	if err := s.checkProjectCap(project); err != nil {
 		return nil, nil, err
 	}
 
@@ -180,28 +154,91 @@ func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSe
 	if err != nil {
 		return nil, nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			snap.Release()
-		}
-	}()
-	bq, err := s.tables.SchemaVersion(ctx, info.ID, snap.SchemaVersion())
+	loc := strings.ToLower(info.Location)
+	if loc == "" {
+		loc = "us"
+	}
+	meta := &sessionMeta{
+		ID: newID(), Project: project, Location: loc, Table: tref.String(), TableID: info.ID,
+		Format: in.GetDataFormat().String(), Created: s.opts.Clock().UTC(),
+		SnapshotMicros: snap.Time().UnixMicro(),
+		SelectedFields: opts.GetSelectedFields(), RowRestriction: opts.GetRowRestriction(),
+		Compression: opts.GetArrowSerializationOptions().GetBufferCompression().String(),
+	}
+	meta.Expire = meta.Created.Add(s.opts.SessionTTL)
+	p, err := s.buildPlan(ctx, meta, snap)
 	if err != nil {
+		snap.Release()
 		return nil, nil, err
 	}
+	meta.Rows = p.total()
 
+	n := streamCount(int(req.GetMaxStreamCount()), int(req.GetPreferredMinStreamCount()), p.total(), p.bytes, s.opts.MinStreamBytes)
+	name := resource.SessionName(project, loc, meta.ID)
+	out := &storagepb.ReadSession{
+		Name:                       name,
+		ExpireTime:                 timestamppb.New(meta.Expire),
+		DataFormat:                 in.GetDataFormat(),
+		Table:                      tref.String(),
+		TableModifiers:             &storagepb.ReadSession_TableModifiers{SnapshotTime: timestamppb.New(snap.Time())},
+		EstimatedRowCount:          p.total(),
+		EstimatedTotalBytesScanned: p.bytes,
+		TraceId:                    in.GetTraceId(),
+	}
+	if opts != nil {
+		out.ReadOptions = proto.Clone(opts).(*storagepb.ReadSession_TableReadOptions)
+	}
+	switch p.format {
+	case storagepb.DataFormat_ARROW:
+		out.Schema = &storagepb.ReadSession_ArrowSchema{ArrowSchema: &storagepb.ArrowSchema{SerializedSchema: p.arrowSchema}}
+	case storagepb.DataFormat_AVRO:
+		out.Schema = &storagepb.ReadSession_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: p.avroSchema}}
+	}
+	for _, r := range cutRanges(p.total(), max(n, 1))[:n] {
+		id := p.addStream(r)
+		out.Streams = append(out.Streams, &storagepb.ReadStream{Name: streamName(name, id)})
+	}
+	return p, out, nil
+}
+
+// addStream registers a stream over r (the existing one when a stream
+// over r exists) and returns its id. REQUIRES: Service.mu held, or p not
+// yet shared.
+func (p *plan) addStream(r rowRange) string {
+	if id, ok := p.byRange[r]; ok {
+		return id
+	}
+	id := newID()
+	p.streams[id] = r
+	p.byRange[r] = id
+	p.meta.Streams = append(p.meta.Streams, streamMeta{ID: id, Start: r.start, End: r.end})
+	return id
+}
+
+// buildPlan builds a session's plan over snap (which it takes over) from
+// its metadata: the projection, the filter, the plan and the schemas.
+// Every validation error here is the caller's (at creation) or a sign
+// that the table changed under a persisted session (at re-open).
+func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storage.Snapshot) (*plan, error) {
+	bq, err := s.tables.SchemaVersion(ctx, meta.TableID, snap.SchemaVersion())
+	if err != nil {
+		return nil, err
+	}
+	codec, err := compression(storagepb.ArrowSerializationOptions_CompressionCodec(storagepb.ArrowSerializationOptions_CompressionCodec_value[meta.Compression]))
+	if err != nil {
+		return nil, err
+	}
 	// Projection: validate the selected paths against the schema of the
 	// snapshot; output keeps table order.
-	paths, err := selectedPaths(bq, opts.GetSelectedFields())
+	paths, err := selectedPaths(bq, meta.SelectedFields)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var flt *filter.Filter
-	if expr := opts.GetRowRestriction(); strings.TrimSpace(expr) != "" {
+	if expr := meta.RowRestriction; strings.TrimSpace(expr) != "" {
 		flt, err = filter.Compile(expr, bq)
 		if err != nil {
-			return nil, nil, apierr.InvalidArgument("read_session.read_options.row_restriction: %v", err)
+			return nil, apierr.InvalidArgument("read_session.read_options.row_restriction: %v", err)
 		}
 	}
 	readCols := readColumns(bq, paths, flt)
@@ -213,83 +250,62 @@ func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSe
 	readSchema := arrow.NewSchema(readFields, nil)
 	proj, err := arrowenc.NewProjection(readSchema, paths)
 	if err != nil {
-		return nil, nil, apierr.InvalidArgument("read_session.read_options.selected_fields: %v", err)
+		return nil, apierr.InvalidArgument("read_session.read_options.selected_fields: %v", err)
 	}
-
-	id := newID()
-	loc := strings.ToLower(info.Location)
-	if loc == "" {
-		loc = "us"
+	p := &plan{
+		meta: meta, snap: snap, format: storagepb.DataFormat(storagepb.DataFormat_value[meta.Format]),
+		readCols: readCols, proj: proj, filter: flt, codec: codec,
+		streams: map[string]rowRange{}, byRange: map[rowRange]string{}, done: map[string]bool{},
 	}
-	sess := &session{
-		id: id, name: resource.SessionName(project, loc, id), project: project, location: loc,
-		table: tref, format: in.GetDataFormat(), created: s.opts.Clock(),
-		snap: snap, readCols: readCols, proj: proj, filter: flt, codec: codec,
-	}
-	sess.expire = sess.created.Add(s.opts.SessionTTL)
-	sess.mu.streams = make(map[string]rowRange)
-
 	// The plan: visible chunks, pruned by zone maps.
-	var total, bytes int64
-	sess.prefix = []int64{0}
-	for _, c := range snap.Chunks() {
+	var total int64
+	p.prefix = []int64{0}
+	all := snap.Chunks()
+	for _, c := range all {
 		if flt != nil && !flt.MayMatch(chunkStats(full, c)) {
 			s.metrics.pruned.Inc()
 			continue
 		}
-		sess.chunks = append(sess.chunks, c)
+		p.chunks = append(p.chunks, c)
 		total += c.NumRows
-		bytes += c.Bytes
-		sess.prefix = append(sess.prefix, total)
+		p.bytes += c.Bytes
+		p.prefix = append(p.prefix, total)
 	}
 	if total > 0 {
-		sess.bytesPerRow = max(1, bytes/total)
+		p.bytesPerRow = max(1, p.bytes/total)
 	}
-
-	out := &storagepb.ReadSession{
-		Name:                       sess.name,
-		ExpireTime:                 timestamppb.New(sess.expire),
-		DataFormat:                 in.GetDataFormat(),
-		Table:                      tref.String(),
-		TableModifiers:             &storagepb.ReadSession_TableModifiers{SnapshotTime: timestamppb.New(snap.Time())},
-		ReadOptions:                proto.Clone(opts).(*storagepb.ReadSession_TableReadOptions),
-		EstimatedRowCount:          total,
-		EstimatedTotalBytesScanned: bytes,
-		TraceId:                    in.GetTraceId(),
-	}
-	if opts == nil {
-		out.ReadOptions = nil
-	}
-	switch in.GetDataFormat() {
+	switch p.format {
 	case storagepb.DataFormat_ARROW:
-		b, err := arrowenc.SchemaMessage(proj.Schema())
-		if err != nil {
-			return nil, nil, err
+		if p.arrowSchema, err = arrowenc.SchemaMessage(proj.Schema()); err != nil {
+			return nil, err
 		}
-		sess.arrowSchema = b
-		out.Schema = &storagepb.ReadSession_ArrowSchema{ArrowSchema: &storagepb.ArrowSchema{SerializedSchema: b}}
 	case storagepb.DataFormat_AVRO:
-		sess.avroOut = subsetSchema(bq, paths)
-		js, err := avroenc.Schema(sess.avroOut)
-		if err != nil {
-			return nil, nil, err
+		p.avroOut = subsetSchema(bq, paths)
+		if p.avroSchema, err = avroenc.Schema(p.avroOut); err != nil {
+			return nil, err
 		}
-		sess.avroSchema = js
-		out.Schema = &storagepb.ReadSession_AvroSchema{AvroSchema: &storagepb.AvroSchema{Schema: js}}
+	default:
+		return nil, fmt.Errorf("readapi: session %s: data format %q", meta.ID, meta.Format)
 	}
-
-	n := streamCount(int(req.GetMaxStreamCount()), int(req.GetPreferredMinStreamCount()), total, bytes, s.opts.MinStreamBytes)
-	for _, r := range cutRanges(total, max(n, 1))[:n] {
-		sid := sess.addStream(r)
-		out.Streams = append(out.Streams, &storagepb.ReadStream{Name: sess.streamName(sid)})
+	for _, st := range meta.Streams {
+		r := rowRange{st.Start, st.End}
+		p.streams[st.ID] = r
+		p.byRange[r] = st.ID
 	}
-	ok = true
-	return sess, out, nil
+	// What the plan holds: the snapshot's plan and this one (Chunk
+	// structs and one zone map per column of each), the compiled filter
+	// (measured: at most about 10x its text, TestLargeInListMemory) and
+	// the schemas and streams.
+	chunkCost := int64(unsafe.Sizeof(storage.Chunk{})) + int64(full.NumFields())*int64(unsafe.Sizeof(storage.ColumnStats{}))
+	p.cost = 4096 + int64(len(all))*chunkCost + int64(len(p.chunks))*int64(unsafe.Sizeof(storage.Chunk{})+8) +
+		16*int64(len(meta.RowRestriction)) + int64(len(p.arrowSchema)+len(p.avroSchema)) +
+		int64(len(meta.Streams))*128
+	return p, nil
 }
 
 // compression maps the Arrow serialization options.
-func compression(opts *storagepb.ReadSession_TableReadOptions) (arrowenc.Compression, error) {
-	switch c := opts.GetArrowSerializationOptions().GetBufferCompression(); c {
+func compression(c storagepb.ArrowSerializationOptions_CompressionCodec) (arrowenc.Compression, error) {
+	switch c {
 	case storagepb.ArrowSerializationOptions_COMPRESSION_UNSPECIFIED:
 		return arrowenc.Uncompressed, nil
 	case storagepb.ArrowSerializationOptions_LZ4_FRAME:
@@ -392,44 +408,78 @@ func subsetSchema(s *schema.Schema, paths []string) *schema.Schema {
 	return out
 }
 
-// SplitReadStream cuts a stream's range at a fraction of its rows.
+// SplitReadStream cuts a stream's range at a fraction of its rows. Like
+// the real service, it answers an empty response (the stream "can no
+// longer be split") when the stream is too small or the session holds
+// Options.MaxStreamsPerSession streams; splitting a stream at a point
+// where it was split before returns the same two streams.
 func (s *Service) SplitReadStream(ctx context.Context, req *storagepb.SplitReadStreamRequest) (*storagepb.SplitReadStreamResponse, error) {
 	ref, err := resource.ParseReadStream("name", req.GetName())
 	if err != nil {
 		return nil, apierr.Err(err, "")
 	}
-	sess := s.session(ref.Session)
-	if sess == nil {
-		return nil, apierr.Err(apierr.New(codes.NotFound, 0, req.GetName(), "read stream not found: %s", req.GetName()), "")
-	}
-	if s.opts.Clock().After(sess.expire) {
-		return nil, apierr.Err(expiredError(req.GetName(), sess.expire), "")
-	}
-	r, ok := sess.stream(ref.ID)
-	if !ok {
-		return nil, apierr.Err(apierr.New(codes.NotFound, 0, req.GetName(), "read stream not found: %s", req.GetName()), "")
-	}
 	f := req.GetFraction()
 	if f < 0 || f >= 1 || f != f {
 		return nil, apierr.Err(apierr.InvalidArgument("fraction: must be in (0.0, 1.0), got %v", f), "")
 	}
-	p, q, ok := splitRange(r, f)
+	sess, p, err := s.open(ctx, ref.Session, req.GetName())
+	if err != nil {
+		return nil, apierr.Err(err, "")
+	}
+	defer s.close(sess, "")
+	resp, err := s.split(sess, p, ref.ID, req.GetName(), f)
+	if err != nil {
+		return nil, apierr.Err(err, "")
+	}
+	return resp, nil
+}
+
+func (s *Service) split(sess *session, p *plan, id, name string, f float64) (*storagepb.SplitReadStreamResponse, error) {
+	// persistMu orders the file writes as the changes they record.
+	sess.persistMu.Lock()
+	defer sess.persistMu.Unlock()
+	s.mu.Lock()
+	r, ok := p.streams[id]
 	if !ok {
+		s.mu.Unlock()
+		return nil, apierr.New(codes.NotFound, 0, name, "read stream not found: %s", name)
+	}
+	a, b, ok := splitRange(r, f)
+	if !ok {
+		s.mu.Unlock()
 		return &storagepb.SplitReadStreamResponse{}, nil
 	}
+	_, hasA := p.byRange[a]
+	_, hasB := p.byRange[b]
+	grow := 0
+	if !hasA {
+		grow++
+	}
+	if !hasB {
+		grow++
+	}
+	if len(p.streams)+grow > s.opts.MaxStreamsPerSession {
+		s.mu.Unlock()
+		return &storagepb.SplitReadStreamResponse{}, nil
+	}
+	ida, idb := p.addStream(a), p.addStream(b)
+	var meta *sessionMeta
+	if grow > 0 && s.store != nil {
+		meta = p.meta.clone()
+	}
+	s.mu.Unlock()
+	if meta != nil {
+		if err := s.store.put(meta); err != nil {
+			s.log.Error("persist read session", "session", sess.name, "err", err)
+			return nil, err
+		}
+	}
 	return &storagepb.SplitReadStreamResponse{
-		PrimaryStream:   &storagepb.ReadStream{Name: sess.streamName(sess.addStream(p))},
-		RemainderStream: &storagepb.ReadStream{Name: sess.streamName(sess.addStream(q))},
+		PrimaryStream:   &storagepb.ReadStream{Name: streamName(sess.name, ida)},
+		RemainderStream: &storagepb.ReadStream{Name: streamName(sess.name, idb)},
 	}, nil
 }
 
 func expiredError(name string, at time.Time) error {
 	return apierr.New(codes.FailedPrecondition, 0, name, "there was an error operating on '%s': session expired at %s", name, at.UTC().Format(time.RFC3339))
 }
-
-// chunkIndex returns the chunk holding plan row pos.
-func (s *session) chunkIndex(pos int64) int {
-	return sort.Search(len(s.chunks), func(i int) bool { return s.prefix[i+1] > pos })
-}
-
-var _ = fmt.Sprintf

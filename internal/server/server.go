@@ -207,7 +207,13 @@ func Start(cfg Config) (_ *Server, err error) {
 	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, s.write)
 	ropts := cfg.Read
 	ropts.Logger, ropts.Registerer = s.log, s.registry
-	s.read = readapi.New(readTables{s.backend}, s.db, ropts)
+	if ropts.Dir == "" {
+		// Read sessions survive a restart (docs/format/readsession.md).
+		ropts.Dir = filepath.Join(cfg.DataDir, "readsessions")
+	}
+	if s.read, err = readapi.New(readTables{s.backend}, s.db, ropts); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
 	s.registry.MustRegister(newStorageCollector(s.db))
 	if cfg.CompactInterval >= 0 {
