@@ -33,6 +33,7 @@ type command struct {
 var commands = []command{
 	{"bench", "load generator: bench write|read against a server, through the official clients", runBench},
 	{"extract", "copy a table's rows into a Parquet, Arrow, CSV or NDJSON file through the Read API", runExtract},
+	{"fsck", "check a data directory offline (every table's files, the catalog); --repair truncates torn tails", runFsck},
 	{"head", "print the first rows of a table", runHead},
 	{"ingest", "exactly-once ingestion from files or Kafka into PENDING streams", runIngest},
 	{"ls", "list datasets, or the tables of a dataset", runLs},

@@ -148,35 +148,7 @@ const tablesDir = "tables"
 // for bad bytes, ErrCorruption); the other tables serve. Open fails only
 // if the directory cannot be read or a failed table's id cannot be read.
 func Open(dir string, opts *Options) (*DB, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.FS == nil {
-		o.FS = vfs.Default
-	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.TimeTravel <= 0 {
-		o.TimeTravel = 7 * 24 * time.Hour
-	}
-	if o.PendingStreamTTL <= 0 {
-		o.PendingStreamTTL = 7 * 24 * time.Hour
-	}
-	if o.MaxInflightBytes <= 0 {
-		o.MaxInflightBytes = 512 << 20
-	}
-	if o.SegmentSize <= 0 {
-		o.SegmentSize = 256 << 20
-	}
-	db := &DB{fs: o.FS, dir: dir, opts: o, clock: o.Clock, log: o.Logger}
-	db.budget = newBudget(o.MaxInflightBytes)
-	db.mu.tables = map[string]*Table{}
-	db.mu.quarantined = map[string]*QuarantineError{}
+	db := newDB(dir, opts)
 	td := path.Join(dir, tablesDir)
 	existed := db.fs.Exists(dir)
 	if err := db.fs.MkdirAll(td); err != nil {
@@ -309,6 +281,40 @@ func (db *DB) Quarantined() []*QuarantineError {
 	}
 	slices.SortFunc(out, func(a, b *QuarantineError) int { return strings.Compare(a.Table, b.Table) })
 	return out
+}
+
+// newDB is a DB on dir with opts' defaults filled in, holding no table.
+func newDB(dir string, opts *Options) *DB {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.TimeTravel <= 0 {
+		o.TimeTravel = 7 * 24 * time.Hour
+	}
+	if o.PendingStreamTTL <= 0 {
+		o.PendingStreamTTL = 7 * 24 * time.Hour
+	}
+	if o.MaxInflightBytes <= 0 {
+		o.MaxInflightBytes = 512 << 20
+	}
+	if o.SegmentSize <= 0 {
+		o.SegmentSize = 256 << 20
+	}
+	db := &DB{fs: o.FS, dir: dir, opts: o, clock: o.Clock, log: o.Logger}
+	db.budget = newBudget(o.MaxInflightBytes)
+	db.mu.tables = map[string]*Table{}
+	db.mu.quarantined = map[string]*QuarantineError{}
+	return db
 }
 
 // closeTables closes the tables and the lock after a failed Open.

@@ -49,7 +49,10 @@ func (t *Table) recover() error {
 			nums = append(nums, num)
 		} else if strings.HasSuffix(n, ".tmp") {
 			// An interrupted compaction.
-			if err := fs.Remove(path.Join(t.dir, n)); err != nil {
+			err := t.repair("remove "+path.Join(t.dir, n)+" (left by an interrupted compaction)", func() error {
+				return fs.Remove(path.Join(t.dir, n))
+			})
+			if err != nil {
 				return fmt.Errorf("storage: open table %s: %w", t.dir, err)
 			}
 		}
@@ -66,7 +69,10 @@ func (t *Table) recover() error {
 	for i := len(nums) - 1; i >= 0; i-- {
 		num := nums[i]
 		if num >= floor {
-			if err := fs.Remove(path.Join(t.dir, logName(num))); err != nil {
+			err := t.repair("remove "+path.Join(t.dir, logName(num))+" (replaced by a compacted file)", func() error {
+				return fs.Remove(path.Join(t.dir, logName(num)))
+			})
+			if err != nil {
 				return fmt.Errorf("storage: open table %s: remove compacted-away file: %w", t.dir, err)
 			}
 			continue
@@ -87,7 +93,7 @@ func (t *Table) recover() error {
 		name := path.Join(t.dir, logName(num))
 		last := i == len(nums)-1
 		var f vfs.File
-		if last {
+		if last && !t.dryRun() {
 			f, err = fs.OpenAppend(name)
 		} else {
 			f, err = fs.Open(name)
@@ -113,7 +119,10 @@ func (t *Table) recover() error {
 			t.id = ck.tableID
 			if last {
 				// Sealed, but the next file was never made durable.
-				if err := t.startFileLocked(num + 1); err != nil {
+				err := t.repair("create "+path.Join(t.dir, logName(num+1))+" (the last file is sealed, its successor was never made durable)", func() error {
+					return t.startFileLocked(num + 1)
+				})
+				if err != nil {
 					return err
 				}
 			}
@@ -276,7 +285,9 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool, sealErr erro
 				if !hasPrev {
 					return &wal.CorruptionError{File: lf.name, Offset: 0, Reason: "empty first log file"}
 				}
-				return t.rewriteHeaderLocked(lf)
+				return t.repair("rewrite the HEADER of "+lf.name+" (it never became durable)", func() error {
+					return t.rewriteHeaderLocked(lf)
+				})
 			}
 			return t.syncReplayedLocked(lf)
 		}
@@ -286,7 +297,9 @@ func (t *Table) replayLocked(lf *logFile, size int64, hasPrev bool, sealErr erro
 				if !hasPrev {
 					return torn.AsCorruption()
 				}
-				return t.rewriteHeaderLocked(lf)
+				return t.repair("rewrite the HEADER of "+lf.name+" (it never became durable)", func() error {
+					return t.rewriteHeaderLocked(lf)
+				})
 			}
 			if !hasPrev && t.mu.durable == nil {
 				// The first file's HEADER and CHECKPOINT were synced
@@ -367,11 +380,13 @@ func (t *Table) incompleteSealLocked(lf *logFile, rd *wal.Reader, foot wal.Frame
 // REQUIRES: t.mu held.
 func (t *Table) truncateTailLocked(lf *logFile, off int64, reason string) error {
 	t.db.log.Warn("storage: truncating torn log tail", "file", lf.name, "offset", off, "reason", reason)
-	if err := lf.f.Truncate(off); err != nil {
-		return fmt.Errorf("storage: truncate %s: %w", lf.name, err)
-	}
-	lf.size = off
-	return t.syncReplayedLocked(lf)
+	return t.repair(fmt.Sprintf("truncate %s at offset %d (%d bytes): torn tail: %s", lf.name, off, lf.size-off, reason), func() error {
+		if err := lf.f.Truncate(off); err != nil {
+			return fmt.Errorf("storage: truncate %s: %w", lf.name, err)
+		}
+		lf.size = off
+		return t.syncReplayedLocked(lf)
+	})
 }
 
 // syncReplayedLocked makes the replayed active file durable as read (a
@@ -380,6 +395,9 @@ func (t *Table) truncateTailLocked(lf *logFile, off int64, reason string) error 
 // true.
 // REQUIRES: t.mu held.
 func (t *Table) syncReplayedLocked(lf *logFile) error {
+	if t.dryRun() {
+		return nil
+	}
 	if err := lf.f.Sync(); err != nil {
 		return fmt.Errorf("storage: sync %s: %w", lf.name, err)
 	}
@@ -404,4 +422,25 @@ func (t *Table) rewriteHeaderLocked(lf *logFile) error {
 	lf.size = int64(len(hdr))
 	lf.synced = lf.size
 	return nil
+}
+
+// checkRun, set on a Table that Check recovers, records what recovery
+// changes on disk and, in a dry run, changes nothing.
+type checkRun struct {
+	dryRun  bool
+	actions []string
+}
+
+func (t *Table) dryRun() bool { return t.check != nil && t.check.dryRun }
+
+// repair does a change of the table's files that recovery needs (do),
+// recording it for Check; a dry run records it only.
+func (t *Table) repair(what string, do func() error) error {
+	if t.check != nil {
+		t.check.actions = append(t.check.actions, what)
+		if t.check.dryRun {
+			return nil
+		}
+	}
+	return do()
 }

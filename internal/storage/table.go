@@ -91,6 +91,9 @@ type Table struct {
 	applied *sync.Cond // L = &mu; signalled when inflight drops
 
 	compactMu sync.Mutex // serializes Compact
+
+	// check is set only by Check (fsck): see checkRun.
+	check *checkRun
 }
 
 // logFile is one log file and its reference count: the table holds one

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/storage"
+)
+
+// runFsck checks a data directory offline: every table's files (what
+// start-up recovery checks, plus every batch's CRC) and the catalog's
+// agreement with the engine's tables. With --repair it makes the changes
+// start-up recovery makes (truncating torn, never-acknowledged tails,
+// removing leftovers); it never deletes acknowledged data, and leaves a
+// failing table's files alone (the server quarantines it).
+func runFsck(_ context.Context, env *Env, args []string) error {
+	fset := newFlagSet(env, "fsck", "[--repair] DATA_DIR")
+	repair := fset.Bool("repair", false, "make the changes recovery makes (truncate torn tails, remove leftovers); never deletes acknowledged data")
+	pos, err := parseFlags(fset, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one DATA_DIR")
+	}
+	dir := pos[0]
+	w := env.Stdout
+	rep, err := storage.Check(filepath.Join(dir, "tables"), nil, *repair)
+	if err != nil {
+		return err
+	}
+	verb := "would"
+	if *repair {
+		verb = "did"
+	}
+	problems := 0
+	engine := map[string]bool{}
+	for _, a := range rep.Actions {
+		fmt.Fprintf(w, "%s: %s\n", verb, a)
+	}
+	for _, t := range rep.Tables {
+		engine[t.ID] = true
+		if t.Err != nil {
+			problems++
+			fmt.Fprintf(w, "table %s (%s): FAILED (the server quarantines it; its files are left as they are): %v\n", t.ID, filepath.Base(t.Dir), t.Err)
+		} else {
+			fmt.Fprintf(w, "table %s (%s): ok: %d files, %d batches, %d rows, %d streams\n", t.ID, filepath.Base(t.Dir), t.Files, t.Batches, t.Rows, t.Streams)
+		}
+		for _, a := range t.Actions {
+			fmt.Fprintf(w, "  %s: %s\n", verb, a)
+		}
+	}
+	problems += checkCatalog(w, dir, engine)
+	fmt.Fprintf(w, "%d tables, %d problems\n", len(rep.Tables), problems)
+	if problems > 0 {
+		return fmt.Errorf("fsck: %d problems in %s", problems, dir)
+	}
+	return nil
+}
+
+// checkCatalog reports disagreements between the catalog and the
+// engine's tables and returns how many it found.
+func checkCatalog(w io.Writer, dir string, engine map[string]bool) int {
+	name := filepath.Join(dir, catalog.FileName)
+	if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
+		if len(engine) > 0 {
+			fmt.Fprintf(w, "catalog: %s is missing but the engine has %d tables: the server refuses to start; restore it\n", name, len(engine))
+			return 1
+		}
+		fmt.Fprintf(w, "catalog: none (an empty data dir)\n")
+		return 0
+	}
+	cat, err := catalog.Open(dir, catalog.Options{FS: readOnlyFS{}})
+	if err != nil {
+		fmt.Fprintf(w, "catalog: FAILED: %v\n", err)
+		return 1
+	}
+	problems := 0
+	known := map[string]bool{}
+	tables := cat.Tables()
+	for _, t := range tables {
+		known[t.ID] = true
+		if !engine[t.ID] {
+			problems++
+			fmt.Fprintf(w, "catalog: table %s (id %s) has no data in the engine: the server would create it empty\n", t.FullID(), t.ID)
+		}
+	}
+	var orphans []string
+	for id := range engine {
+		if !known[id] {
+			orphans = append(orphans, id)
+		}
+	}
+	sort.Strings(orphans)
+	for _, id := range orphans {
+		problems++
+		fmt.Fprintf(w, "catalog: engine table %s is not in the catalog: the server would drop it at start (a crash between a table's delete and its drop; else restore the catalog)\n", id)
+	}
+	fmt.Fprintf(w, "catalog: %d tables\n", len(tables))
+	return problems
+}
+
+// readOnlyFS lets catalog.Open read the catalog without changing
+// anything (it would remove a leftover CATALOG.tmp).
+type readOnlyFS struct{}
+
+func (readOnlyFS) MkdirAll(dir string) error {
+	_, err := os.Stat(dir)
+	return err
+}
+func (readOnlyFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
+func (readOnlyFS) WriteFileSync(name string, _ []byte) error {
+	return fmt.Errorf("fsck: write %s: read-only", name)
+}
+func (readOnlyFS) Rename(o, _ string) error { return fmt.Errorf("fsck: rename %s: read-only", o) }
+func (readOnlyFS) Remove(string) error      { return nil }
+func (readOnlyFS) SyncDir(string) error     { return nil }
