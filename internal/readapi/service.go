@@ -85,7 +85,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultMaxSessionsPerProject = 1000
+	DefaultMaxSessionsPerProject = 10000
 	DefaultMaxSessionMemory      = 256 << 20
 	DefaultMaxStreamsPerSession  = 2 * maxSystemStreams
 )

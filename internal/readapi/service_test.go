@@ -1,0 +1,132 @@
+package readapi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/grpc/codes"
+
+	"github.com/bqstore/bqstore/internal/apierr"
+	"github.com/bqstore/bqstore/internal/storage"
+)
+
+// testService is a Service over an engine with one empty table, whose
+// sessions are inserted by hand (the plan's contents do not matter to the
+// bookkeeping under test).
+type testService struct {
+	*Service
+	t   *testing.T
+	now time.Time
+	tbl *storage.Table
+}
+
+func newTestService(t *testing.T, opts Options) *testService {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), &storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	tbl, err := db.CreateTable(context.Background(), "t1", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testService{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), tbl: tbl}
+	opts.Clock = func() time.Time { return ts.now }
+	opts.Dir = t.TempDir()
+	ts.Service, err = New(nil, db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// add registers an open session with a plan of the given cost.
+func (ts *testService) add(id string, cost int64) *session {
+	ts.t.Helper()
+	snap, err := ts.tbl.Snapshot(time.Time{})
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	p := &plan{meta: &sessionMeta{ID: id, Project: "p", Location: "us", TableID: "t1", Format: "ARROW",
+		Created: ts.now, Expire: ts.now.Add(ts.opts.SessionTTL)}, snap: snap, cost: cost, prefix: []int64{0},
+		streams: map[string]rowRange{}, byRange: map[rowRange]string{}, done: map[string]bool{}}
+	if err := ts.addSession(p); err != nil {
+		ts.t.Fatalf("add %s: %v", id, err)
+	}
+	return ts.mu.sessions[id]
+}
+
+func (ts *testService) isOpen(sess *session) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return sess.plan != nil
+}
+
+// TestSweepClosesIdleAndRemovesExpired: the janitor's pass releases the
+// plan of a session idle for IdleClose (keeping the session), and removes
+// a session (and its file) an hour past its expiry.
+func TestSweepClosesIdleAndRemovesExpired(t *testing.T) {
+	ts := newTestService(t, Options{IdleClose: 5 * time.Minute})
+	a := ts.add("a", 100)
+	ts.now = ts.now.Add(4 * time.Minute)
+	ts.sweep()
+	if !ts.isOpen(a) {
+		t.Fatal("closed before IdleClose")
+	}
+	ts.now = ts.now.Add(time.Minute)
+	ts.sweep()
+	if ts.isOpen(a) {
+		t.Fatal("still open after IdleClose")
+	}
+	if ts.mu.openBytes != 0 {
+		t.Fatalf("openBytes %d after closing every session", ts.mu.openBytes)
+	}
+	if _, err := ts.store.get("a"); err != nil {
+		t.Fatalf("closed session's file: %v", err)
+	}
+	ts.now = ts.now.Add(ts.opts.SessionTTL + expireGrace)
+	ts.sweep()
+	if ts.mu.sessions["a"] != nil || ts.mu.perProject["p"] != 0 {
+		t.Fatal("expired session kept")
+	}
+	if _, err := ts.store.get("a"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("expired session's file: %v, want removed", err)
+	}
+}
+
+// TestOpenSessionsMemoryBoundWhenBusy: idle sessions make room, but a
+// session being read is never closed under its reader: when only busy
+// sessions hold the memory, one more is RESOURCE_EXHAUSTED.
+func TestOpenSessionsMemoryBoundWhenBusy(t *testing.T) {
+	ts := newTestService(t, Options{MaxSessionMemory: 1000})
+	a := ts.add("a", 600)
+	b := ts.add("b", 600) // closes idle a
+	if ts.isOpen(a) || !ts.isOpen(b) {
+		t.Fatal("a should have been closed to make room for b")
+	}
+	ts.mu.Lock()
+	b.readers++ // b is being read
+	ts.mu.Unlock()
+	snap, err := ts.tbl.Snapshot(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ts.addSession(&plan{meta: &sessionMeta{ID: "c", Project: "p"}, snap: snap, cost: 600})
+	if ae, ok := errors.AsType[*apierr.Error](err); !ok || ae.Code != codes.ResourceExhausted {
+		t.Fatalf("third session while b is read: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if !ts.isOpen(b) {
+		t.Fatal("b closed under its reader")
+	}
+	ts.close(b, "")
+	ts.add("d", 600) // b is idle now
+	if ts.isOpen(b) {
+		t.Fatal("idle b kept open past the bound")
+	}
+}
