@@ -79,6 +79,7 @@ func BenchmarkFilePipeline(b *testing.B) {
 		defer ledger.Close()
 		m := ingest.NewMetrics(nil)
 		err = ingest.Run(ctx, ingest.Config{
+			Start:  ingest.StartEarliest,
 			Client: write, Table: fmt.Sprintf("projects/%s/datasets/d/tables/%s", project, name),
 			Source: &ingest.FileSource{Path: src}, Ledger: ledger, Unknown: rows.UnknownReject,
 			MaxBatchRows: 5000, MaxBatchAge: time.Second, Metrics: m,

@@ -428,6 +428,49 @@ func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error
 	return e
 }
 
+// StartOffset implements Starter: earliest is the log start, latest the
+// last stable offset (read committed), a time the first record at or after
+// it; an offset must lie within the log.
+func (kp *kafkaPartition) StartOffset(ctx context.Context, s StartPosition) (int64, error) {
+	adm, topic := kp.s.adm, kp.s.Topic
+	lookup := func(l kadm.ListedOffsets, err error) (int64, error) {
+		if err != nil {
+			return 0, fmt.Errorf("ingest: ListOffsets %s: %w", kp.Key(), err)
+		}
+		o, ok := l.Lookup(topic, kp.p)
+		if !ok || o.Err != nil {
+			return 0, fmt.Errorf("ingest: ListOffsets %s: %v", kp.Key(), o.Err)
+		}
+		return o.Offset, nil
+	}
+	switch s.kind {
+	case startEarliest:
+		return lookup(adm.ListStartOffsets(ctx, topic))
+	case startLatest:
+		return lookup(adm.ListCommittedOffsets(ctx, topic))
+	case startTime:
+		off, err := lookup(adm.ListOffsetsAfterMilli(ctx, s.at.UnixMilli(), topic))
+		if err != nil || off >= 0 {
+			return off, err
+		}
+		return lookup(adm.ListCommittedOffsets(ctx, topic)) // no record that late: the end
+	case startOffset:
+		lo, err := lookup(adm.ListStartOffsets(ctx, topic))
+		if err != nil {
+			return 0, err
+		}
+		hi, err := lookup(adm.ListEndOffsets(ctx, topic))
+		if err != nil {
+			return 0, err
+		}
+		if s.offset < lo || s.offset > hi {
+			return 0, fmt.Errorf("ingest: --start %d: outside partition %s's log [%d, %d]", s.offset, kp.Key(), lo, hi)
+		}
+		return s.offset, nil
+	}
+	return 0, fmt.Errorf("ingest: start position %s is not supported", s)
+}
+
 // kafkaLedger stores partition states as the group's committed offsets.
 type kafkaLedger struct{ s *KafkaSource }
 
@@ -449,7 +492,7 @@ func (l kafkaLedger) partition(key string) (int32, error) {
 }
 
 // Load implements Ledger with an OffsetFetch (RequireStable). A partition
-// that never committed starts at its log start offset.
+// that never committed is Missing.
 func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 	p, err := l.partition(key)
 	if err != nil {
@@ -464,15 +507,15 @@ func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 		return State{}, fmt.Errorf("ingest: OffsetFetch %s: %w", key, o.Err)
 	}
 	if !ok || o.At < 0 {
-		starts, err := l.s.adm.ListStartOffsets(ctx, l.s.Topic)
-		if err != nil {
-			return State{}, fmt.Errorf("ingest: ListOffsets %s: %w", key, err)
-		}
-		so, ok := starts.Lookup(l.s.Topic, p)
-		if !ok || so.Err != nil || so.Offset < 0 {
-			return State{}, fmt.Errorf("ingest: no start offset for %s: %v", key, so.Err)
-		}
-		return State{Offset: so.Offset, DeadLetterEnd: -1}, nil
+		// No state: the worker starts it at Config.Start, never at a
+		// guess (a group whose offsets expired reads as never started).
+		st := State{DeadLetterEnd: -1, Missing: true}
+		resps.Each(func(r kadm.OffsetResponse) {
+			if r.Topic == l.s.Topic && r.Partition != p && r.Err == nil && r.At >= 0 {
+				st.PeersWithState++
+			}
+		})
+		return st, nil
 	}
 	st, err := DecodeState([]byte(o.Metadata))
 	if err != nil {

@@ -92,6 +92,7 @@ func BenchmarkKafkaPipeline(b *testing.B) {
 		t0 := time.Now()
 		go func() {
 			errc <- ingest.Run(rctx, ingest.Config{
+				Start:  ingest.StartEarliest,
 				Client: write, Table: fmt.Sprintf("projects/%s/datasets/d/tables/%s", project, name),
 				Source:  &ingest.KafkaSource{Brokers: c.ListenAddrs(), Topic: "events", Group: group},
 				Unknown: rows.UnknownReject, MaxBatchAge: 500 * time.Millisecond, MaxBatchBytes: 16 << 20,

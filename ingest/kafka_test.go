@@ -141,6 +141,7 @@ func (k *kafkaEnv) config(e *env, table, group string, dl *ingest.DeadLetters) (
 	src := &ingest.KafkaSource{Brokers: k.c.ListenAddrs(), Topic: k.topic, Group: group,
 		Opts: []kgo.Opt{kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond)}}
 	return ingest.Config{
+		Start:  ingest.StartEarliest,
 		Client: e.write, Table: table, Source: src, DeadLetters: dl, Unknown: rows.UnknownReject,
 		MaxBatchRows: 50, MaxBatchAge: 100 * time.Millisecond, RequestBytes: 1 << 10, MemoryBudget: 1 << 20,
 		CommitWindow: time.Millisecond,

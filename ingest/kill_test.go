@@ -49,6 +49,7 @@ func runIngestChildIfRequested() {
 		}
 		defer dl.Close()
 		return ingest.Run(ctx, ingest.Config{
+			Start:  ingest.StartEarliest,
 			Client: conn.Write, Table: a[1], Source: &ingest.FileSource{Path: a[2]}, Ledger: ledger, DeadLetters: dl,
 			Unknown: rows.UnknownReject, MaxBatchRows: 100, RequestBytes: 8 << 10, CommitWindow: time.Millisecond,
 			Backoff: ingest.Backoff{Base: 5 * time.Millisecond, Max: 100 * time.Millisecond},

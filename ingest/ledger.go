@@ -17,8 +17,8 @@ import (
 // so a refusal (ErrFenced) means the partition was lost; for files it is
 // an atomic file replacement in the state directory.
 type Ledger interface {
-	// Load returns the partition's last stored state (the initial IDLE
-	// state at offset 0 if none was ever stored).
+	// Load returns the partition's last stored state (Missing, IDLE at
+	// offset 0, if none was ever stored).
 	Load(ctx context.Context, partition string) (State, error)
 	// Store replaces the partition's state. After an error the stored state
 	// is unknown (either the old or the new one): callers re-Load and
@@ -144,7 +144,7 @@ func (l *FileLedger) path(partition string) string {
 func (l *FileLedger) Load(_ context.Context, partition string) (State, error) {
 	b, err := os.ReadFile(l.path(partition))
 	if errors.Is(err, os.ErrNotExist) {
-		return DecodeState(nil)
+		return State{DeadLetterEnd: -1, Missing: true}, nil
 	}
 	if err != nil {
 		return State{}, fmt.Errorf("ingest: load state of %s: %w", partition, err)

@@ -115,6 +115,7 @@ func runNemesisMemberIfRequested() {
 			Opts: []kgo.Opt{kgo.SessionTimeout(2 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond),
 				kgo.RebalanceTimeout(5 * time.Second)}}
 		return ingest.Run(ctx, ingest.Config{
+			Start:  ingest.StartEarliest,
 			Client: conn.Write, Table: s.Table, Source: src, DeadLetters: dl, Unknown: rows.UnknownReject,
 			MaxBatchRows: 50, MaxBatchAge: 100 * time.Millisecond, RequestBytes: 2 << 10, MemoryBudget: 1 << 20,
 			CommitWindow: 5 * time.Millisecond, Lease: 3 * time.Second, Logger: log,

@@ -29,6 +29,12 @@ type Config struct {
 	// Source yields the partitions; Ledger stores their seals.
 	Source Source
 	Ledger Ledger
+	// Start is where a partition without a stored state begins (a first
+	// run). Unset, such a partition stops the run with ErrNoStart: a lost
+	// state (wiped state directory, expired Kafka offsets) is never a
+	// silent replay. A Kafka partition without a state while others have
+	// one only starts at StartEarliest.
+	Start StartPosition
 	// DeadLetters receives records that do not fit the table. Nil makes
 	// such a record stop the pipeline with its RecordError.
 	DeadLetters *DeadLetters

@@ -200,6 +200,7 @@ func (r run) do(t *testing.T) error {
 		l = r.wrapLedger(ledger)
 	}
 	cfg := ingest.Config{
+		Start:  ingest.StartEarliest,
 		Client: r.e.write, Table: r.table, Source: src, Ledger: l, DeadLetters: dl,
 		Unknown:      rows.UnknownReject,
 		MaxBatchRows: 40, RequestBytes: 1 << 10, MemoryBudget: 1 << 20,

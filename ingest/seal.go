@@ -44,6 +44,14 @@ type State struct {
 	// what we wrote, owner included (EXACTLY-ONCE.md 3.9): a new owner that
 	// computed the same batch and offset writes its own token and streams.
 	Owner string
+
+	// Missing is set by Load when no state was ever stored for the
+	// partition (never encoded): the worker starts it at Config.Start.
+	Missing bool
+	// PeersWithState, with Missing, counts the other partitions of the
+	// source that do have a state (Kafka): this one's was lost, or the
+	// partition is new (never encoded).
+	PeersWithState int
 }
 
 // sameState reports whether a and b are the same state, ignoring the

@@ -79,6 +79,11 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if st.Missing {
+		if st, err = w.start(ctx, st); err != nil {
+			return err
+		}
+	}
 	w.p.log.Info("partition state", "partition", w.key, "state", st.String())
 	st, err = w.resolve(ctx, st)
 	if err != nil {
@@ -184,6 +189,39 @@ func (w *worker) run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// start resolves Config.Start for a partition without a stored state and
+// stores it as the partition's first state, so a restart continues there
+// instead of resolving "latest" or a time again. Without a start position
+// the partition fails closed (ErrNoStart); a partition that lost its state
+// while others of the source kept theirs may only start at earliest.
+func (w *worker) start(ctx context.Context, st State) (State, error) {
+	pos := w.p.cfg.Start
+	switch {
+	case !pos.IsSet() && st.PeersWithState > 0:
+		return st, noStartError(w.key, fmt.Sprintf("while %d other partitions of the source have one: its state was lost, or it was added to the topic", st.PeersWithState))
+	case !pos.IsSet():
+		return st, noStartError(w.key, "a first run, a wiped state directory, or Kafka offsets that expired")
+	case st.PeersWithState > 0 && pos.kind != startEarliest:
+		return st, fmt.Errorf("%w: partition %s has no stored state while %d other partitions of the source have one: starting it at %s could skip records; only --start earliest is accepted for it (right for a partition added to the topic)",
+			ErrNoStart, w.key, st.PeersWithState, pos)
+	}
+	off := int64(0)
+	if s, ok := w.part.(Starter); ok {
+		var err error
+		if off, err = s.StartOffset(ctx, pos); err != nil {
+			return st, err
+		}
+	} else if pos.kind != startEarliest {
+		return st, fmt.Errorf("ingest: partition %s cannot start at %s: only earliest", w.key, pos)
+	}
+	w.p.log.Warn("partition has no stored state: starting at the given position", "partition", w.key, "start", pos.String(), "offset", off, "partitions_with_state", st.PeersWithState)
+	next := State{Offset: off, DeadLetterEnd: st.DeadLetterEnd, Owner: w.p.owner}
+	if err := w.store(ctx, next, st, "start position"); err != nil {
+		return st, err
+	}
+	return next, nil
 }
 
 // resolve finishes a sealed batch (EXACTLY-ONCE.md section 3.5): streams

@@ -289,6 +289,7 @@ func runIngest(ctx context.Context, dir, addr string, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	return ingest.Run(ctx, ingest.Config{
+		Start:        ingest.StartEarliest,
 		Client:       storagepb.NewBigQueryWriteClient(conn),
 		Table:        table("ingest"),
 		Source:       &ingest.FileSource{Path: path},

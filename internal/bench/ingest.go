@@ -290,6 +290,7 @@ func Ingest(ctx context.Context, cfg IngestConfig) (*IngestResult, error) {
 		}
 		defer conn.Close()
 		pcfg := ingest.Config{
+			Start:  ingest.StartEarliest,
 			Client: conn.Write, Table: cfg.tablePath(),
 			Source:       &ingest.KafkaSource{Brokers: brokers, Topic: topic, Group: group},
 			Unknown:      rows.UnknownReject,

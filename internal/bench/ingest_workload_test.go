@@ -95,7 +95,7 @@ func TestIngestExternal(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := ingest.Run(pctx, ingest.Config{Client: storagepb.NewBigQueryWriteClient(conn), Table: table,
+				err := ingest.Run(pctx, ingest.Config{Start: ingest.StartEarliest, Client: storagepb.NewBigQueryWriteClient(conn), Table: table,
 					Source: src, MaxBatchAge: 100 * time.Millisecond})
 				if !errors.Is(err, context.Canceled) {
 					pipeErr <- err

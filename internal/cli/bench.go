@@ -99,7 +99,7 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&cfg.External, "external", false, "run no pipeline: print the kafka:// source on stderr for another process (bqstore ingest) and measure it through the group's committed offsets")
 	fs.IntVar(&cfg.KafkaPort, "kafka-port", 0, "the in-process Kafka's port on 127.0.0.1 (default: ephemeral)")
 	fs.IntVar(&cfg.PipelinePID, "pipeline-pid", 0, "pid of an external pipeline to sample for CPU and peak RSS")
-	pipelineCmd := fs.String("pipeline-cmd", "", "with --external: a command the bench starts as the pipeline, {source} and {table} replaced (e.g. \"bqstore ingest --insecure --table {table} --source {source} --state-dir DIR\")")
+	pipelineCmd := fs.String("pipeline-cmd", "", "with --external: a command the bench starts as the pipeline, {source} and {table} replaced (e.g. \"bqstore ingest --insecure --table {table} --source {source} --state-dir DIR --start earliest\")")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err

@@ -20,11 +20,13 @@ import (
 	"github.com/bqstore/bqstore/ingest/rows"
 )
 
-const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SOURCE --state-dir DIR [flags]\n\n" +
+const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SOURCE --state-dir DIR [--start earliest] [flags]\n\n" +
 	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input)\n" +
 	"or kafka://BROKER[,BROKER]/TOPIC?group=G (one JSON record per message).\n" +
 	"Re-running the same command after a crash continues where it stopped: every\n" +
-	"record is committed to the table exactly once."
+	"record is committed to the table exactly once. A partition with no stored\n" +
+	"state (the first run) needs --start to say where it begins: the run refuses\n" +
+	"to guess, so a lost state is never a silent replay."
 
 // runIngest runs the exactly-once ingestion pipeline into one table.
 func runIngest(ctx context.Context, env *Env, args []string) error {
@@ -38,6 +40,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
+	startFlag := fs.String("start", "", "where a partition with no stored state begins: earliest, latest, an offset (Kafka: record offset; files: byte offset of a line) or an RFC 3339 time (Kafka); required on a first run, ignored once a state exists")
 	complete := fs.Bool("complete", false, "file sources: the input is complete, so a last line without a newline is a record (default: such a line is left for a later run, since a writer may still be appending it)")
 	skipDeleted := fs.Bool("skip-deleted-records", false, "Kafka: step over source records deleted (retention, DeleteRecords) before they were committed, logging and counting the gap; default: stop with an error naming the offsets")
 	batchRows := fs.Int64("batch-rows", 1_000_000, "close a batch at this many rows")
@@ -76,6 +79,12 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	maxBytes, err := parseBytes(*batchBytes)
 	if err != nil {
 		return usagef("--batch-bytes: %v", err)
+	}
+	var start ingest.StartPosition
+	if *startFlag != "" {
+		if start, err = ingest.ParseStart(*startFlag); err != nil {
+			return usagef("--start: %v", err)
+		}
 	}
 	logger, err := newLogger(env, *logFormat, *logLevel)
 	if err != nil {
@@ -162,7 +171,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		defer stop()
 	}
 	err = ingest.Run(ctx, ingest.Config{
-		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl,
+		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl, Start: start,
 		Unknown: uf, SkipDeletedRecords: *skipDeleted, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
 		Metrics: metrics, Logger: logger,
 	})

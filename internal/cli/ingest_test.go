@@ -29,6 +29,7 @@ func TestIngestUsage(t *testing.T) {
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "ftp:a", "--state-dir", "s"},
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "file:a", "--state-dir", "s", "--memory-budget", "lots"},
 		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "file:a", "--state-dir", "s", "--unknown-fields", "maybe"},
+		{"--endpoint", "x:1", "--table", "p:d.t", "--source", "file:a", "--state-dir", "s", "--start", "yesterday"},
 	} {
 		env := &Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, LookupEnv: func(string) (string, bool) { return "", false }}
 		err := runIngest(context.Background(), env, args)
@@ -89,6 +90,13 @@ func TestIngestStdinTwice(t *testing.T) {
 	args := []string{"--endpoint", srv.GRPCAddr(), "--insecure", "--table", "p:d.t", "--source", "file:-",
 		"--state-dir", filepath.Join(dir, "state"), "--dead-letter", filepath.Join(dir, "dead.ndjson"),
 		"--batch-rows", "64", "--metrics-addr", "127.0.0.1:0"}
+	// A first run without --start refuses to guess, and says which flag to add.
+	env := &Env{Stdin: strings.NewReader(in.String()), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{},
+		LookupEnv: func(string) (string, bool) { return "", false }}
+	if err := runIngest(ctx, env, args); !errors.Is(err, ingest.ErrNoStart) || !strings.Contains(err.Error(), "--start earliest") {
+		t.Fatalf("first run without --start: %v, want ErrNoStart naming --start earliest", err)
+	}
+	args = append(args, "--start", "earliest")
 	for run := range 2 {
 		var stderr bytes.Buffer
 		env := &Env{Stdin: strings.NewReader(in.String()), Stdout: &bytes.Buffer{}, Stderr: &stderr,

@@ -1,0 +1,108 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/bqstore/bqstore/ingest"
+)
+
+// TestFileStartRequired: with no stored state (a first run, or a wiped
+// state directory) and no start position, the run refuses to guess (before,
+// a wiped state directory meant a silent replay of the whole file); a
+// start position is stored, so a restart continues from it.
+func TestFileStartRequired(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "start_file")
+	const n = 100
+	src, _ := writeEvents(t, n, 0)
+	dir := t.TempDir()
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+	// The state directory is wiped: the rerun must not ingest everything again.
+	if err := os.RemoveAll(r.stateDir); err != nil {
+		t.Fatal(err)
+	}
+	r.mutate = func(c *ingest.Config) { c.Start = ingest.StartPosition{} }
+	err := r.do(t)
+	if !errors.Is(err, ingest.ErrNoStart) || !strings.Contains(err.Error(), "--start earliest") {
+		t.Fatalf("run without a state or a start: %v, want ErrNoStart naming the flag", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+	// Told to start at the end, it ingests nothing, and stores where it is.
+	r.mutate = func(c *ingest.Config) { c.Start = ingest.StartLatest }
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	r.mutate = func(c *ingest.Config) { c.Start = ingest.StartPosition{} }
+	if err := r.do(t); err != nil {
+		t.Fatalf("rerun with a stored state and no start: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+	// A byte offset must start a line.
+	if _, err := ingest.ParseStart("12x"); err == nil {
+		t.Error("ParseStart accepted 12x")
+	}
+	for s, want := range map[string]string{"earliest": "earliest", "latest": "latest", "42": "42", "2026-12-01T10:00:00Z": "2026-12-01T10:00:00Z"} {
+		if p, err := ingest.ParseStart(s); err != nil || p.String() != want {
+			t.Errorf("ParseStart(%q) = %v, %v", s, p, err)
+		}
+	}
+}
+
+// TestKafkaStartRequired: a group with no committed offsets needs a start
+// position (before, it silently read every partition from its log start,
+// which is also what happens after the group's offsets expire); and a
+// partition without a state while others have one fails closed unless the
+// start is earliest.
+func TestKafkaStartRequired(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "start_kafka")
+	const n = 40
+	k := newKafka(t, 2, n, 0)
+	cfg, _ := k.config(e, table, "fresh", nil)
+	cfg.Start = ingest.StartPosition{}
+	if err := ingest.Run(context.Background(), cfg); !errors.Is(err, ingest.ErrNoStart) {
+		t.Fatalf("fresh group without a start: %v, want ErrNoStart", err)
+	}
+	if got := e.readIDs(t, table); len(got) != 0 {
+		t.Fatalf("%d ids ingested without a start position", len(got))
+	}
+	// Partition 0 has a state, partition 1 lost its own.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: k.topic, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: `{"v":1,"b":0,"x":0}`})
+	if _, err := kadm.NewClient(cl).CommitOffsets(context.Background(), "mixed", offs); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range []ingest.StartPosition{{}, ingest.StartLatest} {
+		cfg, _ := k.config(e, table, "mixed", nil)
+		cfg.Start = start
+		err := ingest.Run(context.Background(), cfg)
+		if !errors.Is(err, ingest.ErrNoStart) || !strings.Contains(err.Error(), "kafka:events/1") {
+			t.Fatalf("start %v with partition 1's state lost: %v, want ErrNoStart naming it", start, err)
+		}
+	}
+	cfg, _ = k.config(e, table, "mixed", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(ctx, cfg) }()
+	k.waitCommitted(t, "mixed", errc)
+	cancel()
+	<-errc
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+}
