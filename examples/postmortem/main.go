@@ -79,12 +79,12 @@ func run(workers, rowsPer, batches int, barrierWait time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := server.Start(server.Config{DataDir: filepath.Join(dir, "data"), GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Project: project})
+	srv, err := server.Start(server.Config{DataDir: filepath.Join(dir, "data"), GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0", Project: project})
 	if err != nil {
 		return err
 	}
 	defer srv.Close(context.Background())
-	fmt.Printf("bqstore serving: grpc %s, http %s (faults on http://%s/admin/faults)\n\n", srv.GRPCAddr(), srv.HTTPAddr(), srv.HTTPAddr())
+	fmt.Printf("bqstore serving: grpc %s, http %s (faults on http://%s/admin/faults)\n\n", srv.GRPCAddr(), srv.HTTPAddr(), srv.AdminAddr())
 
 	grpcOpts := []option.ClientOption{option.WithEndpoint(srv.GRPCAddr()), option.WithoutAuthentication(),
 		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))}
@@ -116,7 +116,7 @@ func run(workers, rowsPer, batches int, barrierWait time.Duration) error {
 
 	// 1. A stalled append holds the naive writer's barrier.
 	fmt.Println("1. naive writer, append.stall (one connection hangs)")
-	if err := putFaults(srv.HTTPAddr(), "append.stall:duration=1h,times=1,table=pm.naive_stall"); err != nil {
+	if err := putFaults(srv.AdminAddr(), "append.stall:duration=1h,times=1,table=pm.naive_stall"); err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, barrierWait)
@@ -131,7 +131,7 @@ func run(workers, rowsPer, batches int, barrierWait time.Duration) error {
 
 	// 2. A lost commit reply makes the naive writer write the batch again.
 	fmt.Println("2. naive writer, commit.drop_reply (the commit happens, its reply is lost)")
-	if err := putFaults(srv.HTTPAddr(), "commit.drop_reply:times=1,table=pm.naive_drop"); err != nil {
+	if err := putFaults(srv.AdminAddr(), "commit.drop_reply:times=1,table=pm.naive_drop"); err != nil {
 		return err
 	}
 	err = n.write(ctx, table("naive_drop"), batches)
@@ -143,7 +143,7 @@ func run(workers, rowsPer, batches int, barrierWait time.Duration) error {
 
 	// 3. The ingest pipeline under both faults.
 	fmt.Println("3. bqstore's ingest pipeline, append.stall and commit.drop_reply")
-	if err := putFaults(srv.HTTPAddr(), "append.stall:duration=1h,times=1,table=pm.ingest;commit.drop_reply:times=1,table=pm.ingest"); err != nil {
+	if err := putFaults(srv.AdminAddr(), "append.stall:duration=1h,times=1,table=pm.ingest;commit.drop_reply:times=1,table=pm.ingest"); err != nil {
 		return err
 	}
 	start := time.Now()

@@ -24,12 +24,14 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.DataDir, "data-dir", envDefault(env, "BQSTORE_DATA_DIR", server.DefaultDataDir), "directory for all durable state, created if missing (env BQSTORE_DATA_DIR)")
 	fs.StringVar(&cfg.GRPCAddr, "grpc-addr", envDefault(env, "BQSTORE_GRPC_ADDR", server.DefaultGRPCAddr), "gRPC listen address for the Storage API; port 0 picks one (env BQSTORE_GRPC_ADDR)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", envDefault(env, "BQSTORE_HTTP_ADDR", server.DefaultHTTPAddr), "HTTP listen address for REST v2, /healthz and /metrics; port 0 picks one (env BQSTORE_HTTP_ADDR)")
+	fs.StringVar(&cfg.AdminAddr, "admin-addr", envDefault(env, "BQSTORE_ADMIN_ADDR", server.DefaultAdminAddr), "HTTP listen address for /admin/faults, /debug/pprof, /metrics and /healthz; keep it on loopback; empty: none (env BQSTORE_ADMIN_ADDR)")
+	allowedHosts := fs.String("allowed-hosts", envDefault(env, "BQSTORE_ALLOWED_HOSTS", ""), "comma-separated host names the HTTP ports answer to besides IP addresses and localhost, such as bqstore for a container name; * for any (env BQSTORE_ALLOWED_HOSTS)")
 	fs.StringVar(&cfg.Project, "project", envDefault(env, "BQSTORE_PROJECT", server.DefaultProject), "a project that exists from the start (env BQSTORE_PROJECT)")
 	memLimit := fs.String("memory-limit", envDefault(env, "BQSTORE_MEMORY_LIMIT", "448MiB"), "soft limit of the Go heap (runtime/debug.SetMemoryLimit): the GC works harder near it, nothing fails above it; 0 turns it off; GOMEMLIMIT, when set, wins (env BQSTORE_MEMORY_LIMIT)")
 	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
-	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults")
+	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults on --admin-addr")
 	fs.Int64Var(&cfg.FaultSeed, "fault-seed", 1, "seed of the fault triggers: the same seed and the same calls give the same faults")
 	fs.IntVar(&cfg.Quota.MaxActiveStreams, "quota-active-streams", 0, "max concurrent active application-created write streams per project (the real default is 2000); 0: no limit")
 	fs.Float64Var(&cfg.Quota.CreateStreamRate, "quota-create-stream-rate", 0, "CreateWriteStream calls per second per project (the real service slows sharply above 40-50); 0: no limit")
@@ -68,6 +70,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
+	for _, h := range strings.Split(*allowedHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
+		}
+	}
 	if err := serveFaultsAndQuotas(&cfg, *faultSpec, *createMode, *connTput, *projTput); err != nil {
 		return err
 	}
@@ -82,7 +89,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		return err
 	}
 	// One line with both chosen addresses, for tests and scripts.
-	logger.Info(fmt.Sprintf("listening grpc=%s http=%s", srv.GRPCAddr(), srv.HTTPAddr()))
+	logger.Info(fmt.Sprintf("listening grpc=%s http=%s admin=%s", srv.GRPCAddr(), srv.HTTPAddr(), srv.AdminAddr()))
 	<-ctx.Done()
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

@@ -158,7 +158,7 @@ func pendingStream(t *testing.T, e *env, tp string, first, n int) string {
 // putFaults installs a text spec through the admin endpoint.
 func putFaults(t *testing.T, e *env, spec string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(e.ctx, http.MethodPut, "http://"+e.srv.HTTPAddr()+"/admin/faults?seed=7", strings.NewReader(spec))
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodPut, "http://"+e.srv.AdminAddr()+"/admin/faults?seed=7", strings.NewReader(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -627,7 +627,7 @@ func TestFaultServeFlags(t *testing.T) {
 		t.Fatalf("CreateWriteStream outcomes %v", got)
 	}
 	get := func(path string) string {
-		resp, err := http.Get("http://" + c.HTTPAddr + path)
+		resp, err := http.Get("http://" + c.AdminAddr + path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,10 @@ func statusName(code int) string {
 	switch code {
 	case http.StatusBadRequest:
 		return "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		return "UNAUTHENTICATED"
+	case http.StatusForbidden:
+		return "PERMISSION_DENIED"
 	case http.StatusNotFound:
 		return "NOT_FOUND"
 	case http.StatusConflict:

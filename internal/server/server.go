@@ -1,9 +1,10 @@
 // Package server wires bqstore together: it opens the data directory, starts
-// the gRPC server (Storage API v1 and health) and the HTTP server (REST v2,
-// /healthz, /metrics), and stops them gracefully.
+// the gRPC server (Storage API v1 and health), the HTTP server (REST v2,
+// /healthz, /metrics) and the admin HTTP server (/admin/faults,
+// /debug/pprof), and stops them gracefully.
 //
-// Goroutine lifetimes: Start starts one goroutine per listener (gRPC Serve
-// and HTTP Serve). Close stops accepting, waits for in-flight requests,
+// Goroutine lifetimes: Start starts one goroutine per listener (gRPC Serve,
+// HTTP Serve and, when configured, admin Serve). Close stops accepting, waits for in-flight requests,
 // closes the storage and waits for both goroutines before it returns.
 package server
 
@@ -15,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sync"
@@ -53,6 +53,22 @@ type Config struct {
 	// port (see Server.GRPCAddr and Server.HTTPAddr).
 	GRPCAddr string
 	HTTPAddr string
+	// AdminAddr is the listen address of /admin/faults, /debug/pprof,
+	// /metrics and /healthz for operators (the CLI's default is
+	// DefaultAdminAddr, loopback only); empty: no admin listener.
+	AdminAddr string
+	// AllowedHosts are host names, besides IP addresses and localhost,
+	// that requests to the HTTP ports may name in their Host header ("*":
+	// any). Others are refused, against DNS rebinding.
+	AllowedHosts []string
+	// HTTPMaxConns bounds the HTTP port's open connections (default
+	// DefaultHTTPMaxConns); HTTPReadTimeout, HTTPWriteTimeout and
+	// HTTPIdleTimeout bound a request's reading, its response's writing
+	// and an idle keep-alive connection (defaults DefaultHTTP*).
+	HTTPMaxConns     int
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	HTTPIdleTimeout  time.Duration
 	// Project is a project that exists from the start.
 	Project string
 	// Logger receives the server's structured log. Default: discard.
@@ -65,7 +81,7 @@ type Config struct {
 	Read readapi.Options
 	// Faults are injected into the Storage API from the start, with
 	// FaultSeed seeding their triggers (docs/faults.md). They can be read
-	// and replaced at run time on GET/PUT /admin/faults.
+	// and replaced at run time on GET/PUT /admin/faults (admin port).
 	Faults    faults.Spec
 	FaultSeed int64
 	// Quota are the Storage Write API quotas; the zero value turns them
@@ -81,7 +97,9 @@ const (
 	DefaultDataDir  = "./bqstore-data"
 	DefaultGRPCAddr = "127.0.0.1:9060"
 	DefaultHTTPAddr = "127.0.0.1:9050"
-	DefaultProject  = "local"
+	// DefaultAdminAddr is the CLI's default admin address (loopback only).
+	DefaultAdminAddr = "127.0.0.1:9070"
+	DefaultProject   = "local"
 
 	// MaxRecvMsgSize admits the Storage API's 10 MB AppendRows requests
 	// plus the largest request the clients send to test the limit (11 MB),
@@ -113,6 +131,10 @@ func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
+	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
+	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
+	c.HTTPIdleTimeout = cmp.Or(c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
 }
 
 // Server is a running bqstore server.
@@ -135,8 +157,11 @@ type Server struct {
 
 	grpcLis  net.Listener
 	httpLis  net.Listener
+	adminLis net.Listener // nil: no admin port
 	grpcSrv  *grpc.Server
 	httpSrv  *http.Server
+	adminSrv *http.Server
+	rest     *rest.Handler
 	health   *health.Server
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
@@ -170,6 +195,13 @@ func Start(cfg Config) (_ *Server, err error) {
 	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("server: http listen: %w", err)
+	}
+	s.httpLis = &limitListener{Listener: s.httpLis, max: cfg.HTTPMaxConns}
+	if cfg.AdminAddr != "" {
+		s.adminLis, err = net.Listen("tcp", cfg.AdminAddr)
+		if err != nil {
+			return nil, fmt.Errorf("server: admin listen: %w", err)
+		}
 	}
 
 	// Faults and quotas are interceptors in front of the services: the
@@ -221,23 +253,42 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 
 	mux := http.NewServeMux()
-	rh := rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log})
-	rh.ServeTableData(s.db)
-	mux.Handle("/", rh)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.rest = rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log})
+	s.rest.ServeTableData(s.db)
+	mux.Handle("/", s.rest)
+	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}))
-	mux.Handle("/admin/faults", s.faults.AdminHandler())
-	// Profiles, for `go tool pprof http://127.0.0.1:9050/debug/pprof/profile`.
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
+	mux.Handle("GET /healthz", healthz)
+	mux.Handle("GET /metrics", metrics)
+	// /admin/faults and /debug/pprof are on the admin port only.
+	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.httpSrv = &http.Server{
-		Handler:           mux,
+		Handler:           publicHandler(mux, s.rest, cfg.AllowedHosts),
 		ReadHeaderTimeout: 30 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          errLog,
+	}
+	if s.adminLis != nil {
+		s.adminSrv = &http.Server{
+			Handler:           s.adminHandler(metrics, healthz),
+			ReadHeaderTimeout: 30 * time.Second,
+			ReadTimeout:       time.Minute,
+			IdleTimeout:       cfg.HTTPIdleTimeout,
+			ErrorLog:          errLog,
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.adminSrv.Serve(s.adminLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("admin serve", "err", err)
+			}
+		}()
 	}
 
 	s.wg.Add(2)
@@ -255,7 +306,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.log.Info("bqstore serving",
-		"grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "data_dir", cfg.DataDir, "project", cfg.Project)
+		"grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "admin", s.AdminAddr(), "data_dir", cfg.DataDir, "project", cfg.Project)
 	return s, nil
 }
 
@@ -266,10 +317,19 @@ func (s *Server) GRPCAddr() string { return s.grpcLis.Addr().String() }
 // HTTPAddr is the address the HTTP server listens on.
 func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
 
+// AdminAddr is the address of the admin port ("" when there is none).
+func (s *Server) AdminAddr() string {
+	if s.adminLis == nil {
+		return ""
+	}
+	return s.adminLis.Addr().String()
+}
+
 // Registry is the server's Prometheus registry, served on /metrics.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
-// Faults is the server's fault injector (also served on /admin/faults).
+// Faults is the server's fault injector (also served on the admin port's
+// /admin/faults).
 func (s *Server) Faults() *faults.Injector { return s.faults }
 
 // activeStreams counts project p's open, unexpired application-created
@@ -338,6 +398,9 @@ func (s *Server) Close(ctx context.Context) error {
 		close(stopped)
 	}()
 	httpErr := s.httpSrv.Shutdown(ctx)
+	if s.adminSrv != nil {
+		httpErr = errors.Join(httpErr, s.adminSrv.Shutdown(ctx))
+	}
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 wait:
@@ -431,6 +494,9 @@ func (s *Server) closeResources() error {
 		}
 		if s.httpLis != nil {
 			errs = append(errs, s.httpLis.Close())
+		}
+		if s.adminLis != nil {
+			errs = append(errs, s.adminLis.Close())
 		}
 	}
 	if s.compactor != nil {

@@ -41,6 +41,8 @@ type Child struct {
 	DataDir  string
 	GRPCAddr string
 	HTTPAddr string
+	// AdminAddr is the admin port (/admin/faults, /debug/pprof).
+	AdminAddr string
 
 	mu     sync.Mutex
 	log    strings.Builder
@@ -48,14 +50,14 @@ type Child struct {
 	err    error
 }
 
-var listenRE = regexp.MustCompile(`grpc=(127\.0\.0\.1:\d+) http=(127\.0\.0\.1:\d+)`)
+var listenRE = regexp.MustCompile(`grpc=(127\.0\.0\.1:\d+) http=(127\.0\.0\.1:\d+)(?: admin=(127\.0\.0\.1:\d+))?`)
 
 // StartChild starts `bqstore serve` on dataDir as a child process on
 // loopback ports chosen at random, waits until it prints its addresses and
 // kills it when the test ends. extra are more serve flags.
 func StartChild(t testing.TB, dataDir string, extra ...string) *Child {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "info"}, extra...)
+	args := append([]string{"serve", "--data-dir", dataDir, "--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--log-level", "info"}, extra...)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join(args, "\x1f"))
 	stderr, err := cmd.StderrPipe()
@@ -67,7 +69,7 @@ func StartChild(t testing.TB, dataDir string, extra ...string) *Child {
 		t.Fatalf("testkit: start child: %v", err)
 	}
 	c := &Child{Cmd: cmd, DataDir: dataDir, exited: make(chan struct{})}
-	addrs := make(chan [2]string, 1)
+	addrs := make(chan [3]string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -78,7 +80,7 @@ func StartChild(t testing.TB, dataDir string, extra ...string) *Child {
 			c.log.WriteString(line + "\n")
 			c.mu.Unlock()
 			if m := listenRE.FindStringSubmatch(line); m != nil && !sent {
-				addrs <- [2]string{m[1], m[2]}
+				addrs <- [3]string{m[1], m[2], m[3]}
 				sent = true
 			}
 		}
@@ -89,7 +91,7 @@ func StartChild(t testing.TB, dataDir string, extra ...string) *Child {
 	t.Cleanup(func() { c.Kill() })
 	select {
 	case a := <-addrs:
-		c.GRPCAddr, c.HTTPAddr = a[0], a[1]
+		c.GRPCAddr, c.HTTPAddr, c.AdminAddr = a[0], a[1], a[2]
 	case <-c.exited:
 		t.Fatalf("testkit: child exited before listening: %v\n%s", c.err, c.Log())
 	case <-time.After(60 * time.Second):

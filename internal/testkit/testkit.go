@@ -38,7 +38,9 @@ func StartDir(t testing.TB, dir string, mutate ...func(*server.Config)) *Server 
 		DataDir:  dir,
 		GRPCAddr: "127.0.0.1:0",
 		HTTPAddr: "127.0.0.1:0",
-		Project:  "local",
+		// The admin port (/admin/faults, /debug/pprof) too.
+		AdminAddr: "127.0.0.1:0",
+		Project:   "local",
 	}
 	if testing.Verbose() {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
