@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -493,6 +494,13 @@ func (s *Service) reopen(ctx context.Context, sess *session, meta *sessionMeta) 
 		return nil, err
 	}
 	snap, err := tbl.Snapshot(time.UnixMicro(meta.SnapshotMicros))
+	if errors.Is(err, storage.ErrSnapshotTooOld) {
+		// The time-travel window (storage.Options.TimeTravel) is shorter
+		// than the session's age: like an expired session, not the
+		// caller's argument.
+		s.log.Warn("read session snapshot left the time-travel window", "session", sess.name, "err", err)
+		return nil, apierr.New(codes.FailedPrecondition, 0, sess.name, "there was an error operating on '%s': the session's snapshot is older than the time-travel window; create a new session", sess.name)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package readapi_test
 
 import (
+	"sync"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	dto "github.com/prometheus/client_model/go"
@@ -199,5 +201,40 @@ func TestSplitReadStreamBounded(t *testing.T) {
 	// Every stream still reads.
 	if _, err := e.readStream(cur, 0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadSessionPastTimeTravelWindow: a session re-opened after its
+// snapshot left a (short) time-travel window cannot be read: that is
+// FAILED_PRECONDITION, as for an expired session, not the caller's
+// INVALID_ARGUMENT.
+func TestReadSessionPastTimeTravelWindow(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	cfg := func(c *server.Config) {
+		c.Storage.TimeTravel = time.Hour
+		c.Storage.Clock = clock
+		c.Read.Clock = clock
+	}
+	e := newEnvDir(t, dir, cfg)
+	tp := e.fill("t", 10)
+	sess, err := e.session(tp, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Stop(t)
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	e = newEnvDir(t, dir, cfg)
+	_, err = e.readStream(sess.GetStreams()[0].GetName(), 0)
+	if c := code(err); c != codes.FailedPrecondition {
+		t.Fatalf("ReadRows past the time-travel window: got %v (%v), want FailedPrecondition", c, err)
 	}
 }
