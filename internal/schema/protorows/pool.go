@@ -15,7 +15,7 @@ import (
 // work of ~1 MB of fresh memory per request, about a third of its time.
 
 const (
-	minPoolShift = 12 // 4 KiB: smaller buffers are not worth pooling
+	minPoolShift = 6  // 64 B: a one-row column of a wide table takes no more
 	maxPoolShift = 26 // 64 MiB
 )
 
@@ -33,15 +33,12 @@ func poolShift(size int) int {
 	return bits.Len(uint(size - 1))
 }
 
-// getBytes returns an empty slice with capacity for at least size bytes.
-// Sizes under the smallest pool size are allocated as asked: a one-row
-// column of a wide table must not cost a 4 KiB page.
+// getBytes returns an empty slice with capacity for at least size bytes
+// (nil for none): a one-row column of a wide table takes 64 bytes, not a
+// 4 KiB page.
 func getBytes(size int) []byte {
-	if size < 1<<minPoolShift {
-		if size <= 0 {
-			return nil
-		}
-		return make([]byte, 0, (size+7)&^7)
+	if size <= 0 {
+		return nil
 	}
 	s := poolShift(size)
 	if s > maxPoolShift {
