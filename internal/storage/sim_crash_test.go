@@ -202,6 +202,9 @@ func (w *sim) verify(what string) {
 			}
 			continue
 		}
+		if w.collected(s, err) {
+			continue
+		}
 		if err != nil {
 			w.failf("%s: stream %s: %v", what, s.id, err)
 		}
@@ -231,7 +234,9 @@ func (w *sim) verify(what string) {
 	w.checkAt(0, what+": now")
 	times := make([]int64, 0, len(w.m.history))
 	for ts := range w.m.history {
-		times = append(times, ts)
+		if ts >= w.m.oldest(now) {
+			times = append(times, ts)
+		}
 	}
 	slices.Sort(times)
 	for range min(len(times), 4) {

@@ -48,6 +48,7 @@ type simModel struct {
 	createTS int64 // the table's
 	lastTS   int64 // the last timestamp the engine stamped (that we know of)
 	ttl      int64 // PendingStreamTTL, µs
+	tt       int64 // TimeTravel, µs
 	streams  []*simStream
 	def      *simStream
 	// schemas: the table's schema versions, ascending.
@@ -57,8 +58,8 @@ type simModel struct {
 	history map[int64][]int64
 }
 
-func newSimModel(createTS, ttl int64) *simModel {
-	m := &simModel{createTS: createTS, lastTS: createTS, ttl: ttl, history: map[int64][]int64{}}
+func newSimModel(createTS, ttl, tt int64) *simModel {
+	m := &simModel{createTS: createTS, lastTS: createTS, ttl: ttl, tt: tt, history: map[int64][]int64{}}
 	m.def = &simStream{id: DefaultStreamID, typ: StreamDefault, createTS: createTS}
 	m.schemas = []simSchema{{version: 1, ts: createTS, schema: testSchema}}
 	return m
@@ -82,6 +83,30 @@ func (m *simModel) schemaAt(ts int64) simSchema {
 // before now-TTL is gone.
 func (m *simModel) expired(s *simStream, now int64) bool {
 	return s.state == stream.Abandoned || s.typ == StreamPending && s.state != stream.CommittedState && s.createTS < now-m.ttl
+}
+
+// oldest is the oldest time a snapshot may be taken at now: the table's
+// creation or the start of the time-travel window.
+func (m *simModel) oldest(now int64) int64 { return max(m.createTS, now-m.tt) }
+
+// collectable mirrors the engine's stream GC (gc.go): a finished stream
+// whose rows are all visible since before the time-travel window may be
+// collected at any seal from now on (and is then not found); whether it
+// was is the engine's choice (seals, crashes), so the model accepts both.
+func (m *simModel) collectable(s *simStream, now int64) bool {
+	window := now - m.tt
+	switch s.typ {
+	case StreamCommitted:
+		return s.state == stream.Finalized && s.finTS < window
+	case StreamPending:
+		return s.state == stream.CommittedState && s.commitTS < window
+	case StreamBuffered:
+		if s.state != stream.Finalized || s.finTS >= window || s.flushed() != int64(len(s.rows)) {
+			return false
+		}
+		return len(s.flushes) == 0 || s.flushes[len(s.flushes)-1].TS < window
+	}
+	return false
 }
 
 // visibleAt is the sorted ids visible at ts.

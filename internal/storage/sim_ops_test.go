@@ -74,6 +74,16 @@ func (w *sim) pickOffset(s *simStream) int64 {
 	return s.next
 }
 
+// collected reports whether err is the not-found of a stream the engine
+// may have collected (see simModel.collectable).
+func (w *sim) collected(s *simStream, err error) bool {
+	if s != w.m.def && errors.Is(err, ErrStreamNotFound) && w.m.collectable(s, w.now()) {
+		w.st.Collected++
+		return true
+	}
+	return false
+}
+
 // checkErr fails unless err matches want.
 func (w *sim) checkErr(what string, err, want error) {
 	if want == nil && err != nil || want != nil && !errors.Is(err, want) {
@@ -109,6 +119,9 @@ func (w *sim) queueAppend(ctx context.Context, s *simStream) *simAppend {
 	defer rec.Release()
 	p, err := w.tb.AppendAsync(ctx, AppendRequest{Stream: s.id, Offset: off, Batch: rec, SchemaVersion: version})
 	w.tracef("append %s(%v) offset %d rows %d ids [%d,%d) schema v%d: %v", s.id, s.typ, off, n, from, from+n, sv.version, err)
+	if w.collected(s, err) {
+		return nil
+	}
 	w.checkErr("append", err, want)
 	if err != nil {
 		return nil
@@ -227,6 +240,9 @@ func (w *sim) opFinalize() {
 		w.crash("crash point")
 		return
 	}
+	if w.collected(s, err) {
+		return
+	}
 	w.checkErr("finalize", err, want)
 	if err != nil {
 		return
@@ -274,6 +290,9 @@ func (w *sim) opFlush() {
 		w.crash("crash point")
 		return
 	}
+	if w.collected(s, err) {
+		return
+	}
 	w.checkErr("flush", err, want)
 	if err != nil {
 		return
@@ -304,15 +323,20 @@ func (w *sim) opCommit() {
 	for i, s := range list {
 		ids[i] = s.id
 	}
-	// The errors the engine should report, in its order.
-	var want []StreamError
+	// The errors the engine should report, in its order, if the streams
+	// in gone were collected (see simModel.collectable): first the
+	// expired and missing ones; if none, the ones that cannot commit.
 	now := w.now()
-	for _, s := range list {
-		if s != w.m.def && w.m.expired(s, now) {
-			want = append(want, StreamError{Stream: s.id, Err: ErrStreamNotFound})
+	expect := func(gone map[*simStream]bool) []StreamError {
+		var want []StreamError
+		for _, s := range list {
+			if s != w.m.def && (w.m.expired(s, now) || gone[s]) {
+				want = append(want, StreamError{Stream: s.id, Err: ErrStreamNotFound})
+			}
 		}
-	}
-	if len(want) == 0 {
+		if len(want) > 0 {
+			return want
+		}
 		seen := map[*simStream]bool{}
 		for _, s := range list {
 			var e error
@@ -333,7 +357,9 @@ func (w *sim) opCommit() {
 			}
 			seen[s] = true
 		}
+		return want
 	}
+	want := expect(nil)
 	ts := w.nextTS()
 	w.maybeTS = max(w.maybeTS, ts)
 	at, serrs, err := w.tb.BatchCommit(context.Background(), ids)
@@ -345,6 +371,19 @@ func (w *sim) opCommit() {
 	}
 	if err != nil {
 		w.failf("batch commit %v: %v", ids, err)
+	}
+	// The streams the engine reports not found that it may have
+	// collected: take them as collected.
+	gone := map[*simStream]bool{}
+	for _, se := range serrs {
+		for _, s := range list {
+			if s.id == se.Stream && w.collected(s, se.Err) {
+				gone[s] = true
+			}
+		}
+	}
+	if len(gone) > 0 {
+		want = expect(gone)
 	}
 	if len(serrs) != len(want) {
 		w.failf("batch commit %v: errors %v, want %v", ids, serrs, want)
@@ -564,13 +603,14 @@ func (w *sim) pastTS() int64 {
 		known = append(known, ts)
 	}
 	slices.Sort(known)
+	oldest := w.m.oldest(w.now())
 	if len(known) > 0 && w.rng.IntN(4) != 0 {
 		ts := known[w.rng.IntN(len(known))] + w.rng.Int64N(3) - 1
-		if ts >= w.m.createTS && ts <= w.now() {
+		if ts >= oldest && ts <= w.now() {
 			return ts
 		}
 	}
-	return w.m.createTS + w.rng.Int64N(w.now()-w.m.createTS+1)
+	return oldest + w.rng.Int64N(w.now()-oldest+1)
 }
 
 func (w *sim) opTimeTravel() {

@@ -7,8 +7,9 @@ package storage
 // type with and without offsets (in order, retried and out of range),
 // pipelined appends that share one fdatasync, stream creation, finalize,
 // flush, batch commit, schema changes (and appends at older schema
-// versions), a fake clock that steps forward and sometimes
-// jumps past the PENDING stream TTL, compaction, snapshots now and in the
+// versions), a fake clock that steps forward and sometimes jumps past the
+// PENDING stream TTL (abandonment) or the time-travel window (stream
+// GC), compaction, snapshots now and in the
 // past, snapshots held across compactions, partial and projected reads,
 // clean restarts — on an in-memory filesystem with a crash point. When
 // the crash point is reached (or at a random moment between operations)
@@ -126,6 +127,7 @@ func TestSim(t *testing.T) {
 // it means to test.
 type simStats struct {
 	Crashes, RecoveryCrashes, InFlight, Adopted, TornTails int
+	Collected                                              int // requests that found a stream collected (gc.go)
 	Rolls, Compactions, FailStops, Checks                  int64
 }
 
@@ -139,6 +141,7 @@ func (s *simStats) add(o simStats) {
 	s.Compactions += o.Compactions
 	s.FailStops += o.FailStops
 	s.Checks += o.Checks
+	s.Collected += o.Collected
 }
 
 // countHandler counts the engine's torn-tail truncations.
@@ -278,7 +281,7 @@ func runSim(seed int64, steps int, logf func(string, ...any)) (st simStats, err 
 		Clock:            w.clk.Now,
 		SegmentSize:      []int64{2 << 10, 4 << 10, 8 << 10, 64 << 10}[w.rng.IntN(4)],
 		PendingStreamTTL: time.Hour,
-		TimeTravel:       10000 * time.Hour,
+		TimeTravel:       []time.Duration{3 * time.Hour, 10000 * time.Hour}[w.rng.IntN(2)],
 		Logger:           slog.New(countHandler{torn: &w.st.TornTails}),
 	}
 	defer func() {
@@ -294,7 +297,7 @@ func runSim(seed int64, steps int, logf func(string, ...any)) (st simStats, err 
 			if !ok {
 				panic(r)
 			}
-			err = fmt.Errorf("%s\nsegment size %d; last steps:\n  %s", se.msg, w.opts.SegmentSize, strings.Join(w.trace, "\n  "))
+			err = fmt.Errorf("%s\nsegment size %d, time travel %v; last steps:\n  %s", se.msg, w.opts.SegmentSize, w.opts.TimeTravel, strings.Join(w.trace, "\n  "))
 		}
 	}()
 	w.mem = vfs.NewMem()
@@ -305,7 +308,7 @@ func runSim(seed int64, steps int, logf func(string, ...any)) (st simStats, err 
 		w.failf("create table: %v", err)
 	}
 	w.tb = tb
-	w.m = newSimModel(w.now(), w.opts.PendingStreamTTL.Microseconds())
+	w.m = newSimModel(w.now(), w.opts.PendingStreamTTL.Microseconds(), w.opts.TimeTravel.Microseconds())
 	w.m.lastTS = w.now()
 	w.armCrash()
 	for w.steps = 0; w.steps < steps; w.steps++ {
@@ -365,7 +368,7 @@ func (w *sim) step() {
 	case p < 63:
 		w.opCommit()
 	case p < 65:
-		d := w.opts.PendingStreamTTL + time.Duration(w.rng.IntN(3600))*time.Second
+		d := w.opts.PendingStreamTTL + time.Duration(w.rng.IntN(3*3600))*time.Second
 		w.tracef("clock jumps %v", d)
 		w.clk.Advance(d)
 	case p < 71:
