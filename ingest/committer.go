@@ -11,7 +11,8 @@ import (
 )
 
 // committer issues one BatchCommitWriteStreams per window for the table,
-// over every sealed stream that is ready. It never waits for a worker: it
+// over every sealed stream that is ready (in calls of at most
+// Config.MaxCommitStreams streams). It never waits for a worker: it
 // only ever sees streams that are already sealed, and a window closes on a
 // timer whether or not more streams arrive.
 //
@@ -124,8 +125,13 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 		doneIfEmpty(r) // a request without streams
 	}
 	for attempt := 0; len(owner) > 0; attempt++ {
-		names := make([]string, 0, len(owner))
+		// At most MaxCommitStreams per call: a window of many partitions
+		// (or a recovery naming many streams) takes several calls.
+		names := make([]string, 0, min(len(owner), p.cfg.MaxCommitStreams))
 		for n := range owner {
+			if len(names) == p.cfg.MaxCommitStreams {
+				break
+			}
 			names = append(names, n)
 		}
 		t0 := time.Now()
@@ -144,7 +150,8 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 				delete(owner, n)
 				doneIfEmpty(r)
 			}
-			return
+			attempt = -1 // the next call starts a fresh backoff
+			continue
 		}
 		p.metrics.CommitFailures.Inc()
 		if err != nil {

@@ -55,6 +55,11 @@ type Config struct {
 	// CommitWindow is how long the committer gathers sealed streams before
 	// one BatchCommitWriteStreams (50 ms).
 	CommitWindow time.Duration
+	// MaxCommitStreams caps the streams named in one
+	// BatchCommitWriteStreams call (100); more take several calls. It
+	// bounds each call's size and latency (BigQuery documents no limit;
+	// Beam's single commit per job ran into its commit quota, beam#31872).
+	MaxCommitStreams int
 	// MaxSpareAge bounds how long an idle partition keeps an unused stream
 	// for its next batch (1 min). Streams report the table schema as of
 	// their creation, so this bounds how long an idle partition keeps
@@ -181,6 +186,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if cfg.MemoryBudget < int64(2*cfg.RequestBytes) {
 		return fmt.Errorf("ingest: memory budget %d is below two requests (%d bytes)", cfg.MemoryBudget, 2*cfg.RequestBytes)
+	}
+	if cfg.MaxCommitStreams <= 0 {
+		cfg.MaxCommitStreams = 100
 	}
 	if cfg.MaxReplays <= 0 {
 		cfg.MaxReplays = 16

@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestStateCodec(t *testing.T) {
@@ -325,5 +330,44 @@ func TestFileSourceUnterminatedTail(t *testing.T) {
 				t.Errorf("%s complete=%v: records %q ending at %d, want %q ending at %d", src.Path, complete, recs, end, want, wantEnd)
 			}
 		}
+	}
+}
+
+// commitRecorder answers BatchCommitWriteStreams with success and records
+// how many streams each call named.
+type commitRecorder struct {
+	storagepb.BigQueryWriteClient
+	calls []int
+}
+
+func (c *commitRecorder) BatchCommitWriteStreams(_ context.Context, req *storagepb.BatchCommitWriteStreamsRequest, _ ...grpc.CallOption) (*storagepb.BatchCommitWriteStreamsResponse, error) {
+	c.calls = append(c.calls, len(req.GetWriteStreams()))
+	return &storagepb.BatchCommitWriteStreamsResponse{CommitTime: timestamppb.Now()}, nil
+}
+
+// TestCommitStreamsCapped: one window's streams are committed in calls of
+// at most MaxCommitStreams streams, and every request completes.
+func TestCommitStreamsCapped(t *testing.T) {
+	rec := &commitRecorder{}
+	p := &pipeline{cfg: Config{Client: rec, Table: "projects/p/datasets/d/tables/t", MaxCommitStreams: 2},
+		log: slog.New(slog.DiscardHandler), metrics: NewMetrics(nil)}
+	c := newCommitter(p)
+	a := &commitReq{names: []string{"s1", "s2", "s3"}, done: make(chan error, 1)}
+	b := &commitReq{names: []string{"s4", "s5"}, done: make(chan error, 1)}
+	c.commitAll(context.Background(), []*commitReq{a, b})
+	for _, r := range []*commitReq{a, b} {
+		if err := <-r.done; err != nil || r.commitTime.IsZero() {
+			t.Fatalf("request %v: %v (commit time %v)", r.names, err, r.commitTime)
+		}
+	}
+	total := 0
+	for _, n := range rec.calls {
+		if n > 2 {
+			t.Fatalf("a BatchCommitWriteStreams named %d streams, cap 2 (calls %v)", n, rec.calls)
+		}
+		total += n
+	}
+	if total != 5 {
+		t.Fatalf("calls %v named %d streams, want 5", rec.calls, total)
 	}
 }
