@@ -41,12 +41,12 @@ func runFsck(_ context.Context, env *Env, args []string) error {
 		verb = "did"
 	}
 	problems := 0
-	engine := map[string]bool{}
+	engine := map[string]*storage.TableReport{}
 	for _, a := range rep.Actions {
 		fmt.Fprintf(w, "%s: %s\n", verb, a)
 	}
-	for _, t := range rep.Tables {
-		engine[t.ID] = true
+	for i, t := range rep.Tables {
+		engine[t.ID] = &rep.Tables[i]
 		if t.Err != nil {
 			problems++
 			fmt.Fprintf(w, "table %s (%s): FAILED (the server quarantines it; its files are left as they are): %v\n", t.ID, filepath.Base(t.Dir), t.Err)
@@ -67,7 +67,7 @@ func runFsck(_ context.Context, env *Env, args []string) error {
 
 // checkCatalog reports disagreements between the catalog and the
 // engine's tables and returns how many it found.
-func checkCatalog(w io.Writer, dir string, engine map[string]bool) int {
+func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableReport) int {
 	name := filepath.Join(dir, catalog.FileName)
 	if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
 		if len(engine) > 0 {
@@ -87,9 +87,18 @@ func checkCatalog(w io.Writer, dir string, engine map[string]bool) int {
 	tables := cat.Tables()
 	for _, t := range tables {
 		known[t.ID] = true
-		if !engine[t.ID] {
+		e := engine[t.ID]
+		want := t.Schemas[len(t.Schemas)-1].Version
+		switch {
+		case e == nil:
 			problems++
 			fmt.Fprintf(w, "catalog: table %s (id %s) has no data in the engine: the server would create it empty\n", t.FullID(), t.ID)
+		case e.Err != nil:
+		case e.SchemaVersion > want:
+			problems++
+			fmt.Fprintf(w, "catalog: table %s (id %s) is at schema version %d in the engine, past the catalog's %d\n", t.FullID(), t.ID, e.SchemaVersion, want)
+		case e.SchemaVersion < want:
+			fmt.Fprintf(w, "catalog: table %s (id %s) is at schema version %d in the engine; the server brings it to the catalog's %d at start\n", t.FullID(), t.ID, e.SchemaVersion, want)
 		}
 	}
 	var orphans []string

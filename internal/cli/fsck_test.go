@@ -77,6 +77,22 @@ func TestFsck(t *testing.T) {
 	if code != 0 || strings.Contains(out, "truncate") {
 		t.Fatalf("after repair: exit %d\n%s", code, out)
 	}
+	// The engine ahead of the catalog's schema: a problem.
+	db, err := storage.Open(filepath.Join(dir, "tables"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := db.TableIDs()[0]
+	tb, _ := db.Table(id)
+	wider := &schema.Schema{Fields: []*schema.Field{{Name: "id", Type: schema.Integer}, {Name: "x", Type: schema.String}}}
+	if err := tb.SetSchema(context.Background(), 2, schema.ToArrow(wider)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, code = runFsckCmd(t, dir)
+	if code != 1 || !strings.Contains(out, "schema version 2 in the engine, past the catalog's 1") {
+		t.Fatalf("schema ahead: exit %d\n%s", code, out)
+	}
 	// No CATALOG: a problem, named.
 	if err := os.Remove(filepath.Join(dir, "CATALOG")); err != nil {
 		t.Fatal(err)

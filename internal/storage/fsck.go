@@ -22,6 +22,8 @@ type TableReport struct {
 	Files, Batches int
 	Rows           int64
 	Streams        int
+	// SchemaVersion is the table's current schema version.
+	SchemaVersion int
 	// Actions are the changes to the table's files that recovery makes
 	// (truncating a torn tail, removing a compaction's leftovers, …):
 	// made if Check was told to repair, else only listed.
@@ -107,6 +109,7 @@ func (db *DB) checkTable(tdir string, repair bool) TableReport {
 	r.Files = len(t.mu.files)
 	r.Batches = len(t.mu.batches)
 	r.Streams = t.mu.durable.Len()
+	r.SchemaVersion = t.mu.schemas[len(t.mu.schemas)-1].version
 	var buf []byte
 	for _, br := range t.mu.batches {
 		r.Rows += br.b.Rows
