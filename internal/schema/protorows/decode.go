@@ -379,6 +379,9 @@ func (s *decodeState) appendDefault(cp *colPlan, c *Column) error {
 // packed decodes a packed repeated scalar field.
 func (s *decodeState) packed(fp *fieldPlan, b []byte, elem *Column) error {
 	for len(b) > 0 {
+		if s.values++; s.values > MaxValues {
+			return fmt.Errorf("%w: more than %d values", ErrTooManyValues, MaxValues)
+		}
 		var u uint64
 		switch fp.wt {
 		case protowire.VarintType:

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
 
@@ -249,5 +250,21 @@ func TestMissingValueInterpretationsLinear(t *testing.T) {
 	ref, got := cpu(run(exact)), cpu(run(folded))
 	if got > 20*ref+50*time.Millisecond {
 		t.Fatalf("case-folded interpretations took %v, exact ones %v", got, ref)
+	}
+}
+
+// TestPackedElementsBounded: the elements of a packed repeated field count
+// against MaxValues too (a byte each on the wire, up to 32 decoded).
+func TestPackedElementsBounded(t *testing.T) {
+	tbl := one(&schema.Field{Name: "r", Type: schema.Integer, Mode: schema.Repeated})
+	d := mustCompile(t, msgDesc("m", fld("r", 1, tInt64, "repeated", "packed")), tbl)
+	r := row(nil).bytes(1, make([]byte, MaxValues+1))
+	_, _, err := d.Decode([][]byte{r}, MissingValues{})
+	if !errors.Is(err, ErrTooManyValues) {
+		t.Fatalf("%d packed elements: err %v, want ErrTooManyValues", MaxValues+1, err)
+	}
+	rec := decodeOK(t, d, [][]byte{row(nil).bytes(1, make([]byte, 1000))}, MissingValues{})
+	if n := rec.Column(0).(*array.List).ListValues().Len(); n != 1000 {
+		t.Fatalf("%d elements", n)
 	}
 }
