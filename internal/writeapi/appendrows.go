@@ -2,6 +2,7 @@ package writeapi
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"errors"
 	"io"
@@ -48,12 +49,7 @@ func (s *Service) AppendRows(stream storagepb.BigQueryWrite_AppendRowsServer) er
 
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
-	c := &conn{
-		s:       s,
-		ctx:     ctx,
-		streams: make(map[string]*connStream),
-		queue:   make(chan *inflight, s.opts.MaxInflightRequests),
-	}
+	c := newConn(ctx, s)
 	var wg sync.WaitGroup
 	var sendErr error
 	wg.Add(1)
@@ -81,13 +77,31 @@ func (s *Service) AppendRows(stream storagepb.BigQueryWrite_AppendRowsServer) er
 // handler goroutine; the sender goroutine only reads the inflight items it
 // is handed.
 type conn struct {
-	s       *Service
-	ctx     context.Context
-	cur     *connStream            // destination of requests without write_stream
-	streams map[string]*connStream // by stream name as the client sent it
+	s   *Service
+	ctx context.Context
+	cur *connStream // destination of requests without write_stream
+	// streams holds the state of the destinations named most recently
+	// (by stream name as the client sent it), at most
+	// Options.MaxConnStreams of them; lru orders them, most recent first.
+	// A multiplexing client can name any number of streams on one
+	// connection: the least recently named state is evicted (the client
+	// sends the writer schema again with the stream name whenever it
+	// switches destination, so eviction costs a lookup, not an error).
+	// Invariant: len(streams) == lru.Len() <= Options.MaxConnStreams.
+	streams map[string]*list.Element // of *connStream
+	lru     list.List
 	queue   chan *inflight
 	// defaultMVI is the sticky default_missing_value_interpretation.
 	defaultMVI storagepb.AppendRowsRequest_MissingValueInterpretation
+}
+
+func newConn(ctx context.Context, s *Service) *conn {
+	return &conn{
+		s:       s,
+		ctx:     ctx,
+		streams: make(map[string]*list.Element),
+		queue:   make(chan *inflight, s.opts.MaxInflightRequests),
+	}
 }
 
 // connStream is what a connection knows of one destination stream.
@@ -259,11 +273,17 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 // stream returns the connection's state for a destination, creating it on
 // first use.
 func (c *conn) stream(name string) *connStream {
-	if st, ok := c.streams[name]; ok {
-		return st
+	if e, ok := c.streams[name]; ok {
+		c.lru.MoveToFront(e)
+		return e.Value.(*connStream)
+	}
+	for c.lru.Len() >= c.s.opts.MaxConnStreams {
+		// Never the current destination: it is always the most recent.
+		old := c.lru.Remove(c.lru.Back()).(*connStream)
+		delete(c.streams, old.name)
 	}
 	st := &connStream{name: name}
-	c.streams[name] = st
+	c.streams[name] = c.lru.PushFront(st)
 	ref, err := resource.ParseWriteStream("write_stream", name)
 	if err != nil {
 		st.err = err

@@ -3,12 +3,15 @@ package writeapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"testing"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"google.golang.org/grpc"
+
+	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // fakeAppendStream is an AppendRows server stream driven by the test: Recv
@@ -83,5 +86,45 @@ func TestUnansweredCountedOnDrop(t *testing.T) {
 	<-done
 	if n := s.unanswered.Load(); n != 0 {
 		t.Fatalf("unanswered = %d after the connection ended, want 0 (Idle would never report true)", n)
+	}
+}
+
+// countingTables finds no table and counts lookups.
+type countingTables struct{ lookups int }
+
+func (ct *countingTables) LookupTable(ctx context.Context, project, dataset, table string) (TableInfo, error) {
+	ct.lookups++
+	return TableInfo{}, fmt.Errorf("table %s: %w", table, storage.ErrTableNotFound)
+}
+
+// TestConnStreamsEvicted: one connection naming ever more streams keeps
+// state for at most MaxConnStreams of them, the least recently named going
+// first (issue 12, finding 11: 200k streams on one connection grew to
+// 1.1 GB).
+func TestConnStreamsEvicted(t *testing.T) {
+	tables := &countingTables{}
+	s := New(tables, nil, nil, Options{MaxConnStreams: 8})
+	c := newConn(t.Context(), s)
+	name := func(i int) string { return fmt.Sprintf("projects/p/datasets/d/tables/t%d/streams/_default", i) }
+	for i := range 10000 {
+		c.cur = c.stream(name(i))
+		if len(c.streams) > 8 || c.lru.Len() != len(c.streams) {
+			t.Fatalf("after %d streams: %d kept (lru %d), want at most 8", i+1, len(c.streams), c.lru.Len())
+		}
+		if c.cur.name != name(i) {
+			t.Fatalf("current stream %s, want %s", c.cur.name, name(i))
+		}
+	}
+	// The most recent are still known (no lookup); an evicted one is
+	// resolved again.
+	n := tables.lookups
+	c.stream(name(9999))
+	c.stream(name(9992))
+	if tables.lookups != n {
+		t.Fatalf("naming a recent stream looked it up again")
+	}
+	c.stream(name(0))
+	if tables.lookups != n+1 {
+		t.Fatalf("naming an evicted stream: %d lookups, want 1", tables.lookups-n)
 	}
 }

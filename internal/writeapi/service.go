@@ -50,7 +50,11 @@ type Options struct {
 	// MaxInflightRequests bounds the responses queued on one connection
 	// (default 1024).
 	MaxInflightRequests int
-	Logger              *slog.Logger
+	// MaxConnStreams bounds the destinations one AppendRows connection
+	// keeps state for (resolved table, compiled writer schema); the least
+	// recently named is evicted beyond it (default 256).
+	MaxConnStreams int
+	Logger         *slog.Logger
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 }
@@ -91,6 +95,9 @@ func New(tables Tables, db *storage.DB, metrics *Metrics, opts Options) *Service
 	}
 	if opts.MaxInflightRequests <= 0 {
 		opts.MaxInflightRequests = 1024
+	}
+	if opts.MaxConnStreams <= 0 {
+		opts.MaxConnStreams = 256
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
