@@ -44,6 +44,9 @@ func newCommitter(p *pipeline) *committer {
 // commit hands the sealed streams to the committer and waits for them to be
 // committed.
 func (c *committer) commit(ctx context.Context, r *commitReq) error {
+	if err := ctx.Err(); err != nil {
+		return err // never hand over after the end (select picks at random)
+	}
 	r.done = make(chan error, 1)
 	select {
 	case c.req <- r:

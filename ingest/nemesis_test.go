@@ -2,8 +2,8 @@ package ingest_test
 
 // TestNemesis is a randomized, seeded test in the spirit of Jepsen for the
 // Kafka pipeline (issue 13): a kfake cluster in this process; a producer
-// writing plain records and poison records (and, once the pipeline reads
-// committed, committed and aborted transactions); two or three ingest
+// writing plain records, committed and aborted transactions and poison
+// records; two or three ingest
 // members, each a child process (the test binary re-executed) in one
 // consumer group, so they can be kill -9ed; a `bqstore serve` child, so it
 // can be kill -9ed too. A nemesis schedule drawn from the seed applies, at
@@ -71,10 +71,9 @@ import (
 // nemesis test (see runNemesisMemberIfRequested).
 const nemesisMemberEnv = "BQSTORE_NEMESIS_MEMBER"
 
-// nemesisTxns turns on transactional producing (committed and aborted
-// transactions). It needs the pipeline to read committed and to reach a
-// partition's end over a commit marker (issue 13 finding 4).
-var nemesisTxns = os.Getenv("INGEST_NEMESIS_TXNS") == "1"
+// nemesisTxns turns transactional producing (committed and aborted
+// transactions) on; INGEST_NEMESIS_TXNS=0 turns it off.
+var nemesisTxns = os.Getenv("INGEST_NEMESIS_TXNS") != "0"
 
 type memberSpec struct {
 	GRPC        string
@@ -695,8 +694,8 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65))
 	schedule := nemesisSchedule(rng, dur)
 	replay := fmt.Sprintf("INGEST_NEMESIS_SEED=%d INGEST_NEMESIS_DURATION=%v go test ./ingest/ -run 'TestNemesis$' -v", seed, dur)
-	if nemesisTxns {
-		replay = "INGEST_NEMESIS_TXNS=1 " + replay
+	if !nemesisTxns {
+		replay = "INGEST_NEMESIS_TXNS=0 " + replay
 	}
 	var sched strings.Builder
 	for _, e := range schedule {

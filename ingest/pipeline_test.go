@@ -295,27 +295,35 @@ func TestCrashTable(t *testing.T) {
 	e := newEnv(t)
 	const n = 200
 	src, bad := writeEvents(t, n, 30)
-	for _, p := range ingest.Points {
-		t.Run("point="+string(p), func(t *testing.T) {
-			table := e.table(t, "crash_"+strings.ReplaceAll(string(p), "-", "_"))
-			dir := t.TempDir()
-			c := &crashAt{point: p, batch: 2}
-			r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
-				deadLetter: filepath.Join(dir, "dead.ndjson"), hooks: c}
-			err := r.do(t)
-			var ce *ingest.CrashError
-			if !errors.As(err, &ce) || !errors.Is(err, errCrash) || ce.Point != p {
-				t.Fatalf("first run: err = %v, want the injected crash at %s", err, p)
-			}
-			r.hooks = nil
-			if err := r.do(t); err != nil {
-				t.Fatalf("restart: %v", err)
-			}
-			checkExactlyOnce(t, e.readIDs(t, table), n)
-			if got := countLines(t, r.deadLetter); got != bad {
-				t.Errorf("dead letters: %d lines, want %d", got, bad)
-			}
-		})
+	for _, b := range []uint64{1, 2} {
+		for _, p := range ingest.Points {
+			t.Run(fmt.Sprintf("batch=%d/point=%s", b, p), func(t *testing.T) {
+				crashTableRun(t, e, src, bad, n, b, p)
+			})
+		}
+	}
+}
+
+// crashTableRun crashes a file run at point p of batch b, restarts it,
+// and checks the table and the dead letters.
+func crashTableRun(t *testing.T, e *env, src string, bad, n int, b uint64, p ingest.Point) {
+	table := e.table(t, fmt.Sprintf("crash_b%d_%s", b, strings.ReplaceAll(string(p), "-", "_")))
+	dir := t.TempDir()
+	c := &crashAt{point: p, batch: b}
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+		deadLetter: filepath.Join(dir, "dead.ndjson"), hooks: c}
+	err := r.do(t)
+	var ce *ingest.CrashError
+	if !errors.As(err, &ce) || !errors.Is(err, errCrash) || ce.Point != p {
+		t.Fatalf("first run: err = %v, want the injected crash at %s", err, p)
+	}
+	r.hooks = nil
+	if err := r.do(t); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
+	if got := countLines(t, r.deadLetter); got != bad {
+		t.Errorf("dead letters: %d lines, want %d", got, bad)
 	}
 }
 

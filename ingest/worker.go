@@ -117,6 +117,11 @@ func (w *worker) run(ctx context.Context) error {
 	// time, so seal k+1 is written only after k is DONE.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// cctx is the closer's. An injected crash in the worker ends it at
+	// once: the process is dead, so nothing of an earlier batch runs after
+	// the crash point either (Hooks).
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
 	items := make(chan *closeItem, 1)
 	var closeErr error
 	closed := make(chan struct{})
@@ -127,7 +132,7 @@ func (w *worker) run(ctx context.Context) error {
 			if closeErr != nil {
 				continue
 			}
-			next, err := w.close(ctx, it, last)
+			next, err := w.close(cctx, it, last)
 			if err != nil {
 				closeErr = err
 				cancel()
@@ -137,9 +142,12 @@ func (w *worker) run(ctx context.Context) error {
 		}
 	}()
 	finish := func(err error) error {
+		if isHookError(err) {
+			ccancel()
+		}
 		close(items)
 		<-closed
-		if closeErr != nil {
+		if closeErr != nil && !isHookError(err) {
 			return closeErr
 		}
 		return err
@@ -634,6 +642,11 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 	if err != nil {
 		return State{}, err
 	}
+	// Each step starts only while ctx lives: after an injected crash (or
+	// the end of the run) a reply that still arrives starts nothing.
+	if err := ctx.Err(); err != nil {
+		return State{}, err
+	}
 	if it.stream != "" {
 		// S5: the decision.
 		seal := State{Batch: it.b, Offset: it.x, Sealed: true, To: it.to, DeadLetterEnd: end,
@@ -642,12 +655,18 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 			return State{}, err
 		}
 		prev = seal
+		if err := ctx.Err(); err != nil {
+			return State{}, err
+		}
 		if err := hook(p.cfg.Hooks, AfterSeal, w.key, it.b); err != nil {
 			return State{}, err
 		}
 		// S6.
 		req := &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}
 		if err := p.committer.commit(ctx, req); err != nil {
+			return State{}, err
+		}
+		if err := ctx.Err(); err != nil {
 			return State{}, err
 		}
 		if p.cfg.OnCommit != nil {
@@ -660,6 +679,9 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 	// S7.
 	done := State{Batch: it.b, Offset: it.to, DeadLetterEnd: end, Owner: p.owner}
 	if err := w.store(ctx, done, prev, "DONE"); err != nil {
+		return State{}, err
+	}
+	if err := ctx.Err(); err != nil {
 		return State{}, err
 	}
 	if e, ok := w.part.(Ender); ok {
