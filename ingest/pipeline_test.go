@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -276,13 +277,26 @@ func TestFileExactlyOnce(t *testing.T) {
 type crashAt struct {
 	point ingest.Point
 	batch uint64
-	fired atomic.Bool
+	// settled makes the crash wait until batch-1 is DONE (one partition
+	// only): no earlier batch is half closed when it fires, and a crash
+	// stops the closer too.
+	settled  bool
+	fired    atomic.Bool
+	once     sync.Once
+	prevDone chan struct{}
 }
 
 var errCrash = errors.New("crash")
 
 func (c *crashAt) At(p ingest.Point, _ string, batch uint64) error {
+	c.once.Do(func() { c.prevDone = make(chan struct{}) })
+	if c.settled && p == ingest.AfterDone && batch+1 == c.batch {
+		close(c.prevDone)
+	}
 	if p == c.point && batch == c.batch && c.fired.CompareAndSwap(false, true) {
+		if c.settled && c.batch > 1 {
+			<-c.prevDone
+		}
 		return errCrash
 	}
 	return nil

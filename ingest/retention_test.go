@@ -27,7 +27,7 @@ func TestKafkaRecordsGoneBeforeReplay(t *testing.T) {
 	ctx := context.Background()
 
 	cfg, _ := k.config(e, table, "gone", nil)
-	cfg.Hooks = &crashAt{point: ingest.AfterCreate, batch: 2}
+	cfg.Hooks = &crashAt{point: ingest.AfterCreate, batch: 2, settled: true}
 	var mu sync.Mutex
 	var commits []ingest.Committed
 	cfg.OnCommit = func(c ingest.Committed) {
