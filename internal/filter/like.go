@@ -50,6 +50,10 @@ type likeItem struct {
 type likeSeg struct {
 	lit   string     // the literal when the segment has no _ (units is nil)
 	units []likeUnit // otherwise
+	// head is the literal the segment starts with ("" when it starts
+	// with _, or with a byte that can continue a UTF-8 character): find
+	// skips to its next occurrence whenever no partial match is alive.
+	head string
 	// chunks are the Shift-And tables of units, 64 units per chunk.
 	chunks []likeChunk
 }
@@ -168,6 +172,9 @@ func (m *likeMatcher) newSeg(items []likeItem) *likeSeg {
 		}
 		return seg
 	}
+	if it := items[0]; it.kind == 'l' && (m.bytes || !isContinuation(it.s[0])) {
+		seg.head = it.s
+	}
 	for _, it := range items {
 		if it.kind == '_' {
 			seg.units = append(seg.units, likeUnit{any: true})
@@ -199,6 +206,9 @@ func (m *likeMatcher) newSeg(items []likeItem) *likeSeg {
 	}
 	return seg
 }
+
+// isContinuation reports whether b can only continue a UTF-8 sequence.
+func isContinuation(b byte) bool { return b&0xC0 == 0x80 }
 
 // unitKey returns the unit of s at i and its width in bytes: the byte for
 // BYTES; for STRING the character, or -1-b for a byte b that is not valid
@@ -367,7 +377,20 @@ func (m *likeMatcher) find(seg *likeSeg, s string, from int) (int, bool) {
 		d = make([]uint64, len(chunks))
 	}
 	lastBit := uint64(1) << (chunks[len(chunks)-1].n - 1)
+	idle := true // no partial match alive: d is all zero
 	for i := from; i < len(s); {
+		if idle && seg.head != "" {
+			// A match can only start where head occurs. Index scans
+			// text the automaton then never sees, so the total stays
+			// linear.
+			k := strings.Index(s[i:], seg.head)
+			if k < 0 {
+				m.count(len(s) - i)
+				return 0, false
+			}
+			m.count(k)
+			i += k
+		}
 		k, w := m.unitKey(s, i)
 		i += w
 		m.count(len(chunks))
@@ -380,6 +403,13 @@ func (m *likeMatcher) find(seg *likeSeg, s string, from int) (int, bool) {
 		}
 		if d[len(d)-1]&lastBit != 0 {
 			return i, true
+		}
+		idle = true
+		for _, x := range d {
+			if x != 0 {
+				idle = false
+				break
+			}
 		}
 	}
 	return 0, false
