@@ -89,6 +89,7 @@ func (w *sim) reopen(fs *vfs.MemFS) {
 	w.tb = tb
 	w.reconcile()
 	w.verify("after recovery")
+	w.verifyOthers("after recovery")
 	w.armCrash()
 	// A checkpoint may carry the timestamp of a record lost to the
 	// crash (stamped in the group that sealed the file): step past it so

@@ -11,7 +11,7 @@ package storage
 // PENDING stream TTL (abandonment) or the time-travel window (stream
 // GC), compaction, snapshots now and in the
 // past, snapshots held across compactions, partial and projected reads,
-// clean restarts — on an in-memory filesystem with a crash point. When
+// other tables created, appended to and dropped, clean restarts — on an in-memory filesystem with a crash point. When
 // the crash point is reached (or at a random moment between operations)
 // the machine loses power: vfs.MemFS.PowerLoss keeps what was synced and
 // persists each unsynced page whole, in part or not at all,
@@ -29,7 +29,8 @@ package storage
 //     rows the model says were visible at T, and the same rows as every
 //     earlier snapshot at T (before a crash, a compaction or a restart);
 //   - stream metadata (state, offsets, flush watermark, times, schema
-//     version) and the schema in force at each time match.
+//     version) and the schema in force at each time match;
+//   - exactly the acknowledged tables exist, with their rows.
 //
 // The filesystem sees the same operations in the same order for a given
 // seed: the driver waits for each operation, and pipelined appends are
@@ -231,6 +232,10 @@ type sim struct {
 	// or not); readTS the latest snapshot time taken: later records are
 	// stamped after both.
 	queuedTS, readTS int64
+	// others: the other tables (sim_tables_test.go); otherInflight: an
+	// operation on one whose acknowledgement a crash took.
+	others        map[string]*simOther
+	otherInflight *simOtherOp
 	// maybeTS bounds the timestamp of any record attempted (it may have
 	// reached a checkpoint even if the record was lost).
 	maybeTS int64
@@ -276,7 +281,7 @@ func (w *sim) now() int64 { return w.clk.Now().UnixMicro() }
 // runSim runs one seed and returns the first failed check (with the last
 // steps of the trace).
 func runSim(seed int64, steps int, logf func(string, ...any)) (st simStats, err error) {
-	w := &sim{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), logf: logf, clk: newFakeClock()}
+	w := &sim{seed: seed, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed)), logf: logf, clk: newFakeClock(), others: map[string]*simOther{}}
 	w.opts = Options{
 		Clock:            w.clk.Now,
 		SegmentSize:      []int64{2 << 10, 4 << 10, 8 << 10, 64 << 10}[w.rng.IntN(4)],
@@ -387,8 +392,10 @@ func (w *sim) step() {
 		w.opRelease()
 	case p < 96:
 		w.crash("power loss between operations")
-	case p < 98:
+	case p < 97:
 		w.restart()
+	case p < 99:
+		w.opOther()
 	default:
 		w.verify("check")
 	}
