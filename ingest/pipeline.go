@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -108,6 +109,20 @@ type Committed struct {
 	Time time.Time
 }
 
+// ErrConfigChanged means a partition's state was written for another
+// destination table.
+var ErrConfigChanged = errors.New("ingest: the partition state belongs to another destination")
+
+// configID hashes the destination tables: 16 hex digits in every state.
+func configID(tables ...string) string {
+	h := sha256.New()
+	for _, t := range tables {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
 // maxAppendRequestBytes is BigQuery's AppendRows request limit (10 MB).
 const maxAppendRequestBytes = 10_000_000
 
@@ -121,6 +136,9 @@ type pipeline struct {
 	budget      *semaphore.Weighted
 	committer   *committer
 	single      bool // one partition: the dead-letter file may be truncated on recovery
+	// configID identifies the destination (the tables) in every state
+	// stored (State.Config).
+	configID string
 	// owner is this run's token, written in every state it stores, so a
 	// read-back tells our state from another owner's (State.Owner).
 	owner string
@@ -210,6 +228,7 @@ func Run(ctx context.Context, cfg Config) error {
 		p.metrics = NewMetrics(nil)
 	}
 	p.single = cfg.Source.Single()
+	p.configID = configID(cfg.Table)
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return fmt.Errorf("ingest: owner token: %w", err)

@@ -45,6 +45,14 @@ type State struct {
 	// computed the same batch and offset writes its own token and streams.
 	Owner string
 
+	// Config identifies the destination the state was written for (a hash
+	// of the table names, Pipeline.configID), so a run writing elsewhere
+	// cannot take this state's offset as its own: changing --table with
+	// the same state dir or group would skip every range already
+	// committed to the old table. Empty in states written before it
+	// existed.
+	Config string
+
 	// Missing is set by Load when no state was ever stored for the
 	// partition (never encoded): the worker starts it at Config.Start.
 	Missing bool
@@ -58,6 +66,7 @@ type State struct {
 // generation (the ledger sets it when storing).
 func sameState(a, b State) bool {
 	a.Generation, b.Generation = 0, 0
+	a.Config, b.Config = "", "" // set by worker.store on every write
 	if len(a.Streams) == 0 && len(b.Streams) == 0 {
 		a.Streams, b.Streams = nil, nil
 	}
@@ -84,6 +93,7 @@ type wireState struct {
 	S  []wireStream `json:"s,omitempty"`
 	DL *int64       `json:"dl,omitempty"`
 	O  string       `json:"o,omitempty"`
+	C  string       `json:"c,omitempty"`
 }
 
 type wireStream struct {
@@ -97,7 +107,10 @@ func (s State) Encode() ([]byte, error) {
 	if len(s.Owner) > maxOwnerBytes {
 		return nil, fmt.Errorf("ingest: state owner token %q is longer than %d bytes", s.Owner, maxOwnerBytes)
 	}
-	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation, O: s.Owner}
+	if len(s.Config) > maxOwnerBytes {
+		return nil, fmt.Errorf("ingest: state config id %q is longer than %d bytes", s.Config, maxOwnerBytes)
+	}
+	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation, O: s.Owner, C: s.Config}
 	if s.DeadLetterEnd >= 0 {
 		w.DL = &s.DeadLetterEnd
 	}
@@ -138,7 +151,7 @@ func DecodeState(b []byte) (State, error) {
 	if w.V != 1 {
 		return State{}, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
 	}
-	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O}
+	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O, Config: w.C}
 	if w.X < 0 {
 		return State{}, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
 	}

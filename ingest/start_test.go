@@ -106,3 +106,29 @@ func TestKafkaStartRequired(t *testing.T) {
 	<-errc
 	checkExactlyOnce(t, e.readIDs(t, table), n)
 }
+
+// TestStateBoundToTable: a state dir used for one table, then run with
+// another --table, must not take the old offset as the new table's (the
+// new table would silently get nothing of the ranges already done).
+func TestStateBoundToTable(t *testing.T) {
+	e := newEnv(t)
+	first := e.table(t, "bound_a")
+	second := e.table(t, "bound_b")
+	const n = 60
+	src, _ := writeEvents(t, n, 0)
+	dir := t.TempDir()
+	r := run{e: e, table: first, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	r.table = second
+	err := r.do(t)
+	if err == nil || !strings.Contains(err.Error(), "another destination") {
+		t.Fatalf("rerun into another table with the same state: %v, want an error (the new table holds %d ids)", err, len(e.readIDs(t, second)))
+	}
+	r.table = first
+	if err := r.do(t); err != nil {
+		t.Fatalf("rerun into the original table: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, first), n)
+}

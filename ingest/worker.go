@@ -79,6 +79,11 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if st.Config != "" && st.Config != w.p.configID {
+		return fmt.Errorf("%w: partition %s: its state (offset %d) was written for another destination (config %s; this run writes to %s, config %s): "+
+			"taking its offset would skip every range committed there; use a new --state-dir (or consumer group) with --start for the new table, or the old --table",
+			ErrConfigChanged, w.key, st.Offset, st.Config, w.p.cfg.Table, w.p.configID)
+	}
 	if st.Missing {
 		if st, err = w.start(ctx, st); err != nil {
 			return err
@@ -713,6 +718,7 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 //
 // ErrStoreFinal and the end of ctx stop at once.
 func (w *worker) store(ctx context.Context, st, prev State, what string) error {
+	st.Config = w.p.configID
 	for attempt := 0; ; attempt++ {
 		err := w.p.cfg.Ledger.Store(ctx, w.key, st)
 		if err == nil {
