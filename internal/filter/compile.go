@@ -512,11 +512,18 @@ func (c *checker) in(e *In) (node, error) {
 	}
 	items := make([]node, len(e.List))
 	t := x.typ()
+	// The NULL of the list's type so far, rebuilt only when the type
+	// changes (one per item cost a vector each: ~1 KB per item of a long
+	// list, transiently).
+	var tnull *constNode
 	for i, it := range e.List {
 		if items[i], err = c.check(it); err != nil {
 			return nil, err
 		}
-		nt, ok := c.supertype(&constNode{v: constVec(t, nullValue)}, items[i])
+		if tnull == nil || tnull.v.t != t {
+			tnull = &constNode{v: constVec(t, nullValue)}
+		}
+		nt, ok := c.supertype(tnull, items[i])
 		if t == tNull {
 			nt, ok = items[i].typ(), true
 		} else if !ok {

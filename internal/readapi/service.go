@@ -156,8 +156,11 @@ type Service struct {
 		perProject map[string]int      // live sessions per project
 		openBytes  int64               // sum of the open plans' cost
 	}
-	stop chan struct{}
-	done chan struct{}
+	// bigCompiles bounds concurrent compiles of long row_restrictions,
+	// whose transient memory is large (a semaphore).
+	bigCompiles chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 // session is one read session's entry.
@@ -181,7 +184,7 @@ type session struct {
 func New(tables Tables, db *storage.DB, opts Options) (*Service, error) {
 	opts.setDefaults()
 	s := &Service{tables: tables, db: db, opts: opts, log: opts.Logger, metrics: newMetrics(opts.Registerer),
-		stop: make(chan struct{}), done: make(chan struct{})}
+		bigCompiles: make(chan struct{}, maxBigCompiles), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.sessions = make(map[string]*session)
 	s.mu.perProject = make(map[string]int)
 	if opts.Dir != "" {

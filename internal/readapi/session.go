@@ -26,6 +26,13 @@ import (
 // maxRowRestrictionBytes is the real service's limit on row_restriction.
 const maxRowRestrictionBytes = 1 << 20
 
+// bigFilterBytes: row_restrictions longer than this compile at most
+// maxBigCompiles at a time (Service.bigCompiles).
+const (
+	bigFilterBytes = 64 << 10
+	maxBigCompiles = 2
+)
+
 // plan is what reading a session needs in memory: the pinned snapshot,
 // the plan cut from it, the compiled filter and the encoders' schemas. A
 // session holds its plan while it is being read ("open"); an idle or
@@ -236,6 +243,16 @@ func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storag
 	}
 	var flt *filter.Filter
 	if expr := meta.RowRestriction; strings.TrimSpace(expr) != "" {
+		if len(expr) > bigFilterBytes {
+			// Compiling takes about 90 bytes per byte of text while it
+			// runs: a few at a time bound that.
+			select {
+			case s.bigCompiles <- struct{}{}:
+				defer func() { <-s.bigCompiles }()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
 		flt, err = filter.Compile(expr, bq)
 		if err != nil {
 			return nil, apierr.InvalidArgument("read_session.read_options.row_restriction: %v", err)
