@@ -47,6 +47,15 @@ func (e *Error) Error() string { return e.Msg }
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Kind }
 
+// Bounds of expiration times: the latest timestamp BigQuery represents
+// (9999-12-31 23:59:59.999 UTC, in milliseconds), and the longest default
+// table expiration, such that now plus it stays a valid time.Duration and
+// a valid timestamp (about 292 years).
+const (
+	MaxTimestampMs              = 253402300799999
+	MaxDefaultTableExpirationMs = int64(1<<63-1) / int64(time.Millisecond)
+)
+
 func invalidf(format string, args ...any) *Error {
 	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
@@ -420,7 +429,7 @@ func (c *Catalog) PatchDataset(ctx context.Context, p, d string, patch DatasetPa
 		n.FriendlyName = *patch.FriendlyName
 	}
 	if patch.DefaultTableExpirationMs != nil {
-		if *patch.DefaultTableExpirationMs < 0 {
+		if *patch.DefaultTableExpirationMs < 0 || *patch.DefaultTableExpirationMs > MaxDefaultTableExpirationMs {
 			return nil, invalidf("Invalid defaultTableExpirationMs %d", *patch.DefaultTableExpirationMs)
 		}
 		n.DefaultTableExpirationMs = *patch.DefaultTableExpirationMs
@@ -537,7 +546,7 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 	}
 	if spec.Expiration.IsZero() {
 		t.Expiration = time.Time{}
-		if ds.DefaultTableExpirationMs > 0 {
+		if ds.DefaultTableExpirationMs > 0 && ds.DefaultTableExpirationMs <= MaxDefaultTableExpirationMs {
 			// The dataset's default applies to tables created without
 			// an expiration, as in BigQuery.
 			t.Expiration = now.Add(time.Duration(ds.DefaultTableExpirationMs) * time.Millisecond)

@@ -2,12 +2,14 @@ package rest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/schema/protorows"
 )
 
 // ---- datasets ----
@@ -136,6 +138,11 @@ func datasetPatch(members map[string]json.RawMessage, full bool) (catalog.Datase
 		v := int64(exp)
 		if null {
 			v = 0
+		}
+		if v < 0 || v > catalog.MaxDefaultTableExpirationMs {
+			// Beyond the bound, now plus it overflows (negative
+			// expirations) or leaves the timestamp range.
+			return p, invalid("Invalid value for dataset.defaultTableExpirationMs: %d", v)
 		}
 		p.DefaultTableExpirationMs = &v
 	}
@@ -311,6 +318,15 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d strin
 		h.writeError(w, r, err)
 		return
 	}
+	if patch.Schema != nil {
+		// An invalid schema is reported as such by the catalog.
+		if ns, err := schema.Normalize(patch.Schema); err == nil {
+			if err := checkDefaults("table.schema.fields", ns.Fields); err != nil {
+				h.writeError(w, r, err)
+				return
+			}
+		}
+	}
 	spec := catalog.TableSpec{ProjectID: p, DatasetID: d, TableID: ref.TableID, Schema: patch.Schema}
 	if patch.Description != nil {
 		spec.Description = *patch.Description
@@ -348,7 +364,8 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 	} else if present || full {
 		var t time.Time
 		if !null && exp != 0 {
-			if exp < 0 {
+			if exp < 0 || exp > catalog.MaxTimestampMs {
+				// BigQuery's timestamps end at year 9999.
 				return p, invalid("Invalid value for table.expirationTime: %d", exp)
 			}
 			t = time.UnixMilli(int64(exp)).UTC()
@@ -367,6 +384,27 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 		p.Schema = &s
 	}
 	return p, nil
+}
+
+// checkDefaults compiles every column's defaultValueExpression, as
+// BigQuery does when the table is created or patched: an expression that
+// does not parse, or does not fit the column, is a 400 here instead of a
+// failure of every later append.
+func checkDefaults(path string, fields []*schema.Field) error {
+	for i, f := range fields {
+		if f == nil {
+			continue
+		}
+		if f.DefaultValueExpression != "" {
+			if _, err := protorows.CompileDefault(f); err != nil {
+				return invalid("Invalid value for %s[%d].defaultValueExpression (column %s): %v", path, i, f.Name, err)
+			}
+		}
+		if err := checkDefaults(fmt.Sprintf("%s[%d].fields", path, i), f.Fields); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // table serves /projects/{p}/datasets/{d}/tables/{t}: get, patch, update,
@@ -404,6 +442,20 @@ func (h *Handler) table(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			h.writeError(w, r, err)
 			return
+		}
+		if patch.Schema != nil {
+			// An invalid schema or an incompatible change is
+			// reported as such by the catalog, before the columns'
+			// defaults are judged.
+			ns, err := schema.Normalize(patch.Schema)
+			if err == nil {
+				if cur, err := h.cat.Table(p, d, tn); err != nil || schema.CheckEvolution(cur.Schema(), ns) == nil {
+					if err := checkDefaults("table.schema.fields", ns.Fields); err != nil {
+						h.writeError(w, r, err)
+						return
+					}
+				}
+			}
 		}
 		t, err := h.cat.UpdateTable(r.Context(), p, d, tn, patch, ifMatch(r))
 		if err != nil {

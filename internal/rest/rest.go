@@ -291,19 +291,33 @@ func page(r *http.Request, n int, id func(i int) string) (start, end int, next s
 	return start, end, next, nil
 }
 
-// ifMatch returns the If-Match etag, unquoted ("*" matches anything, so it
-// is no condition). BigQuery's clients send the etag as they received it.
+// ifMatch returns the If-Match etag, unquoted; "" when there is no
+// condition (no header, or "*", which matches anything). BigQuery's clients
+// send the etag as they received it, unquoted. If-Match compares strongly
+// (RFC 9110 13.1.1): a weak tag (W/"...") matches nothing, and neither
+// does an empty one (an empty header or ""), so those get unmatchable,
+// which no etag equals, and the request fails its precondition (412).
 func ifMatch(r *http.Request) string {
-	v := strings.TrimSpace(r.Header.Get("If-Match"))
-	if v == "*" {
+	vals, present := r.Header["If-Match"]
+	if !present {
 		return ""
 	}
-	v = strings.TrimPrefix(v, "W/")
-	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-		v = v[1 : len(v)-1]
+	v := strings.TrimSpace(strings.Join(vals, ","))
+	switch {
+	case v == "*":
+		return ""
+	case v == "" || strings.HasPrefix(v, `W/"`):
+		return unmatchable
+	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+		if v = v[1 : len(v)-1]; v == "" {
+			return unmatchable
+		}
 	}
 	return v
 }
+
+// unmatchable is an If-Match value no etag equals.
+const unmatchable = "\x00unmatchable"
 
 func boolParam(r *http.Request, name string) (bool, error) {
 	s := r.URL.Query().Get(name)
