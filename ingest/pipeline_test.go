@@ -182,6 +182,12 @@ type run struct {
 
 func (r run) do(t *testing.T) error {
 	t.Helper()
+	return r.doCtx(t, context.Background())
+}
+
+// doCtx is do with the run's context derived from ctx.
+func (r run) doCtx(t *testing.T, ctx context.Context) error {
+	t.Helper()
 	ledger, err := ingest.OpenFileLedger(r.stateDir)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +218,6 @@ func (r run) do(t *testing.T) error {
 	if r.mutate != nil {
 		r.mutate(&cfg)
 	}
-	ctx := context.Background()
 	if r.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.timeout)
