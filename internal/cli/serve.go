@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,8 +40,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	createMode := fs.String("quota-create-stream-mode", "reject", "over --quota-create-stream-rate: reject (RESOURCE_EXHAUSTED) or delay (wait for a turn, as the real service slows down)")
 	connTput := fs.String("quota-conn-throughput", "", "AppendRows bytes per second per connection, such as 10MB; empty: no limit")
 	projTput := fs.String("quota-project-throughput", "", "AppendRows bytes per second per project, such as 300MB (the real regional default); empty: no limit")
-	fs.IntVar(&cfg.Read.MaxSessionsPerProject, "max-read-sessions", readapi.DefaultMaxSessionsPerProject, "max live Read API sessions per project; CreateReadSession past it is RESOURCE_EXHAUSTED until sessions expire (6 h)")
-	sessMem := fs.String("read-session-memory", "256MiB", "memory bound of open Read API sessions (pinned snapshot plans, compiled row_restriction filters); idle sessions are closed to make room, and reopened when read")
+	maxSessions := fs.String("max-read-sessions", envDefault(env, "BQSTORE_MAX_READ_SESSIONS", strconv.Itoa(readapi.DefaultMaxSessionsPerProject)), "max live Read API sessions per project; CreateReadSession past it is RESOURCE_EXHAUSTED until sessions expire (6 h) (env BQSTORE_MAX_READ_SESSIONS)")
+	sessMem := fs.String("read-session-memory", envDefault(env, "BQSTORE_READ_SESSION_MEMORY", "256MiB"), "memory bound of open Read API sessions (pinned snapshot plans, compiled row_restriction filters); idle sessions are closed to make room, and reopened when read (env BQSTORE_READ_SESSION_MEMORY)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -48,8 +49,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if cfg.Read.MaxSessionMemory, err = parseBytes(*sessMem); err != nil || cfg.Read.MaxSessionMemory <= 0 {
 		return usagef("--read-session-memory: %q is not a positive size (for example 256MiB)", *sessMem)
 	}
-	if cfg.Read.MaxSessionsPerProject <= 0 {
-		return usagef("--max-read-sessions: must be positive, got %d", cfg.Read.MaxSessionsPerProject)
+	if cfg.Read.MaxSessionsPerProject, err = strconv.Atoi(*maxSessions); err != nil || cfg.Read.MaxSessionsPerProject <= 0 {
+		return usagef("--max-read-sessions: %q is not a positive number", *maxSessions)
 	}
 	if cfg.Storage.MaxInflightBytes, err = parseBytes(*inflight); err != nil || cfg.Storage.MaxInflightBytes <= 0 {
 		return usagef("--max-inflight-bytes: %q is not a positive size (for example 256MiB)", *inflight)
