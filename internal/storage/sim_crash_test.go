@@ -169,6 +169,17 @@ func (w *sim) reconcile() {
 		}
 	}
 	w.inflight = nil
+	if g := w.lostCreate; g != nil {
+		w.lostCreate = nil
+		switch d := w.tb.ActiveStreams()[g.typ] - w.activeStreams()[g.typ]; d {
+		case 0:
+		case 1:
+			w.ghosts = append(w.ghosts, g)
+		default:
+			w.failf("%d more %v streams than acknowledged, one creation in flight", d, g.typ)
+		}
+		w.tracef("in flight: create %v stream: durable %v", g.typ, len(w.ghosts) > 0 && w.ghosts[len(w.ghosts)-1] == g)
+	}
 	// Offsets reserved by lost appends are free again.
 	w.m.def.next = int64(len(w.m.def.rows))
 	for _, s := range w.m.streams {

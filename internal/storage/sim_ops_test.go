@@ -205,7 +205,8 @@ func (w *sim) opCreateStream() {
 			w.failf("create stream: %v", err)
 		}
 		// The stream may exist after recovery; we do not know its id,
-		// and it has no rows.
+		// and it has no rows; reconcile counts it.
+		w.lostCreate = &simStream{typ: typ, createTS: ts, state: stream.Open}
 		w.crash("crash point")
 		return
 	}
@@ -568,6 +569,20 @@ func (w *sim) checkAt(ts int64, what string) {
 	}
 	got := w.readSnapshot(s, what)
 	w.st.Checks++
+	if at.IsZero() {
+		// The counters REST serves numRows from, and the active stream
+		// counts, agree with a snapshot now.
+		if rows, _ := w.tb.Stats(); rows != int64(len(got)) {
+			w.failf("%s: Stats() %d rows, snapshot now %d", what, rows, len(got))
+		}
+		want := w.activeStreams()
+		got := w.tb.ActiveStreams()
+		for _, typ := range []StreamType{StreamCommitted, StreamPending, StreamBuffered} {
+			if got[typ] != want[typ] {
+				w.failf("%s: active streams %v, want %v", what, got, want)
+			}
+		}
+	}
 	if d := diffIDs(got, w.m.visibleAt(ts)); d != "" {
 		w.failf("%s: snapshot at %d: %s", what, ts, d)
 	}
@@ -578,6 +593,18 @@ func (w *sim) checkAt(ts int64, what string) {
 	} else {
 		w.m.history[ts] = got
 	}
+}
+
+// activeStreams counts the open, unexpired streams of the model and the
+// ghosts (streams whose creation was not acknowledged but is durable).
+func (w *sim) activeStreams() map[StreamType]int {
+	n := map[StreamType]int{}
+	for _, st := range append(slices.Clone(w.m.streams), w.ghosts...) {
+		if st.state == stream.Open && !w.m.expired(st, w.now()) {
+			n[st.typ]++
+		}
+	}
+	return n
 }
 
 func (w *sim) opSnapshot() {

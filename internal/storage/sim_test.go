@@ -232,6 +232,10 @@ type sim struct {
 	// or not); readTS the latest snapshot time taken: later records are
 	// stamped after both.
 	queuedTS, readTS int64
+	// lostCreate: a CreateStream whose acknowledgement a crash took;
+	// ghosts: such streams recovery found durable (ids unknown).
+	lostCreate *simStream
+	ghosts     []*simStream
 	// others: the other tables (sim_tables_test.go); otherInflight: an
 	// operation on one whose acknowledgement a crash took.
 	others        map[string]*simOther
