@@ -426,7 +426,7 @@ func (n *nemesis) putServerFaults(spec string) error {
 	if srv == nil {
 		return errors.New("server down")
 	}
-	req, err := http.NewRequest(http.MethodPut, "http://"+srv.HTTPAddr+"/admin/faults?seed="+strconv.FormatUint(n.seed, 10), strings.NewReader(spec))
+	req, err := http.NewRequest(http.MethodPut, "http://"+srv.AdminAddr+"/admin/faults?seed="+strconv.FormatUint(n.seed, 10), strings.NewReader(spec))
 	if err != nil {
 		return err
 	}
@@ -451,10 +451,10 @@ func (n *nemesis) killServer() {
 	}
 }
 
-func (n *nemesis) startServer(grpcAddr, httpAddr string) {
+func (n *nemesis) startServer(grpcAddr, httpAddr, adminAddr string) {
 	args := []string{"--project", project}
 	if grpcAddr != "" {
-		args = append(args, "--grpc-addr", grpcAddr, "--http-addr", httpAddr)
+		args = append(args, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--admin-addr", adminAddr)
 	}
 	srv := testkit.StartChild(n.t, n.srvDir, args...)
 	n.mu.Lock()
@@ -569,11 +569,11 @@ func (n *nemesis) apply(e nemesisEvent, restarts chan<- func()) {
 		if srv == nil {
 			return
 		}
-		g, h := srv.GRPCAddr, srv.HTTPAddr
+		g, h, a := srv.GRPCAddr, srv.HTTPAddr, srv.AdminAddr
 		n.killServer()
 		time.AfterFunc(e.Down, func() {
 			restarts <- func() {
-				n.startServer(g, h)
+				n.startServer(g, h, a)
 				n.logf("nemesis: server back")
 			}
 		})
@@ -711,7 +711,7 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	t.Cleanup(c.Close)
 	n := &nemesis{t: t, seed: seed, dir: t.TempDir(), k: &kafkaEnv{c: c, topic: "events", parts: 3},
 		group: "nemesis", srvDir: t.TempDir()}
-	n.startServer("", "")
+	n.startServer("", "", "")
 	srv := n.server()
 	ctx := context.Background()
 	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr)...)
