@@ -44,15 +44,23 @@ func newEnvDir(t *testing.T, dir string, mutate ...func(*server.Config)) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	srv := testkit.StartDir(t, dir, mutate...)
-	bq, err := bigquery.NewClient(ctx, "local", testkit.RESTOptions(srv.HTTPAddr())...)
+	e := dialEnv(t, ctx, srv.GRPCAddr(), srv.HTTPAddr())
+	e.srv = srv
+	return e
+}
+
+// dialEnv points the official clients at a server's addresses.
+func dialEnv(t *testing.T, ctx context.Context, grpcAddr, httpAddr string) *env {
+	t.Helper()
+	bq, err := bigquery.NewClient(ctx, "local", testkit.RESTOptions(httpAddr)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mw, err := managedwriter.NewClient(ctx, "local", testkit.GRPCOptions(srv.GRPCAddr())...)
+	mw, err := managedwriter.NewClient(ctx, "local", testkit.GRPCOptions(grpcAddr)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := bqstorage.NewBigQueryReadClient(ctx, testkit.GRPCOptions(srv.GRPCAddr())...)
+	rc, err := bqstorage.NewBigQueryReadClient(ctx, testkit.GRPCOptions(grpcAddr)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +69,7 @@ func newEnvDir(t *testing.T, dir string, mutate ...func(*server.Config)) *env {
 		_ = mw.Close()
 		_ = bq.Close()
 	})
-	return &env{t: t, ctx: ctx, srv: srv, bq: bq, mw: mw, rc: rc}
+	return &env{t: t, ctx: ctx, bq: bq, mw: mw, rc: rc}
 }
 
 var simpleSchema = bigquery.Schema{

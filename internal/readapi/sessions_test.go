@@ -1,6 +1,7 @@
 package readapi_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/bqstore/bqstore/internal/server"
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 // gauge returns the value of a gauge of the server's registry.
@@ -237,4 +239,32 @@ func TestReadSessionPastTimeTravelWindow(t *testing.T) {
 	if c := code(err); c != codes.FailedPrecondition {
 		t.Fatalf("ReadRows past the time-travel window: got %v (%v), want FailedPrecondition", c, err)
 	}
+}
+
+// TestReadSessionSurvivesKill9: a session acknowledged to the client is
+// durable: after kill -9 and a restart its streams read the same rows.
+func TestReadSessionSurvivesKill9(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := testkit.StartChild(t, dir)
+	e := dialEnv(t, ctx, c.GRPCAddr, c.HTTPAddr)
+	tp := e.fill("t", 300)
+	sess, err := e.session(tp, 1, &storagepb.ReadSession_TableReadOptions{RowRestriction: "id < 200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Kill()
+
+	c = testkit.StartChild(t, dir)
+	e = dialEnv(t, ctx, c.GRPCAddr, c.HTTPAddr)
+	e.fill("t2", 1)
+	n, err := e.readStream(sess.GetStreams()[0].GetName(), 0)
+	if err != nil {
+		t.Fatalf("after kill -9: %v (code %v)", err, code(err))
+	}
+	if n != 200 {
+		t.Fatalf("after kill -9: %d rows, want 200", n)
+	}
+	c.Kill()
 }
