@@ -132,6 +132,9 @@ func TestExpiredStreamIsAbandonedInOrder(t *testing.T) {
 		appendRows(t, tb, p.ID, i*10, i*10, 10)
 	}
 	appendRows(t, tb, DefaultStreamID, -1, 1_000_000, 5)
+	if _, err := tb.Finalize(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
 	clk.Advance(2 * time.Hour)
 	st, err := tb.Compact(ctx)
 	if err != nil {
@@ -142,6 +145,9 @@ func TestExpiredStreamIsAbandonedInOrder(t *testing.T) {
 	}
 	if _, err := tb.Finalize(ctx, p.ID); !errorsIsNotFound(err) {
 		t.Fatalf("Finalize of an abandoned stream: %v", err)
+	}
+	if _, errs, err := tb.BatchCommit(ctx, []string{p.ID}); err != nil || len(errs) != 1 || !errorsIsNotFound(errs[0].Err) {
+		t.Fatalf("BatchCommit of an abandoned stream: %v %v", errs, err)
 	}
 	db.Close()
 	// A clock that went back does not revive the stream.
@@ -154,6 +160,9 @@ func TestExpiredStreamIsAbandonedInOrder(t *testing.T) {
 	tb, _ = db.Table("t")
 	if _, err := tb.Stream(p.ID); !errorsIsNotFound(err) {
 		t.Fatalf("abandoned stream after restart: %v", err)
+	}
+	if _, errs, err := tb.BatchCommit(ctx, []string{p.ID}); err != nil || len(errs) != 1 || !errorsIsNotFound(errs[0].Err) {
+		t.Fatalf("BatchCommit of an abandoned stream after restart, clock before its TTL: %v %v", errs, err)
 	}
 	if got := tableIDs(t, tb, time.Time{}); !slices.Equal(got, idRange(1_000_000, 5)) {
 		t.Fatalf("visible after restart: %v", got)
