@@ -45,7 +45,7 @@ func TestCatalogVerbsGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(rest.New(cat, rest.Options{Stats: func(string) (int64, int64) { return 3, 300 }}))
+		srv := httptest.NewServer(rest.New(cat, rest.Options{Stats: func(string) (int64, int64, bool) { return 3, 300, true }}))
 		defer srv.Close()
 		host := strings.TrimPrefix(srv.URL, "http://")
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // Error is an error in the wire form of Google's JSON APIs:
@@ -21,6 +22,7 @@ type Error struct {
 	Code   int
 	Reason string
 	Msg    string
+	Status string // the google.rpc.Code name; empty: statusName(Code)
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -56,12 +58,25 @@ func invalid(format string, args ...any) *Error {
 }
 
 // fromErr maps an error to its wire form: the catalog's sentinels map to
-// BigQuery's reasons; anything else is an internal error whose text is
-// logged, not sent.
+// BigQuery's reasons, and so do the engine's "this table cannot serve"
+// errors; anything else is an internal error whose text is logged, not
+// sent.
+//
+// Engine errors, as internal/apierr maps them for gRPC:
+//   - a table quarantined for corrupt files (gRPC DATA_LOSS) is 400
+//     tableUnavailable, FAILED_PRECONDITION: permanent until an operator
+//     repairs it, so not a 5xx the clients retry (the Go client retries
+//     500, 502, 503 and 504); the message names the file and offset;
+//   - a table quarantined for an I/O error, a table that stopped after a
+//     failed write, and a closing engine (gRPC UNAVAILABLE) are 503
+//     backendError: a retry against a restarted server may succeed.
 func fromErr(err error) (*Error, bool) {
 	var we *Error
 	if errors.As(err, &we) {
 		return we, true
+	}
+	if e := storageErr(err); e != nil {
+		return e, true
 	}
 	var ce *catalog.Error
 	if errors.As(err, &ce) {
@@ -79,6 +94,24 @@ func fromErr(err error) (*Error, bool) {
 		}
 	}
 	return &Error{Code: http.StatusInternalServerError, Reason: "internalError", Msg: "An internal error occurred and the request could not be completed."}, false
+}
+
+func storageErr(err error) *Error {
+	if q, ok := errors.AsType[*storage.QuarantineError](err); ok && !errors.Is(err, storage.ErrFailStop) {
+		return &Error{Code: http.StatusBadRequest, Reason: "tableUnavailable", Status: "FAILED_PRECONDITION",
+			Msg: "Table is unavailable: " + q.Public()}
+	}
+	switch {
+	case errors.Is(err, storage.ErrQuarantined), errors.Is(err, storage.ErrFailStop):
+		msg := "The table stopped after a storage error; restart the server."
+		if q, ok := errors.AsType[*storage.QuarantineError](err); ok {
+			msg = "Table is unavailable: " + q.Public()
+		}
+		return &Error{Code: http.StatusServiceUnavailable, Reason: "backendError", Msg: msg}
+	case errors.Is(err, storage.ErrClosed):
+		return &Error{Code: http.StatusServiceUnavailable, Reason: "backendError", Msg: "The service is shutting down."}
+	}
+	return nil
 }
 
 type wireErrorItem struct {
@@ -105,7 +138,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	body.Error.Code = e.Code
 	body.Error.Message = e.Msg
 	body.Error.Errors = []wireErrorItem{{Message: e.Msg, Domain: "global", Reason: e.Reason}}
-	body.Error.Status = statusName(e.Code)
+	body.Error.Status = e.Status
+	if body.Error.Status == "" {
+		body.Error.Status = statusName(e.Code)
+	}
 	writeJSON(w, e.Code, &body)
 }
 

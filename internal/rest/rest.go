@@ -40,8 +40,10 @@ import (
 // Options configures New.
 type Options struct {
 	// Stats returns a table's row count and size in bytes, by the
-	// table's internal id (catalog.Table.ID). Nil means 0 and 0.
-	Stats func(tableID string) (numRows, numBytes int64)
+	// table's internal id (catalog.Table.ID); ok false means they are
+	// unknown (a quarantined table) and are left out of the table
+	// resource. Nil means 0 and 0.
+	Stats func(tableID string) (numRows, numBytes int64, ok bool)
 	// Logger receives internal errors. Default: discard.
 	Logger *slog.Logger
 }
@@ -170,9 +172,9 @@ type tableJSON struct {
 	Description      string            `json:"description,omitempty"`
 	Labels           map[string]string `json:"labels,omitempty"`
 	Schema           *schema.Schema    `json:"schema,omitempty"`
-	NumBytes         string            `json:"numBytes"`
+	NumBytes         string            `json:"numBytes,omitempty"`
 	NumLongTermBytes string            `json:"numLongTermBytes"`
-	NumRows          string            `json:"numRows"`
+	NumRows          string            `json:"numRows,omitempty"`
 	CreationTime     string            `json:"creationTime"`
 	ExpirationTime   string            `json:"expirationTime,omitempty"`
 	LastModifiedTime string            `json:"lastModifiedTime"`
@@ -237,18 +239,21 @@ func datasetOut(r *http.Request, d *catalog.Dataset) *datasetJSON {
 }
 
 func (h *Handler) tableOut(r *http.Request, t *catalog.Table) *tableJSON {
-	var rows, size int64
+	rows, size, known := int64(0), int64(0), true
 	if h.opts.Stats != nil {
-		rows, size = h.opts.Stats(t.ID)
+		rows, size, known = h.opts.Stats(t.ID)
 	}
 	out := &tableJSON{
 		Kind: "bigquery#table", ETag: t.ETag, ID: t.FullID(),
 		SelfLink:       selfLink(r, "projects", t.ProjectID, "datasets", t.DatasetID, "tables", t.TableID),
 		TableReference: tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID},
 		FriendlyName:   t.FriendlyName, Description: t.Description, Labels: t.Labels,
-		NumBytes: strconv.FormatInt(size, 10), NumLongTermBytes: "0", NumRows: strconv.FormatInt(rows, 10),
-		CreationTime: ms(t.Created), ExpirationTime: ms(t.Expiration), LastModifiedTime: ms(t.Modified),
+		NumLongTermBytes: "0",
+		CreationTime:     ms(t.Created), ExpirationTime: ms(t.Expiration), LastModifiedTime: ms(t.Modified),
 		Type: "TABLE", Location: t.Location,
+	}
+	if known {
+		out.NumRows, out.NumBytes = strconv.FormatInt(rows, 10), strconv.FormatInt(size, 10)
 	}
 	if s := t.Schema(); len(s.Fields) > 0 {
 		out.Schema = s

@@ -34,13 +34,13 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := rest.New(cat, rest.Options{Stats: func(id string) (int64, int64) {
+	h := rest.New(cat, rest.Options{Stats: func(id string) (int64, int64, bool) {
 		tb, err := cat.TableByID(id)
 		if err != nil {
 			t.Errorf("Stats called with unknown id %s", id)
-			return 0, 0
+			return 0, 0, false
 		}
-		return int64(len(tb.Schema().Fields)), 100 // something we can check
+		return int64(len(tb.Schema().Fields)), 100, true // something we can check
 	}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -475,13 +475,15 @@ func (s *Server) openData() error {
 }
 
 // tableStats reports a table's visible rows and bytes (REST numRows,
-// numBytes).
-func (s *Server) tableStats(id string) (rows, bytes int64) {
+// numBytes); ok is false when the engine cannot serve the table (it is
+// quarantined), so nothing is claimed.
+func (s *Server) tableStats(id string) (rows, bytes int64, ok bool) {
 	t, err := s.db.Table(id)
 	if err != nil {
-		return 0, 0
+		return 0, 0, false
 	}
-	return t.Stats()
+	rows, bytes = t.Stats()
+	return rows, bytes, true
 }
 
 // closeResources closes what Start opened besides the listeners' servers:
