@@ -11,6 +11,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -65,7 +67,12 @@ type Config struct {
 	// DefaultHTTPMaxConns); HTTPReadTimeout, HTTPWriteTimeout and
 	// HTTPIdleTimeout bound a request's reading, its response's writing
 	// and an idle keep-alive connection (defaults DefaultHTTP*).
-	HTTPMaxConns     int
+	HTTPMaxConns int
+	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
+	// and HTTP ports over TLS (the admin port stays plaintext on
+	// loopback). Off by default, for local use.
+	TLSCertFile      string
+	TLSKeyFile       string
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
 	HTTPIdleTimeout  time.Duration
@@ -137,6 +144,22 @@ func (c *Config) setDefaults() {
 	c.HTTPIdleTimeout = cmp.Or(c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
 }
 
+// tlsConfig loads the certificate of TLSCertFile and TLSKeyFile (nil, nil
+// when TLS is off).
+func (c *Config) tlsConfig() (*tls.Config, error) {
+	if c.TLSCertFile == "" && c.TLSKeyFile == "" {
+		return nil, nil
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return nil, errors.New("server: TLS needs both a certificate and a key file")
+	}
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("server: TLS: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
 // Server is a running bqstore server.
 type Server struct {
 	cfg      Config
@@ -196,7 +219,13 @@ func Start(cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: http listen: %w", err)
 	}
+	// Under TLS, the limit's plaintext 503 reaches the client as a failed
+	// handshake: the connection is refused either way.
 	s.httpLis = &limitListener{Listener: s.httpLis, max: cfg.HTTPMaxConns}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.AdminAddr != "" {
 		s.adminLis, err = net.Listen("tcp", cfg.AdminAddr)
 		if err != nil {
@@ -215,7 +244,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	// A request that does not decode is INVALID_ARGUMENT, not grpc-go's
 	// INTERNAL (apierr.DecodeGuard).
 	guard := apierr.NewDecodeGuard()
-	s.grpcSrv = grpc.NewServer(
+	var creds []grpc.ServerOption
+	if tlsCfg != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	s.grpcSrv = grpc.NewServer(append(creds,
 		grpc.ForceServerCodecV2(guard.Codec()),
 		grpc.ChainUnaryInterceptor(guard.UnaryInterceptor, s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(guard.StreamInterceptor, s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
@@ -232,7 +265,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		grpc.ReadBufferSize(1<<20),
 		grpc.WriteBufferSize(1<<20),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
 	s.write = writeapi.New(s.backend, s.db, writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log})
@@ -272,6 +305,7 @@ func Start(cfg Config) (_ *Server, err error) {
 		WriteTimeout:      cfg.HTTPWriteTimeout,
 		IdleTimeout:       cfg.HTTPIdleTimeout,
 		MaxHeaderBytes:    1 << 20,
+		TLSConfig:         tlsCfg,
 		ErrorLog:          errLog,
 	}
 	if s.adminLis != nil {
@@ -300,7 +334,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	}()
 	go func() {
 		defer s.wg.Done()
-		if err := s.httpSrv.Serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := s.httpSrv.Serve
+		if tlsCfg != nil {
+			serve = func(l net.Listener) error { return s.httpSrv.ServeTLS(l, "", "") }
+		}
+		if err := serve(s.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http serve", "err", err)
 		}
 	}()
