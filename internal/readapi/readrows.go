@@ -80,6 +80,10 @@ func (rd *streamReader) run(offset int64) error {
 			return err
 		}
 		ci := sess.chunkIndex(pos)
+		if sess.pruned != nil && sess.pruned[ci] {
+			pos = min(rd.r.end, sess.prefix[ci+1]) // no row can match
+			continue
+		}
 		c := sess.chunks[ci]
 		cStart := sess.prefix[ci]
 		end := min(rd.r.end, sess.prefix[ci+1], pos+maxRows)

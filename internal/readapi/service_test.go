@@ -8,11 +8,27 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 
 	"github.com/bqstore/bqstore/internal/apierr"
+	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/storage"
 )
+
+var testSchema = &schema.Schema{Fields: []*schema.Field{{Name: "id", Type: schema.Integer, Mode: schema.Required}}}
+
+// fakeTables knows table t1 with testSchema.
+type fakeTables struct{}
+
+func (fakeTables) LookupTable(ctx context.Context, project, dataset, table string) (TableInfo, error) {
+	return TableInfo{ID: "t1"}, nil
+}
+
+func (fakeTables) SchemaVersion(ctx context.Context, tableID string, version int) (*schema.Schema, error) {
+	return testSchema, nil
+}
 
 // testService is a Service over an engine with one empty table, whose
 // sessions are inserted by hand (the plan's contents do not matter to the
@@ -31,14 +47,14 @@ func newTestService(t *testing.T, opts Options) *testService {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	tbl, err := db.CreateTable(context.Background(), "t1", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil))
+	tbl, err := db.CreateTable(context.Background(), "t1", schema.ToArrow(testSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testService{t: t, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), tbl: tbl}
 	opts.Clock = func() time.Time { return ts.now }
 	opts.Dir = t.TempDir()
-	ts.Service, err = New(nil, db, opts)
+	ts.Service, err = New(fakeTables{}, db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,5 +144,41 @@ func TestOpenSessionsMemoryBoundWhenBusy(t *testing.T) {
 	ts.add("d", 600) // b is idle now
 	if ts.isOpen(b) {
 		t.Fatal("idle b kept open past the bound")
+	}
+}
+
+// TestPlanRowsDoNotDependOnPruning: a session's streams are ranges of plan
+// rows, and a re-opened session must find the same plan. Zone maps change
+// when compaction merges batches, so pruning must not change the plan row
+// space: a pruned batch is skipped by readers, not removed from the plan.
+func TestPlanRowsDoNotDependOnPruning(t *testing.T) {
+	ts := newTestService(t, Options{})
+	ctx := context.Background()
+	for first := int64(0); first < 200; first += 100 {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		for i := first; i < first+100; i++ {
+			b.Append(i)
+		}
+		col := b.NewArray()
+		rec := array.NewRecordBatch(schema.ToArrow(testSchema), []arrow.Array{col}, 100)
+		if _, err := ts.tbl.Append(ctx, storage.AppendRequest{Stream: storage.DefaultStreamID, Offset: -1, Batch: rec}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		col.Release()
+	}
+	for _, expr := range []string{"", "id >= 100", "id < 0"} {
+		snap, err := ts.tbl.Snapshot(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ts.buildPlan(ctx, &sessionMeta{ID: "x", TableID: "t1", Format: "ARROW", RowRestriction: expr}, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.total() != 200 {
+			t.Errorf("row_restriction %q: %d plan rows, want the snapshot's 200", expr, p.total())
+		}
+		snap.Release()
 	}
 }

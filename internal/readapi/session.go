@@ -42,11 +42,17 @@ type plan struct {
 	meta *sessionMeta // streams change under Service.mu (SplitReadStream)
 
 	snap   *storage.Snapshot
-	chunks []storage.Chunk // visible chunks, pruned by zone maps, in plan order
+	chunks []storage.Chunk // the snapshot's visible chunks, in plan order
 	prefix []int64         // prefix[i] = plan row where chunks[i] starts; prefix[len(chunks)] = total
-	// bytes is the estimated data size of the plan; bytesPerRow sizes
-	// responses.
-	bytes, bytesPerRow int64
+	// pruned[i]: chunks[i] cannot match row_restriction (zone maps), so
+	// readers skip it; nil without a filter. Pruning does not change the
+	// plan row space: that is the snapshot's rows, which a re-opened
+	// snapshot reproduces exactly, while zone maps change when compaction
+	// merges batches.
+	pruned []bool
+	// scanRows and bytes estimate what the plan reads (pruned chunks
+	// excluded); bytesPerRow sizes responses.
+	scanRows, bytes, bytesPerRow int64
 
 	format   storagepb.DataFormat
 	readCols []int                // top-level snapshot columns read (table order)
@@ -180,7 +186,13 @@ func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSe
 	}
 	meta.Rows = p.total()
 
-	n := streamCount(int(req.GetMaxStreamCount()), int(req.GetPreferredMinStreamCount()), p.total(), p.bytes, s.opts.MinStreamBytes)
+	// Streams divide the plan rows, pruned or not; as the real service
+	// says, limits apply to pre-filter rows, so a filter can leave streams
+	// lopsided. Nothing to scan: no streams.
+	n := 0
+	if p.scanRows > 0 {
+		n = streamCount(int(req.GetMaxStreamCount()), int(req.GetPreferredMinStreamCount()), p.total(), p.bytes, s.opts.MinStreamBytes)
+	}
 	name := resource.SessionName(project, loc, meta.ID)
 	out := &storagepb.ReadSession{
 		Name:                       name,
@@ -188,7 +200,7 @@ func (s *Service) createSession(ctx context.Context, req *storagepb.CreateReadSe
 		DataFormat:                 in.GetDataFormat(),
 		Table:                      tref.String(),
 		TableModifiers:             &storagepb.ReadSession_TableModifiers{SnapshotTime: timestamppb.New(snap.Time())},
-		EstimatedRowCount:          p.total(),
+		EstimatedRowCount:          p.scanRows,
 		EstimatedTotalBytesScanned: p.bytes,
 		TraceId:                    in.GetTraceId(),
 	}
@@ -274,22 +286,28 @@ func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storag
 		readCols: readCols, proj: proj, filter: flt, codec: codec,
 		streams: map[string]rowRange{}, byRange: map[rowRange]string{}, done: map[string]bool{},
 	}
-	// The plan: visible chunks, pruned by zone maps.
+	// The plan: the visible chunks; those the zone maps rule out are
+	// marked, not removed.
 	var total int64
-	p.prefix = []int64{0}
 	all := snap.Chunks()
-	for _, c := range all {
+	p.chunks = all
+	p.prefix = make([]int64, 1, len(all)+1)
+	if flt != nil {
+		p.pruned = make([]bool, len(all))
+	}
+	for i, c := range all {
+		total += c.NumRows
+		p.prefix = append(p.prefix, total)
 		if flt != nil && !flt.MayMatch(chunkStats(full, c)) {
 			s.metrics.pruned.Inc()
+			p.pruned[i] = true
 			continue
 		}
-		p.chunks = append(p.chunks, c)
-		total += c.NumRows
+		p.scanRows += c.NumRows
 		p.bytes += c.Bytes
-		p.prefix = append(p.prefix, total)
 	}
-	if total > 0 {
-		p.bytesPerRow = max(1, p.bytes/total)
+	if p.scanRows > 0 {
+		p.bytesPerRow = max(1, p.bytes/p.scanRows)
 	}
 	switch p.format {
 	case storagepb.DataFormat_ARROW:
@@ -314,7 +332,7 @@ func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storag
 	// (measured: at most about 10x its text, TestLargeInListMemory) and
 	// the schemas and streams.
 	chunkCost := int64(unsafe.Sizeof(storage.Chunk{})) + int64(full.NumFields())*int64(unsafe.Sizeof(storage.ColumnStats{}))
-	p.cost = 4096 + int64(len(all))*chunkCost + int64(len(p.chunks))*int64(unsafe.Sizeof(storage.Chunk{})+8) +
+	p.cost = 4096 + int64(len(all))*(chunkCost+16) +
 		16*int64(len(meta.RowRestriction)) + int64(len(p.arrowSchema)+len(p.avroSchema)) +
 		int64(len(meta.Streams))*128
 	return p, nil
