@@ -370,7 +370,7 @@ func (h *hostile) step() {
 		"valid proto", "mutated proto rows", "mutated descriptor", "mixed row sizes",
 		"empty rows, wide table", "one row, wide table", "forged arrow schema", "arrow DAG schema",
 		"forged arrow batch", "arrow lying null count", "arrow many rows, missing columns", "valid arrow",
-		"oversized request",
+		"oversized request", "many missing-value keys",
 	}
 	k := h.rng.IntN(len(kinds))
 	if kinds[k] == "oversized request" && h.rng.IntN(4) != 0 {
@@ -455,6 +455,23 @@ func (h *hostile) step() {
 			h.t.Fatalf("%s: %v", kind, c)
 		}
 		h.okRows += 3
+	case "many missing-value keys":
+		// Keys in another case than the columns, one per column and
+		// more: resolved once per request, not per row and column.
+		rows := make([][]byte, 1+h.rng.IntN(2000))
+		req := protoReq(h.wide, h.wideDesc, rows)
+		req.MissingValueInterpretations = map[string]storagepb.AppendRowsRequest_MissingValueInterpretation{}
+		for i := 0; i < hostileWideColumns+h.rng.IntN(20000); i++ {
+			v := storagepb.AppendRowsRequest_MissingValueInterpretation(1 + h.rng.IntN(2))
+			req.MissingValueInterpretations[fmt.Sprintf("C%d", i)] = v
+		}
+		bad := h.rng.IntN(4) == 0
+		if bad {
+			req.MissingValueInterpretations["c0"] = storagepb.AppendRowsRequest_MissingValueInterpretation(3 + h.rng.IntN(100))
+		}
+		if c := h.send(kind, req); c != codes.OK && !(bad && c == codes.InvalidArgument) {
+			h.t.Fatalf("%s: %v", kind, c)
+		}
 	case "oversized request":
 		if c := h.send(kind, protoReq(h.narrow, h.narrowDesc, h.validRows(1, 11<<20))); c != codes.InvalidArgument {
 			h.t.Fatalf("%s: %v", kind, c)
