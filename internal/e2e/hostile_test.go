@@ -558,7 +558,7 @@ func TestHostileClient(t *testing.T) {
 	h.reset()
 	var got int64
 	sawLast := 0
-	for _, rec := range e.readAll(narrow, 4, nil, nil) {
+	scanTable(t, e, narrow, func(rec arrow.Record) {
 		got += rec.NumRows()
 		ids := rec.Column(0).(*array.Int64)
 		for i := 0; i < ids.Len(); i++ {
@@ -566,28 +566,85 @@ func TestHostileClient(t *testing.T) {
 				sawLast++
 			}
 		}
-		rec.Release()
-	}
+	})
 	if got < h.okRows || sawLast != 2 {
 		t.Fatalf("the narrow table holds %d rows (%d acknowledged), the final write %d of 2", got, h.okRows, sawLast)
 	}
-	for _, rec := range e.readAll(wide, 2, nil, nil) {
-		rec.Release()
+	scanTable(t, e, wide, func(arrow.Record) {})
+	// tabledata.list: the whole table after a short run; after a soak the
+	// first and the last rows (the Read API above read every batch).
+	listed := tabledataRows(t, ctx, e, "hostile_narrow", 0, 200000)
+	if got <= 200000 && int64(listed) != got {
+		t.Fatalf("tabledata.list returned %d rows, the Read API %d", listed, got)
 	}
-	it := e.bq.Dataset("d").Table("hostile_narrow").Read(ctx)
-	listed := 0
-	for {
+	if got > 200000 {
+		if n := tabledataRows(t, ctx, e, "hostile_narrow", uint64(got-1000), 2000); n != 1000 {
+			t.Fatalf("tabledata.list of the last 1,000 rows returned %d", n)
+		}
+	}
+	if p := peak.Load(); p > *hostileHeap {
+		t.Fatalf("reading the tables back (%d rows) took the heap to %d bytes, the bound is %d", got, p, *hostileHeap)
+	}
+	t.Logf("read back %d rows; heap peak %d MiB", got, peak.Load()>>20)
+}
+
+// scanTable reads a whole table through the Read API (Arrow, two
+// streams), handing each record to f and releasing it (a soak's table does
+// not fit in memory).
+func scanTable(t *testing.T, e *env, tablePath string, f func(arrow.Record)) {
+	sess, err := e.rc.CreateReadSession(e.ctx, &storagepb.CreateReadSessionRequest{
+		Parent:         "projects/" + project,
+		ReadSession:    &storagepb.ReadSession{Table: tablePath, DataFormat: storagepb.DataFormat_ARROW},
+		MaxStreamCount: 2,
+	})
+	if err != nil {
+		t.Fatalf("CreateReadSession %s: %v", tablePath, err)
+	}
+	schemaMsg := sess.GetArrowSchema().GetSerializedSchema()
+	for _, s := range sess.GetStreams() {
+		rows, err := e.rc.ReadRows(e.ctx, &storagepb.ReadRowsRequest{ReadStream: s.GetName()})
+		if err != nil {
+			t.Fatalf("ReadRows %s: %v", tablePath, err)
+		}
+		for {
+			resp, err := rows.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("ReadRows %s: %v", tablePath, err)
+			}
+			r, err := ipc.NewReader(bytes.NewReader(append(bytes.Clone(schemaMsg), resp.GetArrowRecordBatch().GetSerializedRecordBatch()...)))
+			if err != nil {
+				t.Fatalf("ipc reader: %v", err)
+			}
+			for r.Next() {
+				f(r.RecordBatch())
+			}
+			if err := r.Err(); err != nil {
+				t.Fatalf("ipc: %v", err)
+			}
+			r.Release()
+		}
+	}
+}
+
+// tabledataRows lists up to max rows of a table from row start through
+// tabledata.list and returns how many it got.
+func tabledataRows(t *testing.T, ctx context.Context, e *env, table string, start uint64, max int) int {
+	it := e.bq.Dataset("d").Table(table).Read(ctx)
+	it.StartIndex = start
+	n := 0
+	for n < max {
 		var row []bigquery.Value
 		err := it.Next(&row)
 		if errors.Is(err, iterator.Done) {
 			break
 		}
 		if err != nil {
-			t.Fatalf("tabledata.list after %d rows: %v", listed, err)
+			t.Fatalf("tabledata.list of %s from %d after %d rows: %v", table, start, n, err)
 		}
-		listed++
+		n++
 	}
-	if int64(listed) != got {
-		t.Fatalf("tabledata.list returned %d rows, the Read API %d", listed, got)
-	}
+	return n
 }
