@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,7 +51,21 @@ var (
 	hostileN    = flag.Int("hostile.n", 150, "TestHostileClient: requests to send")
 	hostileSoak = flag.Duration("hostile.soak", 0, "TestHostileClient: send requests until this much time has passed (a soak; overrides -hostile.n)")
 	hostileHeap = flag.Uint64("hostile.heap", 1<<30, "TestHostileClient: bound on the heap the process (server and client) holds")
+	hostileProf = flag.String("hostile.heapprofile", "", "TestHostileClient: write a heap profile here when the heap bound is exceeded")
 )
+
+// overHeap fails the test for a heap over the bound, writing a heap
+// profile first if asked to.
+func overHeap(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if *hostileProf != "" {
+		if f, err := os.Create(*hostileProf); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	t.Fatalf(format, args...)
+}
 
 var hostileNarrow = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
@@ -543,7 +559,7 @@ func TestHostileClient(t *testing.T) {
 	for ; *hostileSoak > 0 && time.Since(start) < *hostileSoak || *hostileSoak == 0 && n < *hostileN; n++ {
 		h.step()
 		if p := peak.Load(); p > *hostileHeap {
-			t.Fatalf("after %d requests (seed %d) the heap reached %d bytes, the bound is %d", n+1, seed, p, *hostileHeap)
+			overHeap(t, "after %d requests (seed %d) the heap reached %d bytes, the bound is %d", n+1, seed, p, *hostileHeap)
 		}
 	}
 	h.reset()
@@ -583,7 +599,7 @@ func TestHostileClient(t *testing.T) {
 		}
 	}
 	if p := peak.Load(); p > *hostileHeap {
-		t.Fatalf("reading the tables back (%d rows) took the heap to %d bytes, the bound is %d", got, p, *hostileHeap)
+		overHeap(t, "reading the tables back (%d rows) took the heap to %d bytes, the bound is %d", got, p, *hostileHeap)
 	}
 	t.Logf("read back %d rows; heap peak %d MiB", got, peak.Load()>>20)
 }
