@@ -48,7 +48,7 @@ import (
 //	go test ./internal/e2e -run TestHostileClient -hostile.soak=30m -timeout 0 -v     # a soak
 var (
 	hostileSeed = flag.Uint64("hostile.seed", 0, "TestHostileClient: the generator's seed (0: from the clock; the run prints it)")
-	hostileN    = flag.Int("hostile.n", 150, "TestHostileClient: requests to send")
+	hostileN    = flag.Int("hostile.n", 100, "TestHostileClient: requests to send")
 	hostileSoak = flag.Duration("hostile.soak", 0, "TestHostileClient: send requests until this much time has passed (a soak; overrides -hostile.n)")
 	hostileHeap = flag.Uint64("hostile.heap", 1<<30, "TestHostileClient: bound on the heap the process (server and client) holds")
 	hostileProf = flag.String("hostile.heapprofile", "", "TestHostileClient: write a heap profile here when the heap bound is exceeded")
