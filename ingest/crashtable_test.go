@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -378,18 +379,17 @@ func (l *ledgerFunc) Store(ctx context.Context, key string, st ingest.State) err
 }
 
 // TestCrashTableRows10To13CooperativeRebalance: member A owns both
-// partitions and holds each at its second batch, finalized; member B joins
-// and the cooperative rebalance revokes one partition from A mid-batch
-// (row 13). A's worker for it sees the revocation (its context ends)
-// before it returns, and B gets the partition only after that.
+// partitions and holds each in its second batch; member B joins and the
+// cooperative rebalance revokes one partition from A mid-batch (row 13).
+// A still owns it inside the revoke callback (B gets it only in the next
+// generation), and the revoke waits for A's worker:
 //
-//   - revoked before the seal (rows 10 and 13, unsealed: drop): A's seal is
-//     never sent; B loads IDLE at the batch's start X and replays it into
-//     its own streams; A's finalized stream is never committed.
-//   - revoked after the seal (rows 11 and 13, sealed): the seal landed under
-//     A's generation; B loads it and commits the very streams A sealed,
-//     then continues at Y. (A does not finish S6-S7 inside the revoke
-//     callback: it leaves the seal to B, the row's fallback.)
+//   - revoked before the seal (rows 10 and 13, unsealed: drop): A's batch
+//     2 is finalized but never sealed; B loads IDLE at the batch's start X
+//     and replays it into its own streams; A's stream is never committed.
+//   - revoked after the seal (rows 11 and 13, sealed: finish): A commits
+//     its sealed batch and writes DONE inside the revoke callback; B loads
+//     IDLE at the seal's end Y.
 //
 // The other partition stays with A and goes on. The table holds every
 // record once.
@@ -407,42 +407,64 @@ func TestCrashTableRows10To13CooperativeRebalance(t *testing.T) {
 
 			var (
 				mu         sync.Mutex
-				held       = map[string]ingest.State{} // A's seal of batch 2, per partition
-				revoked    []string
+				heldAt     = map[string]bool{}
+				seals      = map[string]ingest.State{}   // A's seal of batch 2 (sealed case)
+				aStored    = map[string][]ingest.State{} // every state A stored
+				aCommitted = map[string][]uint64{}       // batches A committed
+				revoking   []string
+				revokeCh   = map[string]chan struct{}{"kafka:events/0": make(chan struct{}), "kafka:events/1": make(chan struct{})}
 				bLoaded    = map[string]ingest.State{}
 				allHeld    = make(chan struct{})
 				rebalanced = make(chan struct{}) // B loaded its first partition
 			)
-			cfgA, srcA := k.config(e, table, group, nil)
-			cfgA.Ledger = &ledgerFunc{inner: srcA.Ledger(), store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
-				if !st.Sealed || st.Batch != 2 {
-					return do()
-				}
-				if sealed {
-					if err := do(); err != nil {
-						return err
-					}
-				}
+			// hold keeps A's worker (unsealed) or closer (sealed) of key
+			// in batch 2 until key's revoke starts, or, for the partition
+			// A keeps, until B got the other one.
+			hold := func(key string) {
 				mu.Lock()
-				held[key] = st
-				if len(held) == 2 {
+				heldAt[key] = true
+				if len(heldAt) == 2 {
 					close(allHeld)
 				}
 				mu.Unlock()
 				select {
-				case <-ctx.Done():
-					// Revoked while held: the seal (if not yet sent) never
-					// is; a sent seal is left to the next owner.
-					mu.Lock()
-					revoked = append(revoked, key)
-					mu.Unlock()
-					return ctx.Err()
+				case <-revokeCh[key]:
 				case <-rebalanced:
 				}
-				if sealed {
-					return nil
+			}
+			cfgA, srcA := k.config(e, table, group, nil)
+			cfgA.Hooks = hookFunc(func(p ingest.Point, key string, b uint64) error {
+				switch {
+				case p == ingest.OnRevoke:
+					mu.Lock()
+					revoking = append(revoking, key)
+					mu.Unlock()
+					close(revokeCh[key])
+				case !sealed && p == ingest.AfterFinalize && b == 2:
+					hold(key)
 				}
-				return do()
+				return nil
+			})
+			cfgA.OnCommit = func(c ingest.Committed) {
+				mu.Lock()
+				aCommitted[c.Partition] = append(aCommitted[c.Partition], c.Batch)
+				mu.Unlock()
+			}
+			cfgA.Ledger = &ledgerFunc{inner: srcA.Ledger(), store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+				mu.Lock()
+				aStored[key] = append(aStored[key], st)
+				mu.Unlock()
+				if !sealed || !st.Sealed || st.Batch != 2 {
+					return do()
+				}
+				if err := do(); err != nil {
+					return err
+				}
+				mu.Lock()
+				seals[key] = st
+				mu.Unlock()
+				hold(key)
+				return nil
 			}}
 			cfgB, srcB := k.config(e, table, group, nil)
 			cfgB.Ledger = &ledgerFunc{inner: srcB.Ledger(), load: func(key string, st ingest.State) {
@@ -477,17 +499,30 @@ func TestCrashTableRows10To13CooperativeRebalance(t *testing.T) {
 
 			mu.Lock()
 			defer mu.Unlock()
-			if len(revoked) != 1 {
-				t.Fatalf("partitions revoked from A while held at their seal: %v, want exactly one", revoked)
+			if len(revoking) != 1 {
+				t.Fatalf("partitions revoked from A: %v, want exactly one", revoking)
 			}
-			p := revoked[0]
-			seal, got := held[p], bLoaded[p]
+			p := revoking[0]
+			got := bLoaded[p]
+			stored := aStored[p]
 			if !sealed {
-				if got.Sealed || got.Offset != seal.Offset || got.Batch != seal.Batch-1 {
-					t.Fatalf("B loaded %v for %s, want IDLE{b:%d x:%d} (A's unsent seal was %v)", got, p, seal.Batch-1, seal.Offset, seal)
+				for _, st := range stored {
+					if st.Sealed && st.Batch == 2 {
+						t.Fatalf("A sealed batch 2 of %s (%v) after its revoke started", p, st)
+					}
 				}
-			} else if !got.Sealed || got.Offset != seal.Offset || got.To != seal.To || !reflect.DeepEqual(got.Streams, seal.Streams) {
-				t.Fatalf("B loaded %v %+v for %s, want A's seal %v %+v", got, got.Streams, p, seal, seal.Streams)
+				last := stored[len(stored)-1]
+				if got.Sealed || got.Batch != 1 || got.Offset != last.Offset || last.Sealed || last.Batch != 1 {
+					t.Fatalf("B loaded %v for %s, want IDLE{b:1 x:%d}, A's last state (%v)", got, p, last.Offset, last)
+				}
+			} else {
+				seal := seals[p]
+				if !slices.Contains(aCommitted[p], 2) {
+					t.Fatalf("A did not commit its sealed batch 2 of %s inside the revoke (A committed %v)", p, aCommitted[p])
+				}
+				if got.Sealed || got.Batch != 2 || got.Offset != seal.To {
+					t.Fatalf("B loaded %v for %s, want IDLE{b:2 x:%d}: A's DONE written inside the revoke", got, p, seal.To)
+				}
 			}
 			checkExactlyOnce(t, e.readIDs(t, table), n)
 		})

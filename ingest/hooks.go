@@ -24,6 +24,10 @@ const (
 	AfterDone Point = "after-done"
 )
 
+// OnRevoke: the partition's cooperative revoke started (Kafka); its batch
+// number is 0. Not in Points: a file source never reaches it.
+const OnRevoke Point = "on-revoke"
+
 // Points lists every failure point in protocol order.
 var Points = []Point{AfterCreate, MidAppend, AfterFinalize, AfterSeal, AfterCommit, AfterDone}
 

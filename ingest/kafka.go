@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,6 +35,10 @@ type KafkaSource struct {
 	// MaxBuffered is the bytes fetched and not yet read per partition
 	// before its fetching pauses (default 8 MiB).
 	MaxBuffered int64
+	// RevokeGrace bounds how long a cooperative revoke waits for a
+	// partition's worker to finish a sealed batch (default 10 s; keep it
+	// well under the group's rebalance timeout).
+	RevokeGrace time.Duration
 	Logger      *slog.Logger
 
 	cl      *kgo.Client
@@ -116,7 +121,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			for _, p := range m[s.Topic] {
-				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1)}
+				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
 				kp.mu.seekTo = -1
 				kp.ctx, kp.cancel = context.WithCancel(ctx)
 				s.mu.Lock()
@@ -218,7 +223,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 }
 
 // release stops the workers of revoked or lost partitions and waits for
-// them: a worker that had sealed leaves the seal to the next owner.
+// them. A revoked partition's worker first gets RevokeGrace to finish a
+// sealed batch (Revoker); a lost one stops at once, leaving its seal to
+// the next owner.
 func (s *KafkaSource) release(ps []int32, why string) {
 	var stopped []*kafkaPartition
 	s.mu.Lock()
@@ -229,12 +236,41 @@ func (s *KafkaSource) release(ps []int32, why string) {
 		}
 	}
 	s.mu.Unlock()
+	if why == "revoked" {
+		// A cooperative revoke: this member still owns the partitions
+		// (the group gives them to another member only in the next
+		// generation, after this callback returns), so a worker may
+		// finish a sealed batch here (crash table row 13), for at most
+		// RevokeGrace.
+		for _, kp := range stopped {
+			close(kp.revoking)
+		}
+		grace := time.NewTimer(s.revokeGrace())
+		defer grace.Stop()
+		for _, kp := range stopped {
+			select {
+			case <-kp.done:
+			case <-grace.C:
+				s.log.Warn("revoke grace over: the worker stops; its seal is left to the next owner", "partition", s.key(kp.p))
+			}
+		}
+	}
 	for _, kp := range stopped {
 		kp.cancel()
 		<-kp.done
 		s.log.Info("partition "+why, "partition", s.key(kp.p))
 	}
 }
+
+func (s *KafkaSource) revokeGrace() time.Duration {
+	if s.RevokeGrace > 0 {
+		return s.RevokeGrace
+	}
+	return 10 * time.Second
+}
+
+// Revoking implements Revoker.
+func (kp *kafkaPartition) Revoking() <-chan struct{} { return kp.revoking }
 
 func (s *KafkaSource) releaseAll() {
 	s.mu.Lock()
@@ -303,7 +339,9 @@ type kafkaPartition struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	notify chan struct{} // buffered(1): records arrived or a seek applied
-	mu     struct {
+	// revoking is closed when a cooperative revoke starts (Revoker).
+	revoking chan struct{}
+	mu       struct {
 		sync.Mutex
 		queue     []*kgo.Record
 		queued    int64 // bytes in queue

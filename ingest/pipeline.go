@@ -248,6 +248,10 @@ func Run(ctx context.Context, cfg Config) error {
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
 		w := &worker{p: p, part: part, key: part.Key()}
 		err := w.run(ctx)
+		if errors.Is(err, errRevoked) {
+			p.log.Info("partition revoked; sealed batches finished", "partition", part.Key())
+			return nil
+		}
 		if errors.Is(err, ErrFenced) && ctx.Err() == nil && !p.single {
 			// Another owner wrote the partition's state, so it is ours no
 			// longer, though the group has not told this member yet. Commit

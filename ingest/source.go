@@ -35,6 +35,16 @@ type Partition interface {
 	Open(ctx context.Context, from int64) (RecordReader, error)
 }
 
+// Revoker is implemented by partitions that can be given up gracefully
+// (a Kafka cooperative revoke): Revoking is closed when the partition is
+// being given up, while this process still owns it and before the
+// partition's context ends. The worker then starts no new batch and
+// seals nothing more; a batch already sealed is committed and marked DONE
+// (EXACTLY-ONCE.md 3.6 row 13), and the worker returns.
+type Revoker interface {
+	Revoking() <-chan struct{}
+}
+
 // Ender is implemented by partitions that know their current end offset
 // (file size, Kafka high watermark), for the lag metric.
 type Ender interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -40,6 +41,8 @@ type worker struct {
 	// dropped: its schema may predate a table change (an idle partition
 	// would otherwise map new columns with an old schema).
 	spareAt time.Time
+	// draining is set when the partition's revoke started (Revoker).
+	draining atomic.Bool
 	// forceFresh makes the next batch create its stream in the foreground
 	// (after a record named a column the batch's schema lacked).
 	forceFresh bool
@@ -55,6 +58,10 @@ type createResult struct {
 	at  time.Time // when the creation returned
 	err error
 }
+
+// errRevoked ends a worker whose partition was revoked (Revoker) once its
+// sealed batches are finished.
+var errRevoked = errors.New("ingest: partition revoked")
 
 // abandonError is a batch thrown away before its seal; the worker replays it.
 type abandonError struct {
@@ -127,6 +134,33 @@ func (w *worker) run(ctx context.Context) error {
 	// the crash point either (Hooks).
 	cctx, ccancel := context.WithCancel(ctx)
 	defer ccancel()
+	// A cooperative revoke (Revoker) stops the batch in progress (it is
+	// not sealed: dropped) and every batch not yet sealed, while the
+	// closer finishes a sealed one: crash table row 13.
+	var revokeErr error       // set by the watcher before watched closes
+	var watched chan struct{} // closed when the revoke watcher ends
+	if r, ok := w.part.(Revoker); ok {
+		stop := make(chan struct{})
+		watched = make(chan struct{})
+		defer func() {
+			close(stop)
+			<-watched
+		}()
+		go func() {
+			defer close(watched)
+			select {
+			case <-r.Revoking():
+			case <-stop:
+				return
+			}
+			w.draining.Store(true)
+			cancel()
+			if err := hook(w.p.cfg.Hooks, OnRevoke, w.key, 0); err != nil {
+				revokeErr = err
+				ccancel()
+			}
+		}()
+	}
 	items := make(chan *closeItem, 1)
 	var closeErr error
 	closed := make(chan struct{})
@@ -135,6 +169,10 @@ func (w *worker) run(ctx context.Context) error {
 		last := st // the state stored last
 		for it := range items {
 			if closeErr != nil {
+				continue
+			}
+			if w.draining.Load() {
+				w.p.log.Info("partition revoked: dropping a batch not yet sealed", "partition", w.key, "batch", it.b, "from", it.x)
 				continue
 			}
 			next, err := w.close(cctx, it, last)
@@ -152,8 +190,16 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		close(items)
 		<-closed
-		if closeErr != nil && !isHookError(err) {
+		if w.draining.Load() {
+			<-watched // draining is set only by the watcher, which ends soon after
+		}
+		switch {
+		case revokeErr != nil:
+			return revokeErr
+		case closeErr != nil && !isHookError(err):
 			return closeErr
+		case w.draining.Load() && !isHookError(err):
+			return errRevoked
 		}
 		return err
 	}
