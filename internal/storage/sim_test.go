@@ -297,6 +297,9 @@ func runSim(seed int64, steps int, logf func(string, ...any)) (st simStats, err 
 		for _, h := range w.held {
 			h.s.Release()
 		}
+		if w.gate != nil {
+			w.gate.set(false) // a check failed while appends were held
+		}
 		if w.db != nil {
 			_ = w.db.Close()
 		}
