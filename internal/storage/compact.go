@@ -149,10 +149,27 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 		return fail(err)
 	}
 	// The commit point: the rename. Under t.mu so that a concurrent
-	// close cannot interleave with the swap.
+	// close cannot interleave with it.
 	if err := t.db.fs.Rename(tmp, final); err != nil {
 		t.mu.Unlock()
 		return fail(err)
+	}
+	t.mu.Unlock()
+	// The swap is published only once the rename is durable: from then
+	// on the next seal collects the abandoned streams whose rows the new
+	// file dropped (gc.go), and a checkpoint without them must never be
+	// durable next to the replaced files, whose rows would then plan as
+	// visible. Until it is published the table reads the old files (their
+	// handles stay open) and recovery accepts either file.
+	if err := t.db.fs.SyncDir(t.dir); err != nil {
+		lf.unref()
+		return CompactStats{}, fmt.Errorf("storage: compact %s: %w", t.dir, err)
+	}
+	t.mu.Lock()
+	if err := t.usableLocked(); err != nil {
+		t.mu.Unlock()
+		lf.unref()
+		return CompactStats{}, fmt.Errorf("storage: compact %s: %w", t.dir, err)
 	}
 	refs := make([]batchRef, 0, len(newBatches)+len(t.mu.batches)-n)
 	for _, b := range newBatches {
@@ -166,9 +183,6 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	t.db.m.compactions.Add(1)
 	for _, f := range sealed {
 		f.unref() // the table's reference
-	}
-	if err := t.db.fs.SyncDir(t.dir); err != nil {
-		return stats, fmt.Errorf("storage: compact %s: %w", t.dir, err)
 	}
 	for _, f := range sealed[:len(sealed)-1] {
 		if err := t.db.fs.Remove(f.name); err != nil {
