@@ -43,18 +43,17 @@ func (t *Table) recover() error {
 	if err != nil {
 		return fmt.Errorf("storage: open table %s: %w", t.dir, err)
 	}
+	// Files to delete, deleted only once the table recovered: a table
+	// that fails recovery keeps every file as it was (quarantine), and
+	// no file is deleted on the word of one that does not read.
+	type removal struct{ name, why string }
+	var obsolete []removal
 	var nums []int
 	for _, n := range names {
 		if num, ok := parseLogName(n); ok {
 			nums = append(nums, num)
 		} else if strings.HasSuffix(n, ".tmp") {
-			// An interrupted compaction.
-			err := t.repair("remove "+path.Join(t.dir, n)+" (left by an interrupted compaction)", func() error {
-				return fs.Remove(path.Join(t.dir, n))
-			})
-			if err != nil {
-				return fmt.Errorf("storage: open table %s: %w", t.dir, err)
-			}
+			obsolete = append(obsolete, removal{path.Join(t.dir, n), "left by an interrupted compaction"})
 		}
 	}
 	slices.Sort(nums)
@@ -69,12 +68,7 @@ func (t *Table) recover() error {
 	for i := len(nums) - 1; i >= 0; i-- {
 		num := nums[i]
 		if num >= floor {
-			err := t.repair("remove "+path.Join(t.dir, logName(num))+" (replaced by a compacted file)", func() error {
-				return fs.Remove(path.Join(t.dir, logName(num)))
-			})
-			if err != nil {
-				return fmt.Errorf("storage: open table %s: remove compacted-away file: %w", t.dir, err)
-			}
+			obsolete = append(obsolete, removal{path.Join(t.dir, logName(num)), "replaced by a compacted file"})
 			continue
 		}
 		live = append(live, num)
@@ -140,7 +134,15 @@ func (t *Table) recover() error {
 	if t.mu.durable == nil || len(t.mu.schemas) == 0 {
 		return fmt.Errorf("storage: open table %s: no checkpoint: %w", t.dir, ErrCorruption)
 	}
-	return t.checkRowsLocked()
+	if err := t.checkRowsLocked(); err != nil {
+		return err
+	}
+	for _, o := range obsolete {
+		if err := t.repair("remove "+o.name+" ("+o.why+")", func() error { return fs.Remove(o.name) }); err != nil {
+			return fmt.Errorf("storage: open table %s: remove %s: %w", t.dir, o.name, err)
+		}
+	}
+	return nil
 }
 
 // checkFileNumbers checks that the live files (ascending) cover the file

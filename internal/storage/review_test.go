@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"path"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -86,4 +87,66 @@ func TestCompactionSwapDurableBeforeGC(t *testing.T) {
 			t.Fatalf("acknowledged row %d lost", v)
 		}
 	}
+}
+
+// TestQuarantineKeepsReplacedFiles: files that a compacted file replaces
+// (left by a crash before their deletion) are deleted only once the
+// compacted file proved readable. If it does not (a damaged footer), the
+// table is quarantined with every file as it was, the replaced files
+// included: they hold the same acknowledged rows, and Open (or fsck
+// --repair) must not delete them on the word of a file it cannot read.
+func TestQuarantineKeepsReplacedFiles(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, SegmentSize: 4096}
+	db, err := Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := db.CreateTable(ctx, "t", testSchema)
+	id := int64(0)
+	for range 3 {
+		for n := numFiles(tb); numFiles(tb) == n; id++ {
+			appendRows(t, tb, DefaultStreamID, -1, id, 1)
+		}
+	}
+	dir := tb.dir
+	tb.mu.Lock()
+	var sealed []string
+	for _, f := range tb.mu.files[:len(tb.mu.files)-1] {
+		sealed = append(sealed, f.name)
+	}
+	tb.mu.Unlock()
+	old := map[string][]byte{}
+	for _, name := range sealed[:len(sealed)-1] {
+		old[name] = readMemFile(t, fs, name)
+	}
+	if st, err := tb.Compact(ctx); err != nil || st.FilesIn != len(sealed) {
+		t.Fatalf("Compact: %+v %v", st, err)
+	}
+	db.Close()
+	// A crash before the replaced files were deleted; then the compacted
+	// file's trailer is damaged.
+	for name, data := range old {
+		writeMemFile(t, fs, name, data)
+	}
+	compacted := sealed[len(sealed)-1]
+	data := readMemFile(t, fs, compacted)
+	data[len(data)-3] ^= 0xff
+	writeMemFile(t, fs, compacted, data)
+
+	db, err = Open("db", opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer db.Close()
+	if _, err := db.Table("t"); !errors.Is(err, ErrQuarantined) {
+		t.Fatalf("Table: %v, want quarantined", err)
+	}
+	for name := range old {
+		if !fs.Exists(name) {
+			t.Errorf("%s (replaced by the damaged compacted file %s) was deleted", name, path.Base(compacted))
+		}
+	}
+	_ = dir
 }
