@@ -14,7 +14,8 @@ package ingest_test
 // COORDINATOR_LOAD_IN_PROGRESS, REQUEST_TIMED_OUT after the request was
 // applied, dropped connections), server faults through PUT /admin/faults
 // (append.reset before and after durability, append.stall,
-// commit.drop_reply, finalize.drop_reply), and server kill -9 and restart.
+// commit.drop_reply, finalize.drop_reply), server kill -9 and restart,
+// and a schema change (a column added, then filled by new records).
 //
 // Then the nemesis stops (faults removed, every member slot up) and the
 // checker requires, within a bounded time: lag zero on every partition (no
@@ -52,6 +53,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -207,6 +209,8 @@ func (e nemesisEvent) String() string {
 		return fmt.Sprintf("%7v server faults %q", e.At, e.Spec)
 	case "server-kill9":
 		return fmt.Sprintf("%7v kill -9 the server, restart after %v", e.At, e.Down)
+	case "schema":
+		return fmt.Sprintf("%7v add a column to the table; records then fill it", e.At)
 	}
 	return fmt.Sprintf("%7v %s", e.At, e.Kind)
 }
@@ -254,10 +258,12 @@ func nemesisSchedule(rng *rand.Rand, dur time.Duration) []nemesisEvent {
 			e.Err, e.Count = errs[rng.IntN(len(errs))], 1+rng.IntN(3)
 		case r < 70:
 			e.Kind, e.Key = "drop", keys[rng.IntN(len(keys))]
-		case r < 92:
+		case r < 88:
 			e.Kind, e.Spec = "server-faults", serverSpecs[rng.IntN(len(serverSpecs))]
-		default:
+		case r < 95:
 			e.Kind, e.Down = "server-kill9", time.Duration(100+rng.IntN(1000))*time.Millisecond
+		default:
+			e.Kind = "schema"
 		}
 		ev = append(ev, e)
 	}
@@ -285,6 +291,33 @@ type nemesis struct {
 		quiet   bool // the nemesis stopped: any member failure is a finding
 	}
 	kfakeFaults []*kfake.FaultHandle
+	// schemaChanged: the table has the column extra; the producer fills it.
+	schemaChanged atomic.Bool
+}
+
+// addColumn adds the nullable column extra to the table (a schema change
+// while the pipeline runs: new streams report it, records naming it make
+// a batch end and map again with a fresh stream).
+func (n *nemesis) addColumn() error {
+	srv := n.server()
+	if srv == nil {
+		return errors.New("server down")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr)...)
+	if err != nil {
+		return err
+	}
+	defer bq.Close()
+	tbl := bq.Dataset("d").Table("nemesis")
+	md, err := tbl.Metadata(ctx)
+	if err != nil {
+		return err
+	}
+	schema := append(md.Schema, &bigquery.FieldSchema{Name: "extra", Type: bigquery.StringFieldType})
+	_, err = tbl.Update(ctx, bigquery.TableMetadataToUpdate{Schema: schema}, md.ETag)
+	return err
 }
 
 type member struct {
@@ -564,6 +597,15 @@ func (n *nemesis) apply(e nemesisEvent, restarts chan<- func()) {
 		if err := n.putServerFaults(e.Spec); err != nil {
 			n.logf("nemesis: server faults not installed: %v", err)
 		}
+	case "schema":
+		if n.schemaChanged.Load() {
+			return
+		}
+		if err := n.addColumn(); err != nil {
+			n.logf("nemesis: schema change failed: %v", err)
+			return
+		}
+		n.schemaChanged.Store(true)
 	case "server-kill9":
 		srv := n.server()
 		if srv == nil {
@@ -628,6 +670,10 @@ func (n *nemesis) produce(ctx context.Context, rng *rand.Rand) (*produced, error
 				next++
 			}
 			ids = append(ids, id)
+			if n.schemaChanged.Load() && rng.IntN(2) == 0 {
+				recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"id":%d,"name":"n%d","tags":[],"extra":"e%d"}`, id, id, id)})
+				continue
+			}
 			recs = append(recs, &kgo.Record{Value: fmt.Appendf(nil, `{"id":%d,"name":"n%d","tags":[]}`, id, id)})
 		}
 		return recs, ids
