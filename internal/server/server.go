@@ -71,8 +71,14 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
 	// and HTTP ports over TLS (the admin port stays plaintext on
 	// loopback). Off by default, for local use.
-	TLSCertFile      string
-	TLSKeyFile       string
+	TLSCertFile string
+	TLSKeyFile  string
+	// AuthTokensFile, when set, maps bearer tokens to principals and the
+	// projects they may use (format in auth.go: TOKEN PRINCIPAL
+	// PROJECT[,PROJECT...], * for all). A missing or unknown token is
+	// UNAUTHENTICATED / 401, another project PERMISSION_DENIED / 403, on
+	// both ports (gRPC health and /healthz excepted). Off by default.
+	AuthTokensFile   string
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
 	HTTPIdleTimeout  time.Duration
@@ -226,6 +232,12 @@ func Start(cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var auth *tokens
+	if cfg.AuthTokensFile != "" {
+		if auth, err = loadTokens(cfg.AuthTokensFile); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.AdminAddr != "" {
 		s.adminLis, err = net.Listen("tcp", cfg.AdminAddr)
 		if err != nil {
@@ -244,14 +256,24 @@ func Start(cfg Config) (_ *Server, err error) {
 	// A request that does not decode is INVALID_ARGUMENT, not grpc-go's
 	// INTERNAL (apierr.DecodeGuard).
 	guard := apierr.NewDecodeGuard()
+	// Credentials are checked right after decoding, before anything else
+	// looks at the request.
+	unary := []grpc.UnaryServerInterceptor{guard.UnaryInterceptor}
+	streams := []grpc.StreamServerInterceptor{guard.StreamInterceptor}
+	if auth != nil {
+		unary = append(unary, auth.unary)
+		streams = append(streams, auth.stream)
+	}
+	unary = append(unary, s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor())
+	streams = append(streams, s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor())
 	var creds []grpc.ServerOption
 	if tlsCfg != nil {
 		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
 	s.grpcSrv = grpc.NewServer(append(creds,
 		grpc.ForceServerCodecV2(guard.Codec()),
-		grpc.ChainUnaryInterceptor(guard.UnaryInterceptor, s.recoverUnary, s.faults.UnaryServerInterceptor(), s.quota.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(guard.StreamInterceptor, s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor()),
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(streams...),
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(MaxSendMsgSize),
 		// The receive windows bound what clients can push ahead of the
@@ -297,9 +319,13 @@ func Start(cfg Config) (_ *Server, err error) {
 	mux.Handle("GET /healthz", healthz)
 	mux.Handle("GET /metrics", metrics)
 	// /admin/faults and /debug/pprof are on the admin port only.
+	var public http.Handler = mux
+	if auth != nil {
+		public = auth.httpAuth(mux, s.rest)
+	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.httpSrv = &http.Server{
-		Handler:           publicHandler(mux, s.rest, cfg.AllowedHosts),
+		Handler:           publicHandler(public, s.rest, cfg.AllowedHosts),
 		ReadHeaderTimeout: 30 * time.Second,
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
