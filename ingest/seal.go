@@ -53,6 +53,12 @@ type State struct {
 	// existed.
 	Config string
 
+	// Source identifies the source as read up to Offset (files: absolute
+	// path, device:inode, hash of the consumed prefix's ends; see
+	// filePartition.identity), so a rotated or replaced file fails closed
+	// instead of being read on at Offset. Empty when the source has none.
+	Source string
+
 	// Missing is set by Load when no state was ever stored for the
 	// partition (never encoded): the worker starts it at Config.Start.
 	Missing bool
@@ -67,6 +73,7 @@ type State struct {
 func sameState(a, b State) bool {
 	a.Generation, b.Generation = 0, 0
 	a.Config, b.Config = "", "" // set by worker.store on every write
+	a.Source, b.Source = "", ""
 	if len(a.Streams) == 0 && len(b.Streams) == 0 {
 		a.Streams, b.Streams = nil, nil
 	}
@@ -85,15 +92,16 @@ type SealedStream struct {
 //	IDLE   {"v":1,"b":7,"x":1234,"o":"9f2c4e1a0b3d5c7e"}
 //	SEALED {"v":1,"b":8,"x":1234,"to":5678,"s":[{"t":0,"id":"...","n":100}],"dl":77,"o":"9f2c4e1a0b3d5c7e"}
 type wireState struct {
-	V  int          `json:"v"`
-	B  uint64       `json:"b"`
-	X  int64        `json:"x"`
-	G  int32        `json:"g,omitempty"`
-	To *int64       `json:"to,omitempty"`
-	S  []wireStream `json:"s,omitempty"`
-	DL *int64       `json:"dl,omitempty"`
-	O  string       `json:"o,omitempty"`
-	C  string       `json:"c,omitempty"`
+	V   int          `json:"v"`
+	B   uint64       `json:"b"`
+	X   int64        `json:"x"`
+	G   int32        `json:"g,omitempty"`
+	To  *int64       `json:"to,omitempty"`
+	S   []wireStream `json:"s,omitempty"`
+	DL  *int64       `json:"dl,omitempty"`
+	O   string       `json:"o,omitempty"`
+	C   string       `json:"c,omitempty"`
+	Src string       `json:"src,omitempty"`
 }
 
 type wireStream struct {
@@ -110,7 +118,7 @@ func (s State) Encode() ([]byte, error) {
 	if len(s.Config) > maxOwnerBytes {
 		return nil, fmt.Errorf("ingest: state config id %q is longer than %d bytes", s.Config, maxOwnerBytes)
 	}
-	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation, O: s.Owner, C: s.Config}
+	w := wireState{V: 1, B: s.Batch, X: s.Offset, G: s.Generation, O: s.Owner, C: s.Config, Src: s.Source}
 	if s.DeadLetterEnd >= 0 {
 		w.DL = &s.DeadLetterEnd
 	}
@@ -151,7 +159,7 @@ func DecodeState(b []byte) (State, error) {
 	if w.V != 1 {
 		return State{}, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
 	}
-	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O, Config: w.C}
+	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O, Config: w.C, Source: w.Src}
 	if w.X < 0 {
 		return State{}, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -131,4 +132,55 @@ func TestStateBoundToTable(t *testing.T) {
 		t.Fatalf("rerun into the original table: %v", err)
 	}
 	checkExactlyOnce(t, e.readIDs(t, first), n)
+}
+
+// TestFileReplacedFailsClosed: a file rotated or replaced after a run is
+// not the file its state describes; reading on at the stored offset would
+// skip the new file's first records, so the run fails closed. A file that
+// only grew continues.
+func TestFileReplacedFailsClosed(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "replaced")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.ndjson")
+	write := func(ids ...int) string {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(`{"id":` + strconv.Itoa(id) + `}` + "\n")
+		}
+		return b.String()
+	}
+	if err := os.WriteFile(src, []byte(write(1, 2, 3)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"), deadLetter: filepath.Join(dir, "dead.ndjson")}
+	if err := r.do(t); err != nil {
+		t.Fatal(err)
+	}
+	// The file grows: the next run reads only what was added.
+	f, err := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(write(4))
+	f.Close()
+	if err := r.do(t); err != nil {
+		t.Fatalf("after the file grew: %v", err)
+	}
+	// Rotated: a new file (new inode, other records) under the same name.
+	tmp := filepath.Join(dir, "new.ndjson")
+	if err := os.WriteFile(tmp, []byte(write(7, 8, 9, 10, 11, 12)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, src); err != nil {
+		t.Fatal(err)
+	}
+	err = r.do(t)
+	if !errors.Is(err, ingest.ErrSourceChanged) {
+		t.Fatalf("run over a replaced file: %v, want ErrSourceChanged (table %v)", err, e.readIDs(t, table))
+	}
+	got := e.readIDs(t, table)
+	if len(got) != 4 || got[1] != 1 || got[4] != 1 {
+		t.Fatalf("table %v, want ids 1-4 once", got)
+	}
 }

@@ -91,6 +91,17 @@ func (w *worker) run(ctx context.Context) error {
 			"taking its offset would skip every range committed there; use a new --state-dir (or consumer group) with --start for the new table, or the old --table",
 			ErrConfigChanged, w.key, st.Offset, st.Config, w.p.cfg.Table, w.p.configID)
 	}
+	if id, ok := w.part.(identifier); ok && st.Source != "" {
+		cur, err := id.identity(st.Offset)
+		if err != nil {
+			return err
+		}
+		if cur != st.Source {
+			return fmt.Errorf("%w: partition %s: read up to offset %d, the source was %s; now it is %s (rotated or replaced?): "+
+				"reading on at %d would skip or repeat records; restore the file, or use a new --state-dir with --start",
+				ErrSourceChanged, w.key, st.Offset, st.Source, cur, st.Offset)
+		}
+	}
 	if st.Missing {
 		if st, err = w.start(ctx, st); err != nil {
 			return err
@@ -765,6 +776,13 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 // ErrStoreFinal and the end of ctx stop at once.
 func (w *worker) store(ctx context.Context, st, prev State, what string) error {
 	st.Config = w.p.configID
+	if id, ok := w.part.(identifier); ok {
+		src, err := id.identity(st.Offset)
+		if err != nil {
+			return err
+		}
+		st.Source = src
+	}
 	for attempt := 0; ; attempt++ {
 		err := w.p.cfg.Ledger.Store(ctx, w.key, st)
 		if err == nil {
