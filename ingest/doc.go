@@ -38,6 +38,20 @@
 // missing stream fails closed), then DONE is written and reading resumes
 // at Y.
 //
+// # Fencing
+//
+// Every state a run writes carries its owner token. A Store that fails
+// (a lost reply, a coordinator moving, ILLEGAL_GENERATION while a
+// cooperative rebalance bumps the generation) is settled by reading the
+// state back: exactly what was written (streams, range, token) goes on;
+// exactly the previous state is written again with the group's current
+// generation for as long as the partition is owned; anything else is
+// another owner's, even with the same batch number and offset, and the
+// worker is fenced: it commits nothing more and gives the partition up
+// only through the revoke or lost callback. A cooperative revoke lets the
+// worker finish a batch it already sealed (commit, DONE) and drops the
+// others; a lost partition stops at once.
+//
 // Records that do not fit the table go to the dead-letter sink with the
 // reason (rows.RecordError), never dropped silently. The file sink is made
 // durable before the state that covers it and, for a single-partition
