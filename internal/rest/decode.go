@@ -25,11 +25,17 @@ func sprintf(format string, args ...any) string {
 	return fmt.Sprintf(format, args...)
 }
 
-// readBody reads a JSON object body of at most MaxBodyBytes, checks that
-// every member name is a field of the BigQuery resource typ (as Google's
-// JSON frontends do: unknown names are a 400 "Invalid JSON payload"), and
-// returns the raw bytes and the top-level members.
-func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.Type) ([]byte, map[string]json.RawMessage, error) {
+// pathParams are the request parameters a method takes from its path;
+// "" for one the method does not have.
+type pathParams struct{ project, dataset, table string }
+
+// readBody reads a JSON object body of at most MaxBodyBytes, binds the
+// request parameters repeated at its top (see bindParams), checks that
+// every other member name is a field of the BigQuery resource typ (as
+// Google's JSON frontends do: unknown names are a 400 "Invalid JSON
+// payload"), and returns the raw bytes and the top-level members, without
+// the parameters.
+func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.Type, pp pathParams) ([]byte, map[string]json.RawMessage, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -51,8 +57,13 @@ func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.T
 	if dec.More() {
 		return nil, nil, badRequest("Invalid JSON payload received. Unexpected data after the %s object.", what)
 	}
-	if _, ok := v.(map[string]any); !ok {
+	obj, ok := v.(map[string]any)
+	if !ok {
 		return nil, nil, badRequest("Invalid JSON payload received. Expected a %s object, got %s.", what, jsonKind(v))
+	}
+	bound, err := bindParams(obj, pp)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := checkNames(v, typ, what); err != nil {
 		return nil, nil, err
@@ -61,7 +72,42 @@ func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.T
 	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, nil, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
 	}
+	for _, name := range bound {
+		delete(members, name)
+	}
 	return body, members, nil
+}
+
+// bindParams handles the request parameters a body repeats at its top, as
+// Google's frontend does: a member named like one of the method's path
+// parameters (projectId, datasetId, tableId) is the parameter itself, not
+// a member of the resource. Equal to the path (or null) it is accepted and
+// removed from obj; different, the request is a 400. The official Node.js
+// client sends projectId in the body of datasets.insert. A name that is no
+// parameter of the method is left in obj, for checkNames to report as
+// unknown. bindParams returns the names it removed.
+func bindParams(obj map[string]any, pp pathParams) ([]string, error) {
+	var bound []string
+	for _, p := range [...]struct{ name, value string }{
+		{"projectId", pp.project}, {"datasetId", pp.dataset}, {"tableId", pp.table},
+	} {
+		v, ok := obj[p.name]
+		if !ok || p.value == "" {
+			continue
+		}
+		switch v := v.(type) {
+		case nil:
+		case string:
+			if v != p.value {
+				return nil, invalid("Value %s in content does not agree with value %s. This can happen when a value set through a parameter is inconsistent with a value set in the request.", v, p.value)
+			}
+		default:
+			return nil, badRequest("Invalid JSON payload received. Invalid value at '%s' (TYPE_STRING), got a JSON %s.", snakePath(p.name), strings.TrimPrefix(strings.TrimPrefix(jsonKind(v), "an "), "a "))
+		}
+		delete(obj, p.name)
+		bound = append(bound, p.name)
+	}
+	return bound, nil
 }
 
 // decodeInto decodes JSON into v, turning decoder errors into 400s that

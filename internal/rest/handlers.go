@@ -65,7 +65,7 @@ type datasetBody struct {
 }
 
 func (h *Handler) insertDataset(w http.ResponseWriter, r *http.Request, p string) {
-	body, members, err := readBody(w, r, "dataset", datasetType)
+	body, members, err := readBody(w, r, "dataset", datasetType, pathParams{project: p})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -189,7 +189,7 @@ func (h *Handler) dataset(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, datasetOut(r, ds))
 	case http.MethodPatch, http.MethodPut:
-		body, members, err := readBody(w, r, "dataset", datasetType)
+		body, members, err := readBody(w, r, "dataset", datasetType, pathParams{project: p, dataset: d})
 		if err != nil {
 			h.writeError(w, r, err)
 			return
@@ -284,7 +284,7 @@ type tableBody struct {
 var unsupportedTableMembers = []string{"view", "materializedView", "externalDataConfiguration", "biglakeConfiguration", "tableReplicationInfo", "cloneDefinition", "snapshotDefinition"}
 
 func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d string) {
-	body, members, err := readBody(w, r, "table", tableType)
+	body, members, err := readBody(w, r, "table", tableType, pathParams{project: p, dataset: d})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -424,7 +424,7 @@ func (h *Handler) table(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, h.tableOut(r, t))
 	case http.MethodPatch, http.MethodPut:
-		body, members, err := readBody(w, r, "table", tableType)
+		body, members, err := readBody(w, r, "table", tableType, pathParams{project: p, dataset: d, table: tn})
 		if err != nil {
 			h.writeError(w, r, err)
 			return

@@ -16,7 +16,9 @@
 // member name BigQuery does not know, or a member of the wrong JSON type is
 // a 400 with reason badRequest and an "Invalid JSON payload received."
 // message naming the snake_case field path, as Google's JSON frontend
-// answers. Known members that bqstore does not implement (partitioning,
+// answers. Request parameters repeated at the top of a body (projectId,
+// datasetId, tableId, as the Node.js client sends) are the parameters
+// themselves: accepted when equal to the path, a 400 otherwise. Known members that bqstore does not implement (partitioning,
 // clustering, encryption, policy tags, collation, ...) are accepted and
 // ignored; members that would make the table a view, a materialized view,
 // an external, BigLake, clone or snapshot table are refused (400 invalid).
