@@ -57,6 +57,18 @@
 // durable before the state that covers it and, for a single-partition
 // source, truncated back on recovery, so it is exactly-once too.
 //
+// # What a state guards besides the range
+//
+// A partition without a stored state starts only where Config.Start says
+// (ErrNoStart otherwise: a lost state is never a silent replay). A state
+// names its destination table (ErrConfigChanged) and, for files, the
+// file's identity (ErrSourceChanged: rotated or replaced). A file state
+// directory and a dead-letter file belong to one run (locked) and one
+// state (the dead-letter file is bound to the ledger's identity). Kafka is
+// read committed. Rows the server refuses (row_errors) are replayed as
+// dead letters; a batch abandoned Config.MaxReplays times in a row without
+// progress stops the run.
+//
 // # Rejected alternatives
 //
 // Committing finalized-but-unsealed streams on recovery (unsafe: a

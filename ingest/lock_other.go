@@ -5,8 +5,8 @@ package ingest
 import "os"
 
 // tryLock is a no-op where flock is not available: on these platforms the
-// state directory is not protected against a second run (documented in
-// the ingest section of docs/architecture.md).
+// state directory and the dead-letter file are not protected against a
+// second run (docs/compatibility.md).
 func tryLock(*os.File) error { return nil }
 
 // fileID is not available here: the file identity holds only the hash of
