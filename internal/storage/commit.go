@@ -234,7 +234,9 @@ func (t *Table) syncApply(ops []*op) error {
 func (t *Table) roll() error {
 	a := t.active
 	t.mu.Lock()
-	t.collectStreamsLocked(t.db.clock().UnixMicro())
+	// The window is the log's, not the clock's: snapshots bound theirs
+	// by max(clock, last ts), which a clock read here may run ahead of.
+	t.collectStreamsLocked(t.mu.lastTS)
 	ck := t.checkpointLocked().encode()
 	ts := t.mu.lastTS
 	foot := segment.Footer{CheckpointOffset: a.size}

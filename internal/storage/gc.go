@@ -44,7 +44,11 @@ import (
 // than the window but the last of them answer no snapshot any more.
 
 // collectStreamsLocked removes the collectable streams (see above) as of
-// the clock now.
+// nowUS, the log's last timestamp: every snapshot that can still be
+// taken has a window starting at or after nowUS - TimeTravel (a
+// snapshot's now is at least the last timestamp, also after a restart
+// with a clock behind it), so a stream collected here is visible in all
+// of them.
 // REQUIRES: t.mu held; called by the log writer at a seal, with every
 // written record applied.
 func (t *Table) collectStreamsLocked(nowUS int64) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path"
+	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,4 +151,60 @@ func TestQuarantineKeepsReplacedFiles(t *testing.T) {
 		}
 	}
 	_ = dir
+}
+
+// TestStreamGCWindowIsTheLogs: a seal collects a stream only when its
+// rows became visible before the time-travel window of every snapshot
+// that can still be taken. Snapshots bound the window by the log's last
+// timestamp (now = max(clock, last ts)), so the collection must too: a
+// seal that read a clock ahead of the last record (the clock read late,
+// or stepped back afterwards) collected a PENDING stream whose commit a
+// snapshot inside the window still has to hide, and the snapshot then
+// planned the stream's rows as visible before their commit.
+func TestStreamGCWindowIsTheLogs(t *testing.T) {
+	ctx := context.Background()
+	clk := newFakeClock()
+	var ahead atomic.Bool // the seal's clock read is 3 h ahead
+	clock := func() time.Time {
+		now := clk.Now()
+		if ahead.Load() {
+			if pc, _, _, ok := runtime.Caller(1); ok && strings.HasSuffix(runtime.FuncForPC(pc).Name(), ".(*Table).roll") {
+				return now.Add(3 * time.Hour)
+			}
+		}
+		return now
+	}
+	db, err := Open("db", &Options{FS: vfs.NewMem(), Clock: clock, SegmentSize: 4096, PendingStreamTTL: 24 * time.Hour, TimeTravel: 3 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, _ := db.CreateTable(ctx, "t", testSchema)
+	p, _ := tb.CreateStream(ctx, StreamPending)
+	appendRows(t, tb, p.ID, 0, 10_000, 5)
+	t0 := clk.Now()
+	clk.Advance(time.Hour)
+	if _, err := tb.Finalize(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, err := tb.BatchCommit(ctx, []string{p.ID}); err != nil || errs != nil {
+		t.Fatal(err, errs)
+	}
+	clk.Advance(time.Hour)
+	ahead.Store(true)
+	id := int64(1)
+	for n := numFiles(tb); numFiles(tb) == n; id++ {
+		appendRows(t, tb, DefaultStreamID, -1, id, 1)
+	}
+	ahead.Store(false)
+	before := tableIDs(t, tb, t0.Add(30*time.Minute)) // inside the window; before the commit
+	for _, v := range before {
+		if v >= 10_000 {
+			t.Fatalf("snapshot before the commit of %s shows its row %d", p.ID, v)
+		}
+	}
+	after := tableIDs(t, tb, t0.Add(90*time.Minute))
+	if n := len(after); n != 5 {
+		t.Fatalf("snapshot after the commit shows %d rows, want the 5 committed", n)
+	}
 }
