@@ -35,7 +35,9 @@
 //
 // with the fields of the Dataset and Table types (their JSON tags). Every
 // table carries all its schema versions in order: {"version":1,
-// "time":"<RFC 3339>","schema":{"fields":[...]}}. A document with an
+// "time":"<RFC 3339>","schema":{"fields":[...]}}. A change of column
+// descriptions only edits the current version in place; any other schema
+// change adds a version. A document with an
 // unknown format number or a CRC mismatch makes Open fail with
 // ErrCorrupt: the catalog is never silently reset.
 //
