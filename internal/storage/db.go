@@ -271,7 +271,8 @@ func tableIDOf(fs vfs.FS, tdir string) (string, error) {
 }
 
 // Quarantined returns the tables whose files failed recovery at Open
-// (sorted by id); their files are untouched.
+// (sorted by id); their files are left as recovery found them (only a
+// torn, never acknowledged tail may have been cut).
 func (db *DB) Quarantined() []*QuarantineError {
 	db.mu.Lock()
 	defer db.mu.Unlock()

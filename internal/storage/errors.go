@@ -52,8 +52,9 @@ var (
 	// nothing more until it is reopened.
 	ErrFailStop = base.ErrFailStop
 	// ErrQuarantined: the table's files failed recovery at Open; the
-	// table is kept aside (its files untouched) and every call on it
-	// fails with a *QuarantineError, while the other tables serve.
+	// table is kept aside (its files as recovery found them, but for a
+	// torn tail it cut) and every call on it fails with a
+	// *QuarantineError, while the other tables serve.
 	ErrQuarantined = base.ErrQuarantined
 )
 
