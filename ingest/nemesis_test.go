@@ -100,7 +100,9 @@ func runNemesisMemberIfRequested() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// Debug: every batch is logged, so a failure's member logs show
+	// where a partition stopped.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	err := func() error {
 		conn, err := ingest.Dial(ctx, s.GRPC, true, 2)
 		if err != nil {
@@ -787,8 +789,9 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 		hist := strings.Join(n.mu.history, "\n  ")
 		exits := strings.Join(n.mu.exits, "\n  ")
 		n.mu.Unlock()
-		t.Logf("NEMESIS FAILED: seed %d\nschedule:\n%shistory:\n  %s\nunexpected member exits:\n  %s\nreplay: %s\nmember logs: %s",
-			seed, sched.String(), hist, exits, replay, tailLogs(n.dir))
+		kept := keepLogs(n.dir, seed)
+		t.Logf("NEMESIS FAILED: seed %d\nschedule:\n%shistory:\n  %s\nunexpected member exits:\n  %s\nreplay: %s\nmember logs (whole files kept in %s): %s",
+			seed, sched.String(), hist, exits, replay, kept, tailLogs(n.dir))
 	}()
 
 	// Members 0 and 1 run from the start; slot 2 joins when the schedule says.
@@ -1014,6 +1017,22 @@ func (n *nemesis) deadLetters(t *testing.T) (map[string]int, []string) {
 	return count, dup
 }
 
+// keepLogs copies the members' logs out of the test's temporary directory
+// (removed when the test ends) and returns where they are.
+func keepLogs(dir string, seed uint64) string {
+	out, err := os.MkdirTemp("", fmt.Sprintf("bqstore-nemesis-seed%d-", seed))
+	if err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "member-*.log"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(out, filepath.Base(f)), data, 0o644)
+		}
+	}
+	return out
+}
+
 // tailLogs returns the last lines of each member's log.
 func tailLogs(dir string) string {
 	var b strings.Builder
@@ -1021,8 +1040,8 @@ func tailLogs(dir string) string {
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
 		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
 		}
 		fmt.Fprintf(&b, "\n--- %s (last %d lines)\n%s", filepath.Base(f), len(lines), strings.Join(lines, "\n"))
 	}
