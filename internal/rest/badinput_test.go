@@ -88,7 +88,7 @@ func TestBadInput(t *testing.T) {
 		{"nul table in path", "DELETE", "/projects/p/datasets/d/tables/a%00b", ``, 400, "invalid", "Invalid table ID"},
 		{"bad dataset in path", "GET", "/projects/p/datasets/a-b/tables", ``, 400, "invalid", "Invalid dataset ID"},
 		{"long table in path", "GET", "/projects/p/datasets/d/tables/" + strings.Repeat("x", 2000), ``, 400, "invalid", "Invalid table ID"},
-		{"unknown route", "GET", "/projects/p/jobs", ``, 404, "notFound", "Not found"},
+		{"unknown route", "GET", "/projects/p/bogus", ``, 404, "notFound", "Not found"},
 		{"method", "POST", "/projects/p/datasets/d", `{}`, 405, "methodNotAllowed", "not allowed"},
 		{"missing table v2", "GET", "/bigquery/v2/projects/p/datasets/d/tables/nope", ``, 404, "notFound", "Not found: Table p:d.nope"},
 	} {

@@ -8,8 +8,10 @@
 // the first). Errors use the JSON shape of Google's APIs, with BigQuery's
 // reasons: notFound 404, duplicate 409, invalid 400, badRequest 400,
 // resourceInUse 400 (a dataset with tables, deleted without
-// deleteContents), conditionNotMet 412 (stale If-Match), and 413 for a
-// body over MaxBodyBytes.
+// deleteContents), conditionNotMet 412 (stale If-Match), 413 for a body
+// over MaxBodyBytes, and notImplemented 501 for a BigQuery v2 method
+// bqstore does not serve (notimpl.go); a path that is no BigQuery method is
+// a 404.
 //
 // Request bodies are checked against BigQuery's resource definitions (the
 // generated google.golang.org/api/bigquery/v2 types): malformed JSON, a
@@ -101,7 +103,12 @@ func (h *Handler) Handle(pattern string, fn http.HandlerFunc) {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.serveNotServed(w, r) {
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
 
 // WriteError writes err in Google's JSON error shape; for routes added
 // with Handle. Errors that are not *Error or catalog errors are logged and
