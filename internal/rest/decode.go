@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -65,15 +66,24 @@ func readBody(w http.ResponseWriter, r *http.Request, what string, typ reflect.T
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkNames(v, typ, what); err != nil {
+	renamed := false
+	if err := checkNames(v, typ, what, &renamed); err != nil {
 		return nil, nil, err
+	}
+	if renamed || len(bound) > 0 {
+		// Decode what was checked: members under their JSON names,
+		// without the parameters (and no larger than it came).
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(obj); err != nil {
+			return nil, nil, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
+		}
+		body = buf.Bytes()
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(body, &members); err != nil {
 		return nil, nil, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
-	}
-	for _, name := range bound {
-		delete(members, name)
 	}
 	return body, members, nil
 }
@@ -185,8 +195,11 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 }
 
 // checkNames reports the first member of v (decoded JSON) that is not a
-// field of t, recursively, in Google's wording.
-func checkNames(v any, t reflect.Type, path string) error {
+// field of t, recursively, in Google's wording. A member under its proto
+// (snake_case) name, which Google's frontend accepts as well as the JSON
+// name (bq sends "table_constraints"), is renamed to the JSON name in v,
+// and *renamed is set.
+func checkNames(v any, t reflect.Type, path string, renamed *bool) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -197,12 +210,27 @@ func checkNames(v any, t reflect.Type, path string) error {
 			return nil // a type error; the typed decoder reports it
 		}
 		fields := fieldsOf(t)
-		for name, val := range obj {
-			ft, ok := fields[name]
-			if !ok {
+		var protoNames []string
+		for name := range obj {
+			if _, ok := fields[name]; !ok {
+				protoNames = append(protoNames, name)
+			}
+		}
+		sort.Strings(protoNames)
+		for _, name := range protoNames {
+			jn := camelName(name)
+			if _, ok := fields[jn]; !ok || jn == name {
 				return badRequest("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", name, snakePath(path))
 			}
-			if err := checkNames(val, ft, path+"."+name); err != nil {
+			if _, dup := obj[jn]; dup {
+				return badRequest("Invalid JSON payload received. Member %q at '%s' repeats %q.", name, snakePath(path), jn)
+			}
+			obj[jn] = obj[name]
+			delete(obj, name)
+			*renamed = true
+		}
+		for name, val := range obj {
+			if err := checkNames(val, fields[name], path+"."+name, renamed); err != nil {
 				return err
 			}
 		}
@@ -212,7 +240,7 @@ func checkNames(v any, t reflect.Type, path string) error {
 			return nil
 		}
 		for i, el := range arr {
-			if err := checkNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := checkNames(el, t.Elem(), fmt.Sprintf("%s[%d]", path, i), renamed); err != nil {
 				return err
 			}
 		}
@@ -222,7 +250,7 @@ func checkNames(v any, t reflect.Type, path string) error {
 			return nil
 		}
 		for k, el := range obj {
-			if err := checkNames(el, t.Elem(), path+"["+k+"]"); err != nil {
+			if err := checkNames(el, t.Elem(), path+"["+k+"]", renamed); err != nil {
 				return err
 			}
 		}
@@ -253,6 +281,26 @@ func member(members map[string]json.RawMessage, name, what string, v any) (prese
 // field names, as the frontend's do.
 func badRequest(format string, args ...any) *Error {
 	return &Error{Code: http.StatusBadRequest, Reason: "badRequest", Msg: sprintf(format, args...)}
+}
+
+// camelName turns a proto field name ("table_constraints") into its JSON
+// name ("tableConstraints").
+func camelName(s string) string {
+	var b strings.Builder
+	up := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_':
+			up = true
+			continue
+		case up && 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		}
+		up = false
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // snakePath turns "table.schema.fields[0].rangeElementType" into

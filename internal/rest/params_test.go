@@ -34,6 +34,12 @@ func TestParamsInBody(t *testing.T) {
 		// bq mk: ConstructObjectInfo(reference) plus the members.
 		{"bq dataset create", "POST", "/bigquery/v2/projects/p/datasets", `{"datasetReference":{"projectId":"p","datasetId":"b1"},"description":"x"}`, 200, "", ""},
 		{"bq table create", "POST", "/bigquery/v2/projects/p/datasets/d/tables", `{"tableReference":{"projectId":"p","datasetId":"d","tableId":"b2"},"schema":{"fields":[{"name":"a","type":"INTEGER","mode":"NULLABLE"}]}}`, 200, "", ""},
+		// bq mk --table_constraints sends the member under its proto
+		// name; Google's frontend accepts proto names as well as JSON
+		// names, at every level.
+		{"bq table_constraints", "POST", "/bigquery/v2/projects/p/datasets/d/tables", `{"tableReference":{"projectId":"p","datasetId":"d","tableId":"b3"},"table_constraints":{"primary_key":{"columns":["a"]}},"schema":{"fields":[{"name":"a","type":"INTEGER"}]}}`, 200, "", ""},
+		{"proto names read", "POST", "/projects/p/datasets/d/tables", `{"table_reference":{"table_id":"b4"},"friendly_name":"fn"}`, 200, "", ""},
+		{"proto and json name", "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"x7"},"friendly_name":"a","friendlyName":"b"}`, 400, "badRequest", `"friendly_name"`},
 		// Parameters repeated at the top of the body, equal to the path.
 		{"dataset patch params", "PATCH", "/projects/p/datasets/d", `{"projectId":"p","datasetId":"d","description":"y"}`, 200, "", ""},
 		{"dataset update params", "PUT", "/projects/p/datasets/d", `{"projectId":"p","datasetId":"d","datasetReference":{"projectId":"p","datasetId":"d"}}`, 200, "", ""},
@@ -84,7 +90,10 @@ func TestParamsInBody(t *testing.T) {
 			t.Errorf("dataset %s: %v", d, err)
 		}
 	}
-	for _, tn := range []string{"n3", "b2", "n4"} {
+	if tb, err := e.cat.Table("p", "d", "b4"); err != nil || tb.FriendlyName != "fn" {
+		t.Errorf("table b4 (proto member names): %v %+v", err, tb)
+	}
+	for _, tn := range []string{"n3", "b2", "n4", "b3"} {
 		if _, err := e.cat.Table("p", "d", tn); err != nil {
 			t.Errorf("table %s: %v", tn, err)
 		}
