@@ -24,10 +24,10 @@ func chunkStats(s *arrow.Schema, c storage.Chunk) filter.ColumnStatsFunc {
 				break
 			}
 		}
-		if idx < 0 || idx >= len(c.Stats) {
+		if idx < 0 || idx >= c.Stats.Len() {
 			return filter.ColumnStats{}, false
 		}
-		cs := c.Stats[idx]
+		cs := c.Stats.At(idx)
 		// The stats describe the whole stored batch, of which the chunk
 		// may be a part, so the chunk's null count is only known when the
 		// batch has none. Otherwise report "some, not all" (NullCount

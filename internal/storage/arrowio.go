@@ -324,6 +324,17 @@ func conform(rec arrow.Record, to *arrow.Schema) arrow.Record {
 // a column with a longer value gets no bounds (its null count is kept).
 const maxStatBytes = 64
 
+// batchStats computes the zone maps of rec's columns; all-null columns
+// take no memory (see segment.Stats).
+func batchStats(rec arrow.Record) segment.Stats {
+	s := segment.NewStats(rec.NumRows())
+	for _, c := range rec.Columns() {
+		s.Append(columnStats(c))
+	}
+	s.Finish()
+	return s
+}
+
 // columnStats computes the zone map of one column.
 func columnStats(a arrow.Array) segment.ColumnStats {
 	s := segment.ColumnStats{NullCount: int64(a.NullN())}

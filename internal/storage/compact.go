@@ -373,10 +373,7 @@ func (t *Table) writeGroup1(w *fileWriter, g []batchRef, schemas map[int]schemaV
 	if err != nil {
 		return segment.Batch{}, err
 	}
-	stats := make([]segment.ColumnStats, merged.NumCols())
-	for i, c := range merged.Columns() {
-		stats[i] = columnStats(c)
-	}
+	stats := batchStats(merged)
 	ipcEnd := len(buf)
 	buf = encodeRowsMeta(buf, first.Stream, stats)
 	metaLen := len(buf) - ipcEnd

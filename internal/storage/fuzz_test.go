@@ -25,7 +25,7 @@ func fuzzSeeds(t testing.TB) map[wal.Type][]byte {
 		t.Fatal(err)
 	}
 	ipcEnd := len(rows)
-	rows = encodeRowsMeta(rows, "s1", []segment.ColumnStats{{Kind: segment.KindInt, MinI: 0, MaxI: 2}, {NullCount: 0}})
+	rows = encodeRowsMeta(rows, "s1", segment.MakeStats(3, []segment.ColumnStats{{Kind: segment.KindInt, MinI: 0, MaxI: 2}, {NullCount: 0}}))
 	trailer := make([]byte, rowsTrailerLen)
 	putRowsTrailer(trailer, 0, 3, 1, len(rows)-ipcEnd)
 	rows = append(rows, trailer...)

@@ -79,7 +79,7 @@ type rec struct {
 	ids           []string
 	schema        *arrow.Schema
 	schemaIPC     []byte
-	stats         []segment.ColumnStats
+	stats         segment.Stats
 }
 
 // encodeMeta encodes a metadata record's payload (everything but ROWS).
@@ -169,14 +169,11 @@ func putRowsTrailer(b []byte, first, rows int64, sv int, metaLen int) {
 	binary.LittleEndian.PutUint32(b[20:], uint32(metaLen))
 }
 
-func encodeRowsMeta(dst []byte, streamID string, stats []segment.ColumnStats) []byte {
+func encodeRowsMeta(dst []byte, streamID string, stats segment.Stats) []byte {
 	e := codec.Encoder{Buf: dst}
 	start := len(dst)
 	e.String(streamID)
-	e.Uvarint(uint64(len(stats)))
-	for i := range stats {
-		segment.AppendStats(&e, &stats[i])
-	}
+	stats.Encode(&e)
 	for (len(e.Buf)-start)%8 != 0 {
 		e.Buf = append(e.Buf, 0)
 	}
@@ -201,10 +198,7 @@ func splitRows(p []byte) (ipcMsg []byte, r *rec, err error) {
 	metaStart := len(p) - rowsTrailerLen - metaLen
 	d := codec.NewDecoder(p[metaStart : len(p)-rowsTrailerLen])
 	r.stream = d.String()
-	nc := d.Count(d.Len())
-	for i := 0; i < nc && d.Err() == nil; i++ {
-		r.stats = append(r.stats, segment.DecodeStats(d))
-	}
+	r.stats = segment.DecodeStatsList(d, r.rows)
 	if d.Err() != nil {
 		return nil, nil, d.Err()
 	}

@@ -20,6 +20,9 @@ import (
 // columns, min and max. See segment.ColumnStats.
 type ColumnStats = segment.ColumnStats
 
+// Stats is the zone maps of a batch's columns. See segment.Stats.
+type Stats = segment.Stats
+
 // Chunk is one entry of a snapshot's read plan: a visible row range of
 // one stored batch.
 type Chunk struct {
@@ -28,12 +31,12 @@ type Chunk struct {
 	RowStart, RowEnd int64
 	// NumRows = RowEnd - RowStart.
 	NumRows int64
-	// Stats has one zone map per column of the snapshot's schema,
-	// shared with the batch index: read only. They
+	// Stats has one zone map per column of the snapshot's schema
+	// (Stats.At), shared with the batch index: read only. They
 	// describe the whole stored batch, which may hold more rows than the
 	// chunk, so they are conservative bounds: fit for pruning. Columns
 	// the batch predates are all null.
-	Stats []ColumnStats
+	Stats Stats
 	// Bytes is the chunk's share of the stored batch size.
 	Bytes int64
 
@@ -137,9 +140,9 @@ func (t *Table) snapshotLocked(now, at time.Time) (*Snapshot, error) {
 }
 
 // plan builds the read plan at ts from the batch index and the stream
-// view. Chunks share the batches' zone maps (immutable); only batches
-// written under an older schema version than the snapshot's get a
-// padded copy.
+// view. Chunks share the batches' zone maps (immutable), also those of
+// batches written under another schema version than the snapshot's
+// (Stats.WithLen: the columns a batch predates are all null).
 func (s *Snapshot) plan(batches []batchRef, vis map[string]*stream.Stream, ts int64) {
 	nf := s.sv.schema.NumFields()
 	// One allocation: at most one chunk per batch.
@@ -160,19 +163,9 @@ func (s *Snapshot) plan(batches []batchRef, vis map[string]*stream.Stream, ts in
 		if lo >= hi {
 			continue
 		}
-		var stats []ColumnStats
-		if len(b.Stats) >= nf {
-			stats = b.Stats[:nf:nf]
-		} else {
-			stats = make([]ColumnStats, nf)
-			copy(stats, b.Stats)
-			for j := len(b.Stats); j < nf; j++ {
-				stats[j] = ColumnStats{NullCount: b.Rows}
-			}
-		}
 		c := Chunk{
 			RowStart: rows, RowEnd: rows + hi - lo, NumRows: hi - lo,
-			Stats: stats,
+			Stats: b.Stats.WithLen(nf),
 			Bytes: b.Len * (hi - lo) / b.Rows,
 			f:     br.f, off: b.Offset, len: b.Len, lo: lo, hi: hi, sv: b.SchemaVersion,
 		}

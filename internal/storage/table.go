@@ -488,10 +488,7 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	if err != nil {
 		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
 	}
-	stats := make([]segment.ColumnStats, req.Batch.NumCols())
-	for i, c := range req.Batch.Columns() {
-		stats[i] = columnStats(c)
-	}
+	stats := batchStats(req.Batch)
 	ipcEnd := len(buf)
 	buf = encodeRowsMeta(buf, req.Stream, stats)
 	metaLen := len(buf) - ipcEnd

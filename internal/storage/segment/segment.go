@@ -70,7 +70,9 @@ type Batch struct {
 	Rows          int64
 	TS            int64 // frame timestamp, µs
 	SchemaVersion int
-	Stats         []ColumnStats
+	// Stats has a zone map per column of the batch's schema version;
+	// all-null columns are implied, not stored (see Stats).
+	Stats Stats
 	// Runs, set only for batches merged by compaction, gives the append
 	// time of consecutive row runs (ascending TS; rows sum to Rows).
 	Runs []Run
@@ -176,10 +178,7 @@ func (f *Footer) Encode(dst []byte) []byte {
 		e.Varint(b.Rows)
 		e.Varint(b.TS)
 		e.Uvarint(uint64(b.SchemaVersion))
-		e.Uvarint(uint64(len(b.Stats)))
-		for j := range b.Stats {
-			AppendStats(&e, &b.Stats[j])
-		}
+		b.Stats.Encode(&e)
 		e.Uvarint(uint64(len(b.Runs)))
 		for _, r := range b.Runs {
 			e.Varint(r.Rows)
@@ -209,10 +208,7 @@ func Decode(file string, p []byte) (*Footer, error) {
 		b.Rows = d.Varint()
 		b.TS = d.Varint()
 		b.SchemaVersion = d.Count(1 << 30)
-		nc := d.Count(d.Len() / 2)
-		for j := 0; j < nc && d.Err() == nil; j++ {
-			b.Stats = append(b.Stats, DecodeStats(d))
-		}
+		b.Stats = DecodeStatsList(d, b.Rows)
 		nr := d.Count(d.Len() / 2)
 		var sum int64
 		for j := 0; j < nr && d.Err() == nil; j++ {

@@ -18,16 +18,16 @@ func sampleFooter() *Footer {
 		CheckpointOffset: 4096,
 		Batches: []Batch{
 			{Offset: 24, Len: 1000, Stream: "_default", First: 0, Rows: 10, TS: 1_700_000_000_000_000, SchemaVersion: 1,
-				Stats: []ColumnStats{
+				Stats: MakeStats(10, []ColumnStats{
 					{NullCount: 0, Kind: KindInt, MinI: -5, MaxI: 99},
 					{NullCount: 2, Kind: KindBytes, MinB: []byte("a"), MaxB: []byte("zz")},
 					{NullCount: 10},
-				}},
+				})},
 			{Offset: 1024, Len: 2048, Stream: "abc", First: 7, Rows: 3, TS: 1_700_000_000_000_001, SchemaVersion: 2,
-				Stats: []ColumnStats{
+				Stats: MakeStats(3, []ColumnStats{
 					{Kind: KindFloat, MinF: -1.5, MaxF: 2.25},
 					{Kind: KindBool, MinI: 0, MaxI: 1},
-				},
+				}),
 				Runs: []Run{{Rows: 1, TS: 5}, {Rows: 2, TS: 9}}},
 		},
 	}
