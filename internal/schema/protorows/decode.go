@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -180,11 +181,18 @@ func (d *Decoder) reserve(n, total int) (rows int, varHint []int) {
 	return rows, varHint
 }
 
+// resolveLookups counts the key lookups made resolving missing-value
+// interpretations (one per key and one per column a request resolves), so
+// that a test can check the cost is linear, not rows x columns x keys,
+// without timing anything.
+var resolveLookups atomic.Int64
+
 // Resolve returns the missing-value interpretation of each of fields (a
 // table's top-level columns) under mv: a key naming the column exactly,
 // else one naming it case-insensitively, else mv.Default. Linear in keys
 // and columns: decoders resolve once per request, not per row and column.
 func (mv MissingValues) Resolve(fields []*schema.Field) []Interpretation {
+	resolveLookups.Add(int64(len(mv.PerColumn) + len(fields)))
 	folded := make(map[string]Interpretation, len(mv.PerColumn))
 	for k, v := range mv.PerColumn {
 		fk := schema.FoldKey(k)
