@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -50,49 +51,85 @@ func splitMessage(b []byte) (meta, rest []byte, err error) {
 	return b[8 : 8+n], b[8+n:], nil
 }
 
-// payloadCapture is an ipc.PayloadWriter that keeps the encapsulated
-// record batch message and drops the schema message.
-type payloadCapture struct {
-	dst  []byte
-	seen int
-	err  error
+// batchMsg is a record batch encoded as one encapsulated Arrow IPC
+// message, not yet copied out: its size is known before a buffer is
+// chosen for it. Only the record batch message is built: the schema,
+// which the writer of an IPC stream would encode first (for a table of
+// thousands of columns, megabytes of flatbuffer per append), is stored
+// once per schema version, not per batch.
+type batchMsg struct {
+	p    ipc.Payload
+	size int
 }
 
-func (c *payloadCapture) Start() error { return nil }
-func (c *payloadCapture) Close() error { return nil }
-func (c *payloadCapture) Write(p []byte) (int, error) {
-	c.dst = append(c.dst, p...)
+// encodeBatch encodes rec (8-byte aligned buffers, uncompressed). The
+// caller releases the result.
+func encodeBatch(rec arrow.Record) (*batchMsg, error) {
+	if hasDictionary(rec.Schema().Fields()) {
+		return nil, fmt.Errorf("storage: encode batch: dictionary-encoded columns are not supported")
+	}
+	p, err := ipc.GetRecordBatchPayload(rec)
+	if err != nil {
+		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	}
+	m := &batchMsg{p: p}
+	var c countWriter
+	if _, err := m.p.WritePayload(&c); err != nil {
+		m.release()
+		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	}
+	m.size = c.n
+	return m, nil
+}
+
+// appendTo appends the encapsulated message to dst.
+func (m *batchMsg) appendTo(dst []byte) ([]byte, error) {
+	w := appendWriter{dst: dst}
+	if _, err := m.p.WritePayload(&w); err != nil {
+		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	}
+	return w.dst, nil
+}
+
+func (m *batchMsg) release() { m.p.Release() }
+
+func hasDictionary(fs []arrow.Field) bool {
+	for _, f := range fs {
+		switch t := f.Type.(type) {
+		case *arrow.DictionaryType:
+			return true
+		case arrow.NestedType:
+			if hasDictionary(t.Fields()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type countWriter struct{ n int }
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	c.n += len(p)
 	return len(p), nil
 }
 
-func (c *payloadCapture) WritePayload(p ipc.Payload) error {
-	c.seen++
-	switch c.seen {
-	case 1: // the schema message
-		return nil
-	case 2:
-		_, err := p.WritePayload(c)
-		return err
-	}
-	return fmt.Errorf("storage: batch needs more than one IPC message (dictionary-encoded columns are not supported)")
+type appendWriter struct{ dst []byte }
+
+func (a *appendWriter) Write(p []byte) (int, error) {
+	a.dst = append(a.dst, p...)
+	return len(p), nil
 }
 
 // appendBatchIPC appends rec as one encapsulated Arrow IPC record batch
 // message (8-byte aligned buffers, uncompressed) to dst.
 func appendBatchIPC(dst []byte, rec arrow.Record) ([]byte, error) {
-	c := &payloadCapture{dst: dst}
-	w := ipc.NewWriterWithPayloadWriter(c, ipc.WithSchema(rec.Schema()))
-	if err := w.Write(rec); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("storage: encode batch: %w", err)
+	m, err := encodeBatch(rec)
+	if err != nil {
+		return nil, err
 	}
-	if err := w.Close(); err != nil {
-		return nil, fmt.Errorf("storage: encode batch: %w", err)
-	}
-	if c.seen != 2 {
-		return nil, fmt.Errorf("storage: encode batch: got %d IPC messages", c.seen)
-	}
-	return c.dst, nil
+	defer m.release()
+	return m.appendTo(slices.Grow(dst, m.size))
 }
 
 // staticMessages feeds prepared messages to an ipc.Reader.

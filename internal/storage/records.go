@@ -169,6 +169,13 @@ func putRowsTrailer(b []byte, first, rows int64, sv int, metaLen int) {
 	binary.LittleEndian.PutUint32(b[20:], uint32(metaLen))
 }
 
+// rowsMetaSizeHint is about what encodeRowsMeta appends (at most a few
+// bytes per implied column, the bounds of the stored ones), to size the
+// frame buffer once.
+func rowsMetaSizeHint(streamID string, stats segment.Stats) int {
+	return 64 + len(streamID) + 3*stats.Len() + stats.Stored()*(2*maxStatBytes+24)
+}
+
 func encodeRowsMeta(dst []byte, streamID string, stats segment.Stats) []byte {
 	e := codec.Encoder{Buf: dst}
 	start := len(dst)

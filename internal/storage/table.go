@@ -483,12 +483,17 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	rows := req.Batch.NumRows()
 
 	// Encode and checksum outside the lock.
-	buf := frameBufs.get(wal.HeaderSize, wal.HeaderSize+recordBytes(req.Batch)+4096)
-	buf, err := appendBatchIPC(buf, req.Batch)
+	msg, err := encodeBatch(req.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
 	}
 	stats := batchStats(req.Batch)
+	buf := frameBufs.get(wal.HeaderSize, wal.HeaderSize+msg.size+rowsMetaSizeHint(req.Stream, stats)+rowsTrailerLen+wal.Align)
+	buf, err = msg.appendTo(buf)
+	msg.release()
+	if err != nil {
+		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
+	}
 	ipcEnd := len(buf)
 	buf = encodeRowsMeta(buf, req.Stream, stats)
 	metaLen := len(buf) - ipcEnd
