@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// TestNodeREST runs Google's official Node.js BigQuery REST client
+// (@google-cloud/bigquery, test/node/rest.js) against the server: datasets
+// create (which sends the projectId inside the dataset body), get, list,
+// delete; tables create, get, setMetadata, list, getRows, delete.
+//
+// Like TestNodePendingWriter it needs node and test/node/node_modules and
+// skips without them unless BQSTORE_REQUIRE_NODE=1 (CI sets it).
+func TestNodeREST(t *testing.T) {
+	dir, err := filepath.Abs("../../test/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@google-cloud", "bigquery"))
+	if err != nil || modErr != nil {
+		if os.Getenv("BQSTORE_REQUIRE_NODE") == "1" {
+			t.Fatalf("node or test/node/node_modules missing (node: %v, modules: %v); run npm ci --prefix test/node", err, modErr)
+		}
+		t.Skip("node or test/node/node_modules missing; run npm ci --prefix test/node (CI requires it)")
+	}
+	e := newEnv(t)
+	cmd := exec.CommandContext(e.ctx, node, "rest.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BQSTORE_HTTP_ADDR="+e.srv.HTTPAddr(), "BQSTORE_PROJECT="+project)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node rest.js: %v\n%s\n%s", err, out, stderr)
+	}
+	var res struct {
+		DatasetID          string   `json:"datasetId"`
+		DatasetDescription string   `json:"datasetDescription"`
+		Datasets           []string `json:"datasets"`
+		TableID            string   `json:"tableId"`
+		Schema             []string `json:"schema"`
+		TableDescription   string   `json:"tableDescription"`
+		Tables             []string `json:"tables"`
+		Rows               *int     `json:"rows"`
+		DatasetsAfter      *int     `json:"datasetsAfter"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output %q: %v", out, err)
+	}
+	if res.DatasetID != "node_ds" || res.DatasetDescription != "two" || res.TableID != "t" ||
+		!reflect.DeepEqual(res.Schema, []string{"id:INTEGER", "name:STRING"}) ||
+		res.TableDescription != "patched by node" || !reflect.DeepEqual(res.Tables, []string{"t"}) ||
+		res.Rows == nil || *res.Rows != 0 || res.DatasetsAfter == nil {
+		t.Fatalf("node results: %s", out)
+	}
+	if !contains(res.Datasets, "node_ds") || !contains(res.Datasets, "node_ds2") || *res.DatasetsAfter != len(res.Datasets)-2 {
+		t.Fatalf("node dataset lists: %s", out)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
