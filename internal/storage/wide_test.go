@@ -133,10 +133,20 @@ func TestWideAppendAllocs(t *testing.T) {
 // TestWideZoneMaps: with all-null columns implied rather than stored, a
 // snapshot's chunks still report every column's zone map: bounds for the
 // set column, all null for the others, and all null for a column added
-// after the batch was written.
+// after the batch was written; the same after a restart, which rebuilds
+// the index from the log's records.
 func TestWideZoneMaps(t *testing.T) {
 	ctx := context.Background()
-	_, tb, s := openWide(t)
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wideSchema(wideCols)
+	tb, err := db.CreateTable(ctx, "wide", s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := wideRow(s, 7)
 	defer rec.Release()
 	if _, err := tb.Append(ctx, AppendRequest{Stream: DefaultStreamID, Offset: -1, Batch: rec}); err != nil {
@@ -146,21 +156,38 @@ func TestWideZoneMaps(t *testing.T) {
 	if err := tb.SetSchema(ctx, 2, wider); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := tb.Snapshot(time.Time{})
+	check := func(tb *Table) {
+		t.Helper()
+		snap, err := tb.Snapshot(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Release()
+		cs := snap.Chunks()
+		if len(cs) != 1 || cs[0].Stats.Len() != wideCols+1 {
+			t.Fatalf("chunks %d, want 1 chunk with stats of %d columns", len(cs), wideCols+1)
+		}
+		if got := cs[0].Stats.At(0); got.Kind != segment.KindInt || got.MinI != 7 || got.MaxI != 7 || got.NullCount != 0 {
+			t.Errorf("column 0 zone map %+v, want int [7, 7] without nulls", got)
+		}
+		for _, j := range []int{1, wideCols - 1, wideCols} {
+			if got := cs[0].Stats.At(j); got.Kind != segment.KindNone || got.NullCount != 1 {
+				t.Errorf("column %d zone map %+v, want all null (1 of 1 rows)", j, got)
+			}
+		}
+	}
+	check(tb)
+	// After a restart the index is rebuilt from the log's records.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Release()
-	cs := snap.Chunks()
-	if len(cs) != 1 || cs[0].Stats.Len() != wideCols+1 {
-		t.Fatalf("chunks %d, stats of %d columns; want 1 chunk, %d columns", len(cs), cs[0].Stats.Len(), wideCols+1)
+	defer db.Close()
+	if tb, err = db.Table("wide"); err != nil {
+		t.Fatal(err)
 	}
-	if got := cs[0].Stats.At(0); got.Kind != segment.KindInt || got.MinI != 7 || got.MaxI != 7 || got.NullCount != 0 {
-		t.Errorf("column 0 zone map %+v, want int [7, 7] without nulls", got)
-	}
-	for _, j := range []int{1, wideCols - 1, wideCols} {
-		if got := cs[0].Stats.At(j); got.Kind != segment.KindNone || got.NullCount != 1 {
-			t.Errorf("column %d zone map %+v, want all null (1 of 1 rows)", j, got)
-		}
-	}
+	check(tb)
 }
