@@ -78,7 +78,6 @@ func TestBadInput(t *testing.T) {
 		{"nul table id", "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"a\u0000b"}}`, 400, "invalid", "Invalid table ID"},
 		{"bad dataset id", "POST", "/projects/p/datasets", `{"datasetReference":{"datasetId":"../x"}}`, 400, "invalid", "Invalid dataset ID"},
 		{"bad project", "GET", "/projects/UPPER/datasets", ``, 400, "invalid", "Invalid project ID"},
-		{"remove schema", "PATCH", "/projects/p/datasets/d/tables/ok", `{"schema":null}`, 400, "invalid", "cannot be removed"},
 		{"stale etag", "PATCH", "/projects/p/datasets/d/tables/ok", `{"description":"x"}`, 412, "conditionNotMet", "Precondition"},
 		{"bad maxResults", "GET", "/projects/p/datasets/d/tables?maxResults=-1", ``, 400, "invalid", "maxResults"},
 		{"bad pageToken", "GET", "/projects/p/datasets/d/tables?pageToken=***", ``, 400, "invalid", "page token"},

@@ -197,7 +197,7 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 // checkNames reports the first member of v (decoded JSON) that is not a
 // field of t, recursively, in Google's wording. A member under its proto
 // (snake_case) name, which Google's frontend accepts as well as the JSON
-// name (bq sends "table_constraints"), is renamed to the JSON name in v,
+// name (bq's table client sends "table_constraints"), is renamed to the JSON name in v,
 // and *renamed is set.
 func checkNames(v any, t reflect.Type, path string, renamed *bool) error {
 	for t.Kind() == reflect.Pointer {

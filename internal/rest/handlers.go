@@ -347,8 +347,8 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d strin
 }
 
 // tablePatch reads the mutable table members. With full (PUT) an absent
-// member is cleared, except the schema, which stays (columns cannot be
-// dropped, so an absent schema cannot mean "no columns").
+// member is cleared, except the schema, which stays when absent or null
+// (columns cannot be dropped, so no schema cannot mean "no columns").
 func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePatch, error) {
 	var p catalog.TablePatch
 	var err error
@@ -375,11 +375,12 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 	if p.Labels, p.ReplaceLabels, err = labelsMember(members, "table", full); err != nil {
 		return p, err
 	}
+	// A null schema leaves the schema, as an absent one does: null is an
+	// unset message field in Google's JSON mapping, and bq update sends
+	// "schema": null whenever it changes something else.
 	var s schema.Schema
 	if present, null, err := member(members, "schema", "table", &s); err != nil {
 		return p, err
-	} else if present && null && !full {
-		return p, invalid("Invalid value for table.schema: a schema cannot be removed")
 	} else if present && !null {
 		p.Schema = &s
 	}

@@ -34,12 +34,15 @@ func TestParamsInBody(t *testing.T) {
 		// bq mk: ConstructObjectInfo(reference) plus the members.
 		{"bq dataset create", "POST", "/bigquery/v2/projects/p/datasets", `{"datasetReference":{"projectId":"p","datasetId":"b1"},"description":"x"}`, 200, "", ""},
 		{"bq table create", "POST", "/bigquery/v2/projects/p/datasets/d/tables", `{"tableReference":{"projectId":"p","datasetId":"d","tableId":"b2"},"schema":{"fields":[{"name":"a","type":"INTEGER","mode":"NULLABLE"}]}}`, 200, "", ""},
-		// bq mk --table_constraints sends the member under its proto
-		// name; Google's frontend accepts proto names as well as JSON
-		// names, at every level.
+		// bq's create_table (clients/client_table.py) sends
+		// table_constraints under its proto name; Google's frontend
+		// accepts proto names as well as JSON names, at every level.
 		{"bq table_constraints", "POST", "/bigquery/v2/projects/p/datasets/d/tables", `{"tableReference":{"projectId":"p","datasetId":"d","tableId":"b3"},"table_constraints":{"primary_key":{"columns":["a"]}},"schema":{"fields":[{"name":"a","type":"INTEGER"}]}}`, 200, "", ""},
 		{"proto names read", "POST", "/projects/p/datasets/d/tables", `{"table_reference":{"table_id":"b4"},"friendly_name":"fn"}`, 200, "", ""},
 		{"proto and json name", "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"x7"},"friendly_name":"a","friendlyName":"b"}`, 400, "badRequest", `"friendly_name"`},
+		// bq update --description: client_table.update_table always sends
+		// "schema": null when no schema is given; it leaves the schema.
+		{"bq table update", "PATCH", "/bigquery/v2/projects/p/datasets/d/tables/b2", `{"tableReference":{"projectId":"p","datasetId":"d","tableId":"b2"},"schema":null,"description":"from bq"}`, 200, "", ""},
 		// Parameters repeated at the top of the body, equal to the path.
 		{"dataset patch params", "PATCH", "/projects/p/datasets/d", `{"projectId":"p","datasetId":"d","description":"y"}`, 200, "", ""},
 		{"dataset update params", "PUT", "/projects/p/datasets/d", `{"projectId":"p","datasetId":"d","datasetReference":{"projectId":"p","datasetId":"d"}}`, 200, "", ""},
@@ -92,6 +95,9 @@ func TestParamsInBody(t *testing.T) {
 	}
 	if tb, err := e.cat.Table("p", "d", "b4"); err != nil || tb.FriendlyName != "fn" {
 		t.Errorf("table b4 (proto member names): %v %+v", err, tb)
+	}
+	if tb, err := e.cat.Table("p", "d", "b2"); err != nil || tb.Description != "from bq" || len(tb.Schema().Fields) != 1 {
+		t.Errorf("table b2 after bq update: %v %+v", err, tb)
 	}
 	for _, tn := range []string{"n3", "b2", "n4", "b3"} {
 		if _, err := e.cat.Table("p", "d", tn); err != nil {
