@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -978,7 +979,41 @@ func (n *nemesis) waitLagZero(ctx context.Context, bound time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("lag %d after %v (%v)", lag, bound, err)
+	return fmt.Errorf("lag %d after %v (%v); the group: %s", lag, bound, err, n.describeGroup(ctx))
+}
+
+// describeGroup names the group's state, members and their partitions,
+// and the committed offsets: who holds a stalled partition.
+func (n *nemesis) describeGroup(ctx context.Context) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.k.c.ListenAddrs()...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var b strings.Builder
+	groups, err := adm.DescribeGroups(ctx, n.group)
+	if err != nil {
+		return err.Error()
+	}
+	for _, g := range groups {
+		fmt.Fprintf(&b, "state %s, protocol %s, %d members:", g.State, g.Protocol, len(g.Members))
+		for _, m := range g.Members {
+			var parts []int32
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range a.Topics {
+					parts = append(parts, t.Partitions...)
+				}
+			}
+			fmt.Fprintf(&b, " [%s %s partitions %v]", m.MemberID, m.ClientHost, parts)
+		}
+	}
+	if offs, err := adm.FetchOffsets(ctx, n.group); err == nil {
+		offs.Each(func(o kadm.OffsetResponse) {
+			fmt.Fprintf(&b, "; %s/%d at %d %q", o.Topic, o.Partition, o.At, o.Metadata)
+		})
+	}
+	return b.String()
 }
 
 // deadLetters counts the poison records in the members' dead-letter files,
