@@ -1,0 +1,147 @@
+package ingest_test
+
+// The nemesis test's checker side: waiting for lag zero, describing the
+// group on a stall, reading dead letters, keeping and tailing member logs
+// (the test, its schedule and the cluster are in nemesis_test.go).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func head(ids []int64) []int64 {
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	if len(ids) > 20 {
+		return ids[:20]
+	}
+	return ids
+}
+
+// waitLagZero waits until the group's committed offsets reach the end of
+// every partition.
+func (n *nemesis) waitLagZero(ctx context.Context, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	var lag int64
+	var err error
+	for time.Now().Before(deadline) {
+		lag, err = n.k.lag(ctx, n.group)
+		if err == nil && lag == 0 {
+			n.logf("lag zero")
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("lag %d after %v (%v); the group: %s", lag, bound, err, n.describeGroup(ctx))
+}
+
+// describeGroup names the group's state, members and their partitions,
+// and the committed offsets: who holds a stalled partition.
+func (n *nemesis) describeGroup(ctx context.Context) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.k.c.ListenAddrs()...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var b strings.Builder
+	groups, err := adm.DescribeGroups(ctx, n.group)
+	if err != nil {
+		return err.Error()
+	}
+	for _, g := range groups {
+		fmt.Fprintf(&b, "state %s, protocol %s, %d members:", g.State, g.Protocol, len(g.Members))
+		for _, m := range g.Members {
+			var parts []int32
+			if a, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range a.Topics {
+					parts = append(parts, t.Partitions...)
+				}
+			}
+			fmt.Fprintf(&b, " [%s %s partitions %v]", m.MemberID, m.ClientHost, parts)
+		}
+	}
+	if offs, err := adm.FetchOffsets(ctx, n.group); err == nil {
+		offs.Each(func(o kadm.OffsetResponse) {
+			fmt.Fprintf(&b, "; %s/%d at %d %q", o.Topic, o.Partition, o.At, o.Metadata)
+		})
+	}
+	return b.String()
+}
+
+// deadLetters counts the poison records in the members' dead-letter files,
+// by record id, and lists those written more than once.
+func (n *nemesis) deadLetters(t *testing.T) (map[string]int, []string) {
+	t.Helper()
+	count := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(n.dir, "dead-*.ndjson"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var dl struct {
+				Record struct {
+					ID string `json:"id"`
+				} `json:"record"`
+			}
+			if json.Unmarshal(sc.Bytes(), &dl) != nil || dl.Record.ID == "" {
+				continue // a torn last line of a killed member
+			}
+			count[dl.Record.ID]++
+		}
+		fh.Close()
+	}
+	var dup []string
+	for k, c := range count {
+		if c > 1 {
+			dup = append(dup, k)
+		}
+	}
+	sort.Strings(dup)
+	return count, dup
+}
+
+// keepLogs copies the members' logs out of the test's temporary directory
+// (removed when the test ends) and returns where they are.
+func keepLogs(dir string, seed uint64) string {
+	out, err := os.MkdirTemp("", fmt.Sprintf("bqstore-nemesis-seed%d-", seed))
+	if err != nil {
+		return "(not kept: " + err.Error() + ")"
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "member-*.log"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil {
+			_ = os.WriteFile(filepath.Join(out, filepath.Base(f)), data, 0o644)
+		}
+	}
+	return out
+}
+
+// tailLogs returns the last lines of each member's log.
+func tailLogs(dir string) string {
+	var b strings.Builder
+	files, _ := filepath.Glob(filepath.Join(dir, "member-*.log"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		fmt.Fprintf(&b, "\n--- %s (last %d lines)\n%s", filepath.Base(f), len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
