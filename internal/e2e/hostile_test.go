@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/bqstore/bqstore/internal/testkit"
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
 
 // The hostile client (issue 12): a seeded generator of mutated and extreme
@@ -314,7 +315,7 @@ func arrowDAG(depth int) []byte {
 	b.StartObject(4)
 	b.PrependUOffsetTSlot(1, fields, 0)
 	sch := b.EndObject()
-	return ipcFrame(b, 1, sch, 0)
+	return arrowgen.IPCFrame(b, 1, sch, 0)
 }
 
 // arrowEmptyBatch is a RecordBatch message of rows rows, no columns, and
@@ -324,24 +325,7 @@ func arrowEmptyBatch(rows, pad int64) []byte {
 	b.StartObject(5)
 	b.PrependInt64Slot(0, rows, 0)
 	rb := b.EndObject()
-	return ipcFrame(b, 3, rb, pad)
-}
-
-func ipcFrame(b *flatbuffers.Builder, headerType byte, header flatbuffers.UOffsetT, bodyLen int64) []byte {
-	b.StartObject(5)
-	b.PrependInt16Slot(0, 4, 0)
-	b.PrependByteSlot(1, headerType, 0)
-	b.PrependUOffsetTSlot(2, header, 0)
-	b.PrependInt64Slot(3, bodyLen, 0)
-	b.Finish(b.EndObject())
-	meta := b.FinishedBytes()
-	for len(meta)%8 != 0 {
-		meta = append(meta, 0)
-	}
-	out := binary.LittleEndian.AppendUint32(nil, 0xFFFFFFFF)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
-	out = append(out, meta...)
-	return append(out, make([]byte, bodyLen)...)
+	return arrowgen.IPCFrame(b, 3, rb, pad)
 }
 
 // arrowMessages serializes rec's schema and rec as the Write API carries

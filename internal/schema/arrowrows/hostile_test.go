@@ -16,6 +16,7 @@ import (
 
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
+	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
 
 // allocated returns the bytes f allocates (TotalAlloc counts a reservation
@@ -92,20 +93,7 @@ func TestForgedVectorLengths(t *testing.T) {
 func ipcMessage(headerType byte, bodyLen int64, header func(b *flatbuffers.Builder) flatbuffers.UOffsetT) []byte {
 	b := flatbuffers.NewBuilder(1024)
 	h := header(b)
-	b.StartObject(5)
-	b.PrependInt16Slot(0, 4, 0) // MetadataVersion V5
-	b.PrependByteSlot(1, headerType, 0)
-	b.PrependUOffsetTSlot(2, h, 0)
-	b.PrependInt64Slot(3, bodyLen, 0)
-	b.Finish(b.EndObject())
-	meta := b.FinishedBytes()
-	for len(meta)%8 != 0 {
-		meta = append(meta, 0)
-	}
-	out := binary.LittleEndian.AppendUint32(nil, 0xFFFFFFFF)
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(meta)))
-	out = append(out, meta...)
-	return append(out, make([]byte, bodyLen)...)
+	return arrowgen.IPCFrame(b, headerType, h, bodyLen)
 }
 
 // dagSchema is a Schema message of one struct field whose two children are
