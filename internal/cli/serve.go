@@ -33,6 +33,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	fs.StringVar(&cfg.Project, "project", envDefault(env, "BQSTORE_PROJECT", server.DefaultProject), "a project that exists from the start (env BQSTORE_PROJECT)")
 	memLimit := fs.String("memory-limit", envDefault(env, "BQSTORE_MEMORY_LIMIT", "448MiB"), "soft limit of the Go heap (runtime/debug.SetMemoryLimit): the GC works harder near it, nothing fails above it; 0 turns it off; GOMEMLIMIT, when set, wins (env BQSTORE_MEMORY_LIMIT)")
 	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
+	grpcConns := fs.String("max-grpc-conns", envDefault(env, "BQSTORE_MAX_GRPC_CONNS", strconv.Itoa(server.DefaultGRPCMaxConns)), "max open gRPC connections; more are closed at once (clients see UNAVAILABLE and retry); each holds about 2 MiB of buffers (env BQSTORE_MAX_GRPC_CONNS)")
+	httpConns := fs.String("max-http-conns", envDefault(env, "BQSTORE_MAX_HTTP_CONNS", strconv.Itoa(server.DefaultHTTPMaxConns)), "max open HTTP (REST) connections; more are answered 503 and closed (env BQSTORE_MAX_HTTP_CONNS)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
 	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults on --admin-addr")
@@ -54,6 +56,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.Read.MaxSessionsPerProject, err = strconv.Atoi(*maxSessions); err != nil || cfg.Read.MaxSessionsPerProject <= 0 {
 		return usagef("--max-read-sessions: %q is not a positive number", *maxSessions)
+	}
+	if cfg.GRPCMaxConns, err = strconv.Atoi(*grpcConns); err != nil || cfg.GRPCMaxConns <= 0 {
+		return usagef("--max-grpc-conns: %q is not a positive number", *grpcConns)
+	}
+	if cfg.HTTPMaxConns, err = strconv.Atoi(*httpConns); err != nil || cfg.HTTPMaxConns <= 0 {
+		return usagef("--max-http-conns: %q is not a positive number", *httpConns)
 	}
 	if cfg.Storage.MaxInflightBytes, err = parseBytes(*inflight); err != nil || cfg.Storage.MaxInflightBytes <= 0 {
 		return usagef("--max-inflight-bytes: %q is not a positive size (for example 256MiB)", *inflight)

@@ -20,6 +20,12 @@ const (
 	// clients cannot exhaust the process's file descriptors (which the
 	// gRPC port needs too).
 	DefaultHTTPMaxConns = 512
+	// DefaultGRPCMaxConns bounds the gRPC port's open connections: beyond
+	// it a new connection is closed at once. Each connection holds about
+	// 2 MiB of buffers from its start (grpc.ReadBufferSize and
+	// WriteBufferSize) whatever it sends, so this also bounds that
+	// memory: 256 x 2 MiB = 512 MiB (docs/memory.md).
+	DefaultGRPCMaxConns = 256
 	// DefaultHTTPReadTimeout bounds reading a request, body included (a
 	// 10 MB insertAll body over a slow link still fits).
 	DefaultHTTPReadTimeout = 2 * time.Minute
@@ -116,15 +122,25 @@ func (s *Server) adminHandler(metrics, health http.Handler) http.Handler {
 	return publicHandler(mux, s.rest, nil)
 }
 
-// limitListener answers connections beyond max with 503 and closes them,
-// instead of serving them or leaving them queued: a client that holds
-// connections open cannot take the process's file descriptors, and the
-// refusal is visible to the client at once.
+// limitListener refuses connections beyond max at once (refuse answers
+// them, then they are closed) instead of serving them or leaving them
+// queued: a client that holds connections open cannot take the process's
+// file descriptors or the memory each connection holds, and the refusal
+// is visible to the client at once. The HTTP port answers 503; the gRPC
+// port just closes (the client sees UNAVAILABLE and retries).
 type limitListener struct {
 	net.Listener
-	mu   sync.Mutex
-	open int
-	max  int
+	max    int
+	refuse func(net.Conn) // nil: close without a word
+	mu     sync.Mutex
+	open   int // accepted and not yet closed; guarded by mu
+}
+
+// refuseHTTP answers a refused HTTP connection 503, best effort, without
+// waiting for the client.
+func refuseHTTP(c net.Conn) {
+	_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 33\r\n\r\ntoo many connections; retry later"))
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -142,10 +158,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if ok {
 			return &limitConn{Conn: c, l: l}, nil
 		}
-		// Best effort, without waiting for the client: a short write
-		// deadline, then close.
-		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = c.Write([]byte("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 33\r\n\r\ntoo many connections; retry later"))
+		if l.refuse != nil {
+			l.refuse(c)
+		}
 		_ = c.Close()
 	}
 }

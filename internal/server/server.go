@@ -68,6 +68,9 @@ type Config struct {
 	// HTTPIdleTimeout bound a request's reading, its response's writing
 	// and an idle keep-alive connection (defaults DefaultHTTP*).
 	HTTPMaxConns int
+	// GRPCMaxConns bounds the gRPC port's open connections (default
+	// DefaultGRPCMaxConns); more are closed at once.
+	GRPCMaxConns int
 	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
 	// and HTTP ports over TLS (the admin port stays plaintext on
 	// loopback). Off by default, for local use.
@@ -145,6 +148,7 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
+	c.GRPCMaxConns = cmp.Or(c.GRPCMaxConns, DefaultGRPCMaxConns)
 	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
 	c.HTTPIdleTimeout = cmp.Or(c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
@@ -221,13 +225,14 @@ func Start(cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: grpc listen: %w", err)
 	}
+	s.grpcLis = &limitListener{Listener: s.grpcLis, max: cfg.GRPCMaxConns}
 	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("server: http listen: %w", err)
 	}
 	// Under TLS, the limit's plaintext 503 reaches the client as a failed
 	// handshake: the connection is refused either way.
-	s.httpLis = &limitListener{Listener: s.httpLis, max: cfg.HTTPMaxConns}
+	s.httpLis = &limitListener{Listener: s.httpLis, max: cfg.HTTPMaxConns, refuse: refuseHTTP}
 	tlsCfg, err := cfg.tlsConfig()
 	if err != nil {
 		return nil, err
