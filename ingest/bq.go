@@ -52,8 +52,15 @@ func (p *pipeline) retry(ctx context.Context, what string, op func(ctx context.C
 	}
 }
 
-// createStream creates a PENDING stream under the CreateWriteStream rate limit.
+// createStream creates a PENDING stream of the data table under the
+// CreateWriteStream rate limit.
 func (p *pipeline) createStream(ctx context.Context) (*storagepb.WriteStream, error) {
+	return p.createStreamOn(ctx, p.cfg.Table)
+}
+
+// createStreamOn creates a PENDING stream of table under the
+// CreateWriteStream rate limit.
+func (p *pipeline) createStreamOn(ctx context.Context, table string) (*storagepb.WriteStream, error) {
 	var ws *storagepb.WriteStream
 	err := p.retry(ctx, "CreateWriteStream", func(ctx context.Context) error {
 		if err := p.createLimit.Wait(ctx); err != nil {
@@ -61,13 +68,13 @@ func (p *pipeline) createStream(ctx context.Context) (*storagepb.WriteStream, er
 		}
 		var err error
 		ws, err = p.cfg.Client.CreateWriteStream(ctx, &storagepb.CreateWriteStreamRequest{
-			Parent:      p.cfg.Table,
+			Parent:      table,
 			WriteStream: &storagepb.WriteStream{Type: storagepb.WriteStream_PENDING},
 		})
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ingest: CreateWriteStream on %s: %w", p.cfg.Table, err)
+		return nil, fmt.Errorf("ingest: CreateWriteStream on %s: %w", table, err)
 	}
 	if ws.GetTableSchema() == nil {
 		// Some servers answer with the BASIC view; ask for the schema.

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// committer issues one BatchCommitWriteStreams per window for the table,
+// committer issues one BatchCommitWriteStreams per window for its table,
 // over every sealed stream that is ready (in calls of at most
 // Config.MaxCommitStreams streams). It never waits for a worker: it
 // only ever sees streams that are already sealed, and a window closes on a
@@ -19,8 +19,9 @@ import (
 // Goroutine lifetime: run is started by pipeline.Run and returns when its
 // context ends; commit callers give up when their own context ends.
 type committer struct {
-	p   *pipeline
-	req chan *commitReq
+	p     *pipeline
+	table string // the parent of every stream it commits
+	req   chan *commitReq
 }
 
 // commitReq is one partition's sealed batch: its streams must all end up
@@ -37,8 +38,8 @@ type commitReq struct {
 	left       map[string]bool // stream names not yet known to be committed
 }
 
-func newCommitter(p *pipeline) *committer {
-	return &committer{p: p, req: make(chan *commitReq)}
+func newCommitter(p *pipeline, table string) *committer {
+	return &committer{p: p, table: table, req: make(chan *commitReq)}
 }
 
 // commit hands the sealed streams to the committer and waits for them to be
@@ -139,7 +140,7 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 		}
 		t0 := time.Now()
 		resp, err := p.cfg.Client.BatchCommitWriteStreams(ctx, &storagepb.BatchCommitWriteStreamsRequest{
-			Parent: p.cfg.Table, WriteStreams: names,
+			Parent: c.table, WriteStreams: names,
 		})
 		p.metrics.CommitLatency.Observe(time.Since(t0).Seconds())
 		if err == nil && len(resp.GetStreamErrors()) == 0 && resp.GetCommitTime() != nil {
@@ -226,6 +227,46 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 			return
 		}
 	}
+}
+
+// commitSealed commits a seal's streams, one BatchCommit per table in
+// table order (data first), and returns the latest commit_time. Each
+// commit is idempotent: a crash between two leaves the seal, and its
+// recovery commits what is left (BetweenCommits). bytes and start feed
+// the data table's metrics.
+func (w *worker) commitSealed(ctx context.Context, b uint64, streams []SealedStream, bytes int64, start time.Time) (time.Time, error) {
+	var latest time.Time
+	for t := range w.p.tables {
+		req := &commitReq{}
+		for _, s := range streams {
+			if s.Table == t {
+				req.names = append(req.names, streamName(w.p.tables[t], s.ID))
+				if t == 0 {
+					req.rows += s.Rows
+				}
+			}
+		}
+		if len(req.names) == 0 {
+			continue
+		}
+		if t > 0 {
+			if err := hook(w.p.cfg.Hooks, BetweenCommits, w.key, b); err != nil {
+				return latest, err
+			}
+		} else {
+			req.bytes, req.start = bytes, start
+		}
+		if err := w.p.committers[t].commit(ctx, req); err != nil {
+			return latest, err
+		}
+		if err := ctx.Err(); err != nil {
+			return latest, err
+		}
+		if req.commitTime.After(latest) {
+			latest = req.commitTime
+		}
+	}
+	return latest, nil
 }
 
 func uniqueOwners(owner map[string]*commitReq) []*commitReq {

@@ -55,7 +55,11 @@
 // Records that do not fit the table go to the dead-letter sink with the
 // reason (rows.RecordError), never dropped silently. The file sink is made
 // durable before the state that covers it and, for a single-partition
-// source, truncated back on recovery, so it is exactly-once too.
+// source, truncated back on recovery, so it is exactly-once too (Kafka:
+// at least once). A dead-letter table (Config.DeadLetterTable) is exactly
+// once for every source: a batch's dead letters go to a PENDING stream of
+// that table, finalized before the seal, which names it next to the data
+// stream; recovery commits both, one BatchCommit per table, idempotently.
 //
 // # What a state guards besides the range
 //

@@ -28,6 +28,12 @@ const (
 // number is 0. Not in Points: a file source never reaches it.
 const OnRevoke Point = "on-revoke"
 
+// BetweenCommits: a seal names streams of the data table and of the
+// dead-letter table (Config.DeadLetterTable); the data streams are
+// committed, the dead-letter ones not yet. Not in Points: it is reached
+// only by a batch with dead letters and a dead-letter table.
+const BetweenCommits Point = "between-commits"
+
 // Points lists every failure point in protocol order.
 var Points = []Point{AfterCreate, MidAppend, AfterFinalize, AfterSeal, AfterCommit, AfterDone}
 

@@ -399,8 +399,12 @@ func (kp *kafkaPartition) Open(_ context.Context, from int64) (RecordReader, err
 type kafkaReader struct {
 	kp    *kafkaPartition
 	epoch int64
-	next  int64 // records below it were already returned (or skipped)
+	next  int64  // records below it were already returned (or skipped)
+	key   []byte // the key of the record returned last
 }
+
+// Key returns the key of the record Next returned last (dead letters).
+func (r *kafkaReader) Key() []byte { return r.key }
 
 // Next implements RecordReader. It blocks until a record arrives or ctx ends.
 func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
@@ -425,7 +429,7 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 				if wasPaused {
 					kp.s.wake()
 				}
-				r.next = rec.Offset + 1
+				r.next, r.key = rec.Offset+1, rec.Key
 				if rec.Attrs.IsControl() {
 					// A transaction marker: no record, but the range
 					// moves past it.

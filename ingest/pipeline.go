@@ -39,6 +39,14 @@ type Config struct {
 	// DeadLetters receives records that do not fit the table. Nil makes
 	// such a record stop the pipeline with its RecordError.
 	DeadLetters *DeadLetters
+	// DeadLetterTable ("projects/P/datasets/D/tables/T"), instead of
+	// DeadLetters, receives those records as rows (deadletter_table.go:
+	// source, partition, offset, key, raw, error, time) in a PENDING
+	// stream of its own that the batch's seal names next to the data
+	// stream: committed and recovered like data, so dead letters are
+	// exactly once for Kafka too. The table's state identity includes it
+	// (State.Config): adding or changing it needs a new state.
+	DeadLetterTable string
 	// Unknown says what to do with JSON keys that name no column.
 	Unknown rows.UnknownFields
 
@@ -134,8 +142,12 @@ type pipeline struct {
 	metrics     *Metrics
 	createLimit *TokenBucket
 	budget      *semaphore.Weighted
-	committer   *committer
-	single      bool // one partition: the dead-letter file may be truncated on recovery
+	// tables are the destinations a seal's SealedStream.Table indexes:
+	// 0 the data table, 1 the dead-letter table when configured.
+	tables []string
+	// committers[i] commits the streams of tables[i].
+	committers []*committer
+	single     bool // one partition: the dead-letter file may be truncated on recovery
 	// configID identifies the destination (the tables) in every state
 	// stored (State.Config).
 	configID string
@@ -147,6 +159,9 @@ type pipeline struct {
 		sync.Mutex
 		schema *storagepb.TableSchema
 		mapper *rows.Mapper
+		// dlSchema and dlMapper map dead-letter rows (DeadLetterTable).
+		dlSchema *storagepb.TableSchema
+		dlMapper *rows.Mapper
 	}
 }
 
@@ -174,6 +189,19 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	if !tableName.MatchString(cfg.Table) {
 		return fmt.Errorf("ingest: table %q is not projects/P/datasets/D/tables/T", cfg.Table)
+	}
+	tables := []string{cfg.Table}
+	if cfg.DeadLetterTable != "" {
+		if !tableName.MatchString(cfg.DeadLetterTable) {
+			return fmt.Errorf("ingest: dead-letter table %q is not projects/P/datasets/D/tables/T", cfg.DeadLetterTable)
+		}
+		if cfg.DeadLetters != nil {
+			return errors.New("ingest: a dead-letter file and a dead-letter table: give one")
+		}
+		if cfg.DeadLetterTable == cfg.Table {
+			return errors.New("ingest: the dead-letter table is the destination table")
+		}
+		tables = append(tables, cfg.DeadLetterTable)
 	}
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 64 << 20
@@ -228,23 +256,28 @@ func Run(ctx context.Context, cfg Config) error {
 		p.metrics = NewMetrics(nil)
 	}
 	p.single = cfg.Source.Single()
-	p.configID = configID(cfg.Table)
+	p.tables = tables
+	p.configID = configID(tables...)
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return fmt.Errorf("ingest: owner token: %w", err)
 	}
 	p.owner = hex.EncodeToString(tok[:])
-	p.committer = newCommitter(p)
+	for _, t := range tables {
+		p.committers = append(p.committers, newCommitter(p, t))
+	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var cwg sync.WaitGroup
-	cwg.Add(1)
-	go func() {
-		defer cwg.Done()
-		p.committer.run(ctx)
-	}()
+	for _, c := range p.committers {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			c.run(ctx)
+		}()
+	}
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
 		w := &worker{p: p, part: part, key: part.Key()}
 		err := w.run(ctx)
@@ -276,6 +309,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return parent.Err()
 	}
 	return err
+}
+
+// hasDeadLetterSink reports whether records that do not fit the table
+// become dead letters (a file or a table) rather than stopping the run.
+func (p *pipeline) hasDeadLetterSink() bool {
+	return p.cfg.DeadLetters != nil || p.cfg.DeadLetterTable != ""
 }
 
 // mapperFor returns the mapper for a stream's schema, rebuilding it when

@@ -351,7 +351,7 @@ func TestCommitStreamsCapped(t *testing.T) {
 	rec := &commitRecorder{}
 	p := &pipeline{cfg: Config{Client: rec, Table: "projects/p/datasets/d/tables/t", MaxCommitStreams: 2},
 		log: slog.New(slog.DiscardHandler), metrics: NewMetrics(nil)}
-	c := newCommitter(p)
+	c := newCommitter(p, p.cfg.Table)
 	a := &commitReq{names: []string{"s1", "s2", "s3"}, done: make(chan error, 1)}
 	b := &commitReq{names: []string{"s4", "s5"}, done: make(chan error, 1)}
 	c.commitAll(context.Background(), []*commitReq{a, b})

@@ -301,11 +301,14 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 	if !st.Sealed {
 		return st, nil
 	}
-	var pending []string
-	var rows int64
+	var pending []SealedStream
 	var latest time.Time
 	for _, s := range st.Streams {
-		name := streamName(w.p.cfg.Table, s.ID)
+		if s.Table >= len(w.p.tables) {
+			return st, fmt.Errorf("%w: partition %s: the seal of range [%d, %d) names a stream of table #%d, and this run has %d (a dead-letter table the run lacks?)",
+				errFailClosed, w.key, st.Offset, st.To, s.Table, len(w.p.tables))
+		}
+		name := streamName(w.p.tables[s.Table], s.ID)
 		ws, err := w.p.getStream(ctx, name, storagepb.WriteStreamView_BASIC)
 		if isNotFound(err) {
 			return st, fmt.Errorf("%w: partition %s, %s, range [%d, %d)", errFailClosed, w.key, name, st.Offset, st.To)
@@ -326,23 +329,24 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 		if n >= 0 && n != s.Rows {
 			return st, fmt.Errorf("ingest: partition %s: sealed %s has %d rows, the seal says %d: refusing to commit", w.key, name, n, s.Rows)
 		}
-		pending = append(pending, name)
-		rows += s.Rows
+		pending = append(pending, s)
 	}
 	if len(pending) > 0 {
 		w.p.metrics.ActiveStreams.Add(float64(len(pending)))
-		req := &commitReq{names: pending, rows: rows}
-		if err := w.p.committer.commit(ctx, req); err != nil {
+		ct, err := w.commitSealed(ctx, st.Batch, pending, 0, time.Time{})
+		if err != nil {
 			return st, err
 		}
-		if req.commitTime.After(latest) {
-			latest = req.commitTime
+		if ct.After(latest) {
+			latest = ct
 		}
 	}
 	if f := w.p.cfg.OnCommit; f != nil {
 		var n int64
 		for _, s := range st.Streams {
-			n += s.Rows
+			if s.Table == 0 {
+				n += s.Rows
+			}
 		}
 		f(Committed{Partition: w.key, Batch: st.Batch, From: st.Offset, To: st.To, Rows: n, Time: latest})
 	}
@@ -588,10 +592,10 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		if reason, bad := w.rejected[end]; bad {
 			// The server refused this record's row on an earlier attempt
 			// of this range: a dead letter now, so the range can commit.
-			if p.cfg.DeadLetters == nil {
+			if !p.hasDeadLetterSink() {
 				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
 			}
-			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: reason})
+			dls = append(dls, w.deadLetter(recAt, rec, reason))
 			continue
 		}
 		rowAt := len(buf)
@@ -607,10 +611,10 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			break
 		}
 		if err != nil {
-			if p.cfg.DeadLetters == nil {
+			if !p.hasDeadLetterSink() {
 				return nil, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
 			}
-			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: err.Error()})
+			dls = append(dls, w.deadLetter(recAt, rec, err.Error()))
 			continue
 		}
 		rowLen := len(buf) - rowAt
@@ -619,10 +623,10 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			// request on every replay.
 			buf = buf[:rowAt]
 			reason := fmt.Sprintf("the row is %d bytes serialized, over the %d bytes one AppendRows request can carry", rowLen, maxRow)
-			if p.cfg.DeadLetters == nil {
+			if !p.hasDeadLetterSink() {
 				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
 			}
-			dls = append(dls, pendingDeadLetter{offset: recAt, rec: append([]byte(nil), rec...), reason: reason})
+			dls = append(dls, w.deadLetter(recAt, rec, reason))
 			continue
 		}
 		// A request never grows past RequestBytes because of a row:
@@ -709,10 +713,26 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 	if err := ctx.Err(); err != nil {
 		return State{}, err
 	}
+	var streams []SealedStream
 	if it.stream != "" {
+		streams = append(streams, SealedStream{Table: 0, ID: streamID(it.stream), Rows: it.n})
+	}
+	if len(it.dls) > 0 && p.cfg.DeadLetterTable != "" {
+		// The dead letters' own stream, finalized before the seal names it.
+		name, n, err := w.writeDeadLetterStream(ctx, it.dls)
+		if err != nil {
+			return State{}, err
+		}
+		p.metrics.DeadLetters.Add(float64(n))
+		streams = append(streams, SealedStream{Table: 1, ID: streamID(name), Rows: n})
+		if err := ctx.Err(); err != nil {
+			return State{}, err
+		}
+	}
+	if len(streams) > 0 {
 		// S5: the decision.
 		seal := State{Batch: it.b, Offset: it.x, Sealed: true, To: it.to, DeadLetterEnd: end,
-			Streams: []SealedStream{{Table: 0, ID: streamID(it.stream), Rows: it.n}}, Owner: p.owner}
+			Streams: streams, Owner: p.owner}
 		if err := w.store(ctx, seal, prev, "seal"); err != nil {
 			return State{}, err
 		}
@@ -723,16 +743,13 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 		if err := hook(p.cfg.Hooks, AfterSeal, w.key, it.b); err != nil {
 			return State{}, err
 		}
-		// S6.
-		req := &commitReq{names: []string{it.stream}, rows: it.n, bytes: it.bytes, start: it.start}
-		if err := p.committer.commit(ctx, req); err != nil {
-			return State{}, err
-		}
-		if err := ctx.Err(); err != nil {
+		// S6, one BatchCommit per table the seal names.
+		commitTime, err := w.commitSealed(ctx, it.b, streams, it.bytes, it.start)
+		if err != nil {
 			return State{}, err
 		}
 		if p.cfg.OnCommit != nil {
-			p.cfg.OnCommit(Committed{Partition: w.key, Batch: it.b, From: it.x, To: it.to, Rows: it.n, Time: req.commitTime})
+			p.cfg.OnCommit(Committed{Partition: w.key, Batch: it.b, From: it.x, To: it.to, Rows: it.n, Time: commitTime})
 		}
 		if err := hook(p.cfg.Hooks, AfterCommit, w.key, it.b); err != nil {
 			return State{}, err
@@ -751,7 +768,7 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 			p.metrics.Lag.WithLabelValues(w.key).Set(float64(end - it.to))
 		}
 	}
-	if it.stream != "" {
+	if len(streams) > 0 {
 		if err := hook(p.cfg.Hooks, AfterDone, w.key, it.b); err != nil {
 			return State{}, err
 		}
@@ -876,6 +893,7 @@ func (w *worker) rowErrors(app *appender, srcOf []int64, err error) error {
 
 type pendingDeadLetter struct {
 	offset int64
+	key    []byte // the Kafka record key (nil: none)
 	rec    []byte
 	reason string
 }
