@@ -327,12 +327,16 @@ func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storag
 		p.streams[st.ID] = r
 		p.byRange[r] = st.ID
 	}
-	// What the plan holds: the snapshot's plan and this one (Chunk
-	// structs and one zone map per column of each), the compiled filter
-	// (measured: at most about 10x its text, TestLargeInListMemory) and
-	// the schemas and streams.
-	chunkCost := int64(unsafe.Sizeof(storage.Chunk{})) + int64(full.NumFields())*int64(unsafe.Sizeof(storage.ColumnStats{}))
-	p.cost = 4096 + int64(len(all))*(chunkCost+16) +
+	// What the plan holds: the snapshot's chunk list, which the plan
+	// shares (a Chunk struct each), a prefix sum and a pruning flag per
+	// chunk, the compiled filter (measured: at most about 10x its text,
+	// TestLargeInListMemory) and the schemas and streams. The zone maps
+	// the chunks point at are not the session's: they belong to the
+	// table's batch index, shared by every snapshot (a snapshot keeps
+	// the pre-compaction ones alive until it is released, when
+	// its session closes: idle or read to the end). TestPlanCostWideTable.
+	chunkCost := int64(unsafe.Sizeof(storage.Chunk{})) + 8 + 1
+	p.cost = 4096 + int64(len(all))*chunkCost +
 		16*int64(len(meta.RowRestriction)) + int64(len(p.arrowSchema)+len(p.avroSchema)) +
 		int64(len(meta.Streams))*128
 	return p, nil
