@@ -14,24 +14,13 @@ import (
 
 // ---- datasets ----
 
-// datasets serves /projects/{p}/datasets: insert (POST) and list (GET).
-func (h *Handler) datasets(w http.ResponseWriter, r *http.Request) {
-	p := r.PathValue("p")
+// listDatasets serves datasets.list.
+func (h *Handler) listDatasets(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("projectId")
 	if err := checkProject(p); err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
-		h.listDatasets(w, r, p)
-	case http.MethodPost:
-		h.insertDataset(w, r, p)
-	default:
-		h.methodNotAllowed(w, r, "GET, POST")
-	}
-}
-
-func (h *Handler) listDatasets(w http.ResponseWriter, r *http.Request, p string) {
 	filter, err := parseLabelFilter(r.URL.Query().Get("filter"))
 	if err != nil {
 		h.writeError(w, r, err)
@@ -64,7 +53,13 @@ type datasetBody struct {
 	DatasetReference *datasetRef `json:"datasetReference"`
 }
 
-func (h *Handler) insertDataset(w http.ResponseWriter, r *http.Request, p string) {
+// insertDataset serves datasets.insert.
+func (h *Handler) insertDataset(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("projectId")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	body, members, err := readBody(w, r, "dataset", datasetType, pathParams{project: p})
 	if err != nil {
 		h.writeError(w, r, err)
@@ -173,83 +168,89 @@ func labelsMember(members map[string]json.RawMessage, what string, full bool) (m
 	return labels, full || (present && null), nil
 }
 
-// dataset serves /projects/{p}/datasets/{d}: get, patch, update, delete.
-func (h *Handler) dataset(w http.ResponseWriter, r *http.Request) {
-	p, d := r.PathValue("p"), r.PathValue("d")
-	if err := checkRef(p, d, nil); err != nil {
+// datasetPath returns the dataset named by r's path, validated.
+func datasetPath(r *http.Request) (p, d string, err error) {
+	p, d = r.PathValue("projectId"), r.PathValue("datasetId")
+	return p, d, checkRef(p, d, nil)
+}
+
+// getDataset serves datasets.get.
+func (h *Handler) getDataset(w http.ResponseWriter, r *http.Request) {
+	p, d, err := datasetPath(r)
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
-		ds, err := h.cat.Dataset(p, d)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, datasetOut(r, ds))
-	case http.MethodPatch, http.MethodPut:
-		body, members, err := readBody(w, r, "dataset", datasetType, pathParams{project: p, dataset: d})
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		var in datasetBody
-		if err := decodeInto("dataset", body, &in); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if ref := in.DatasetReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d)) {
-			h.writeError(w, r, invalid("Invalid value for dataset.datasetReference: %s:%s does not match the dataset %s:%s in the URL", ref.ProjectID, ref.DatasetID, p, d))
-			return
-		}
-		patch, err := datasetPatch(members, r.Method == http.MethodPut)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		ds, err := h.cat.PatchDataset(r.Context(), p, d, patch, ifMatch(r))
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, datasetOut(r, ds))
-	case http.MethodDelete:
-		contents, err := boolParam(r, "deleteContents")
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if err := h.cat.DeleteDataset(r.Context(), p, d, contents); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		h.methodNotAllowed(w, r, "GET, PATCH, PUT, DELETE")
+	ds, err := h.cat.Dataset(p, d)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, datasetOut(r, ds))
+}
+
+// updateDataset serves datasets.patch (PATCH) and datasets.update (PUT).
+func (h *Handler) updateDataset(w http.ResponseWriter, r *http.Request) {
+	p, d, err := datasetPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, members, err := readBody(w, r, "dataset", datasetType, pathParams{project: p, dataset: d})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in datasetBody
+	if err := decodeInto("dataset", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if ref := in.DatasetReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d)) {
+		h.writeError(w, r, invalid("Invalid value for dataset.datasetReference: %s:%s does not match the dataset %s:%s in the URL", ref.ProjectID, ref.DatasetID, p, d))
+		return
+	}
+	patch, err := datasetPatch(members, r.Method == http.MethodPut)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	ds, err := h.cat.PatchDataset(r.Context(), p, d, patch, ifMatch(r))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, datasetOut(r, ds))
+}
+
+// deleteDataset serves datasets.delete.
+func (h *Handler) deleteDataset(w http.ResponseWriter, r *http.Request) {
+	p, d, err := datasetPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	contents, err := boolParam(r, "deleteContents")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := h.cat.DeleteDataset(r.Context(), p, d, contents); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // ---- tables ----
 
-// tables serves /projects/{p}/datasets/{d}/tables: insert and list.
-func (h *Handler) tables(w http.ResponseWriter, r *http.Request) {
-	p, d := r.PathValue("p"), r.PathValue("d")
-	if err := checkRef(p, d, nil); err != nil {
+// listTables serves tables.list.
+func (h *Handler) listTables(w http.ResponseWriter, r *http.Request) {
+	p, d, err := datasetPath(r)
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
-		h.listTables(w, r, p, d)
-	case http.MethodPost:
-		h.insertTable(w, r, p, d)
-	default:
-		h.methodNotAllowed(w, r, "GET, POST")
-	}
-}
-
-func (h *Handler) listTables(w http.ResponseWriter, r *http.Request, p, d string) {
 	all, err := h.cat.ListTables(p, d)
 	if err != nil {
 		h.writeError(w, r, err)
@@ -283,7 +284,13 @@ type tableBody struct {
 // silently ignored.
 var unsupportedTableMembers = []string{"view", "materializedView", "externalDataConfiguration", "biglakeConfiguration", "tableReplicationInfo", "cloneDefinition", "snapshotDefinition"}
 
-func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request, p, d string) {
+// insertTable serves tables.insert.
+func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
+	p, d, err := datasetPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	body, members, err := readBody(w, r, "table", tableType, pathParams{project: p, dataset: d})
 	if err != nil {
 		h.writeError(w, r, err)
@@ -408,71 +415,87 @@ func checkDefaults(path string, fields []*schema.Field) error {
 	return nil
 }
 
-// table serves /projects/{p}/datasets/{d}/tables/{t}: get, patch, update,
-// delete.
-func (h *Handler) table(w http.ResponseWriter, r *http.Request) {
-	p, d, tn := r.PathValue("p"), r.PathValue("d"), r.PathValue("t")
-	if err := checkRef(p, d, &tn); err != nil {
+// tablePath returns the table named by r's path, validated.
+func tablePath(r *http.Request) (p, d, t string, err error) {
+	p, d, t = r.PathValue("projectId"), r.PathValue("datasetId"), r.PathValue("tableId")
+	return p, d, t, checkRef(p, d, &t)
+}
+
+// getTable serves tables.get.
+func (h *Handler) getTable(w http.ResponseWriter, r *http.Request) {
+	p, d, tn, err := tablePath(r)
+	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
-		t, err := h.cat.Table(p, d, tn)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, h.tableOut(r, t))
-	case http.MethodPatch, http.MethodPut:
-		body, members, err := readBody(w, r, "table", tableType, pathParams{project: p, dataset: d, table: tn})
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		var in tableBody
-		if err := decodeInto("table", body, &in); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if ref := in.TableReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d) || (ref.TableID != "" && ref.TableID != tn)) {
-			h.writeError(w, r, invalid("Invalid value for table.tableReference: it does not match the table %s:%s.%s in the URL", p, d, tn))
-			return
-		}
-		patch, err := tablePatch(members, r.Method == http.MethodPut)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if patch.Schema != nil {
-			// An invalid schema or an incompatible change is
-			// reported as such by the catalog, before the columns'
-			// defaults are judged.
-			ns, err := schema.Normalize(patch.Schema)
-			if err == nil {
-				if cur, err := h.cat.Table(p, d, tn); err != nil || schema.CheckEvolution(cur.Schema(), ns) == nil {
-					if err := checkDefaults("table.schema.fields", ns.Fields); err != nil {
-						h.writeError(w, r, err)
-						return
-					}
+	t, err := h.cat.Table(p, d, tn)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.tableOut(r, t))
+}
+
+// updateTable serves tables.patch (PATCH) and tables.update (PUT).
+func (h *Handler) updateTable(w http.ResponseWriter, r *http.Request) {
+	p, d, tn, err := tablePath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, members, err := readBody(w, r, "table", tableType, pathParams{project: p, dataset: d, table: tn})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in tableBody
+	if err := decodeInto("table", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if ref := in.TableReference; ref != nil && ((ref.ProjectID != "" && ref.ProjectID != p) || (ref.DatasetID != "" && ref.DatasetID != d) || (ref.TableID != "" && ref.TableID != tn)) {
+		h.writeError(w, r, invalid("Invalid value for table.tableReference: it does not match the table %s:%s.%s in the URL", p, d, tn))
+		return
+	}
+	patch, err := tablePatch(members, r.Method == http.MethodPut)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if patch.Schema != nil {
+		// An invalid schema or an incompatible change is
+		// reported as such by the catalog, before the columns'
+		// defaults are judged.
+		ns, err := schema.Normalize(patch.Schema)
+		if err == nil {
+			if cur, err := h.cat.Table(p, d, tn); err != nil || schema.CheckEvolution(cur.Schema(), ns) == nil {
+				if err := checkDefaults("table.schema.fields", ns.Fields); err != nil {
+					h.writeError(w, r, err)
+					return
 				}
 			}
 		}
-		t, err := h.cat.UpdateTable(r.Context(), p, d, tn, patch, ifMatch(r))
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, h.tableOut(r, t))
-	case http.MethodDelete:
-		if err := h.cat.DeleteTable(r.Context(), p, d, tn); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	default:
-		h.methodNotAllowed(w, r, "GET, PATCH, PUT, DELETE")
 	}
+	t, err := h.cat.UpdateTable(r.Context(), p, d, tn, patch, ifMatch(r))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.tableOut(r, t))
+}
+
+// deleteTable serves tables.delete.
+func (h *Handler) deleteTable(w http.ResponseWriter, r *http.Request) {
+	p, d, tn, err := tablePath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := h.cat.DeleteTable(r.Context(), p, d, tn); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // labelFilter is datasets.list's filter: "labels.<name>[:<value>]" terms

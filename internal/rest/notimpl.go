@@ -10,7 +10,7 @@ import (
 // notImplemented naming the method, not a 404 that reads like a missing
 // resource. Paths are relative to the API root (/bigquery/v2 or none); "*"
 // is one path segment; "*:verb" is a segment ending in ":verb". A route
-// registered with Handle takes precedence, so a method leaves this list by
+// in the routes table (routes.go) takes precedence, so a method leaves this list by
 // being served. docs/compatibility.md lists the same methods.
 var notServed = []struct{ method, path, name string }{
 	{"POST", "/projects/*/datasets/*/tables/*/insertAll", "tabledata.insertAll"},
@@ -25,7 +25,6 @@ var notServed = []struct{ method, path, name string }{
 	{"DELETE", "/projects/*/jobs/*/delete", "jobs.delete"},
 	{"POST", "/projects/*/queries", "jobs.query"},
 	{"GET", "/projects/*/queries/*", "jobs.getQueryResults"},
-	{"GET", "/projects", "projects.list"},
 	{"GET", "/projects/*/serviceAccount", "projects.getServiceAccount"},
 	{"GET", "/projects/*/datasets/*/models", "models.list"},
 	{"GET", "/projects/*/datasets/*/models/*", "models.get"},
@@ -113,7 +112,7 @@ func (h *Handler) serveNotServed(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if _, pattern := h.mux.Handler(r); pattern != "/" && !verb {
-		return false // served by a route added with Handle
+		return false // served by a route of the routes table
 	}
 	h.writeError(w, r, notImplemented(name))
 	return true

@@ -30,8 +30,6 @@ func TestNotImplemented(t *testing.T) {
 		{"DELETE", "/projects/p/jobs/j1/delete", 501, "jobs.delete"},
 		{"POST", "/projects/p/queries", 501, "jobs.query"},
 		{"GET", "/bigquery/v2/projects/p/queries/j1?maxResults=10", 501, "jobs.getQueryResults"},
-		{"GET", "/projects", 501, "projects.list"},
-		{"GET", "/bigquery/v2/projects", 501, "projects.list"},
 		{"GET", "/projects/p/serviceAccount", 501, "projects.getServiceAccount"},
 		{"POST", "/projects/p/datasets/d:undelete", 501, "datasets.undelete"},
 		{"POST", "/projects/p/datasets/d/tables/t:getIamPolicy", 501, "tables.getIamPolicy"},

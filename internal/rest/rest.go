@@ -1,7 +1,10 @@
 // Package rest serves the subset of BigQuery's REST v2 API that the official
-// clients use to manage datasets and tables (datasets and tables insert,
-// get, list, patch, update, delete), over the catalog. It only translates:
-// names, rules and durability are the catalog's.
+// clients and bq use to manage datasets and tables (datasets and tables
+// insert, get, list, patch, update, delete; projects.list) and to read
+// rows (tabledata.list), over the catalog and the engine, and a discovery
+// document describing them (discovery.go). It only translates: names,
+// rules and durability are the catalog's. The methods are the routes
+// table in routes.go, the one place a method is registered.
 //
 // Every route is served under /bigquery/v2/projects/... and /projects/...
 // (the Go client with a custom endpoint calls the second, the Node client
@@ -35,10 +38,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // Options configures New.
@@ -48,17 +53,25 @@ type Options struct {
 	// unknown (a quarantined table) and are left out of the table
 	// resource. Nil means 0 and 0.
 	Stats func(tableID string) (numRows, numBytes int64, ok bool)
+	// DB is the engine whose table ids are the catalog's Table.ID. The
+	// methods that read or write table data (tabledata.*) are served,
+	// and described in the discovery document, only when it is set.
+	DB *storage.DB
 	// Logger receives internal errors. Default: discard.
 	Logger *slog.Logger
 }
 
-// Handler is the REST v2 handler. Use Handle to add routes (for example
-// tabledata.list) to the same mux.
+// Handler is the REST v2 handler. Its methods are the routes table
+// (routes.go).
 type Handler struct {
-	cat  *catalog.Catalog
-	opts Options
-	log  *slog.Logger
-	mux  *http.ServeMux
+	cat    *catalog.Catalog
+	opts   Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	served []*route // the routes registered, in table order
+
+	docOnce sync.Once
+	doc     map[string]any // the discovery document, without its URLs
 }
 
 // Prefixes under which every route is served.
@@ -76,30 +89,14 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.Handle("/projects/{p}/datasets", h.datasets)
-	h.Handle("/projects/{p}/datasets/{d}", h.dataset)
-	h.Handle("/projects/{p}/datasets/{d}/tables", h.tables)
-	h.Handle("/projects/{p}/datasets/{d}/tables/{t}", h.table)
+	h.register()
+	for _, path := range discoveryPaths {
+		h.mux.HandleFunc("GET "+path, h.serveDiscovery)
+	}
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: "Not found: URL " + r.URL.Path})
 	})
 	return h
-}
-
-// Handle registers fn for pattern (a http.ServeMux pattern starting with
-// "/projects/", optionally with a method) under both path prefixes.
-func (h *Handler) Handle(pattern string, fn http.HandlerFunc) {
-	method, path, ok := strings.Cut(pattern, " ")
-	if !ok {
-		method, path = "", pattern
-	}
-	for _, p := range prefixes {
-		pat := p + path
-		if method != "" {
-			pat = method + " " + pat
-		}
-		h.mux.HandleFunc(pat, fn)
-	}
 }
 
 // ServeHTTP implements http.Handler.
@@ -110,16 +107,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// WriteError writes err in Google's JSON error shape; for routes added
-// with Handle. Errors that are not *Error or catalog errors are logged and
+// WriteError writes err in Google's JSON error shape, for the server's
+// middleware (authentication, host checks). Errors that are not *Error or catalog errors are logged and
 // sent as internal errors.
 func (h *Handler) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	h.writeError(w, r, err)
 }
-
-// WriteJSON writes v as a JSON response with status code; for routes
-// added with Handle.
-func (h *Handler) WriteJSON(w http.ResponseWriter, code int, v any) { writeJSON(w, code, v) }
 
 func (h *Handler) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)

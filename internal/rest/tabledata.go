@@ -38,23 +38,31 @@ const (
 	tableDataMaxRows      = 100000
 )
 
-// ServeTableData adds tabledata.list over db (the engine whose table ids
-// are the catalog's Table.ID).
-func (h *Handler) ServeTableData(db *storage.DB) {
-	h.Handle("/projects/{p}/datasets/{d}/tables/{t}/data", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			h.methodNotAllowed(w, r, "GET")
-			return
-		}
-		body, err := h.listTableData(r, db)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(body)
-	})
+// listTableData serves tabledata.list over Options.DB.
+func (h *Handler) listTableData(w http.ResponseWriter, r *http.Request) {
+	body, err := h.tableDataPage(r, h.opts.DB)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// tableDataListDoc is the shape of a tabledata.list response, which
+// rowjson.AppendPage writes, for the discovery document; a test checks
+// the responses against it.
+type tableDataListDoc struct {
+	Kind      string `json:"kind"`
+	ETag      string `json:"etag"`
+	TotalRows string `json:"totalRows" format:"int64"`
+	PageToken string `json:"pageToken,omitempty"`
+	Rows      []struct {
+		F []struct {
+			V any `json:"v"`
+		} `json:"f"`
+	} `json:"rows,omitempty"`
 }
 
 // tableDataQuery is a parsed tabledata.list request.
@@ -133,9 +141,9 @@ func decodeDataToken(tok string) (time.Time, int64, error) {
 	return time.UnixMicro(us), next, nil
 }
 
-func (h *Handler) listTableData(r *http.Request, db *storage.DB) ([]byte, error) {
-	p, d, t := r.PathValue("p"), r.PathValue("d"), r.PathValue("t")
-	if err := checkRef(p, d, &t); err != nil {
+func (h *Handler) tableDataPage(r *http.Request, db *storage.DB) ([]byte, error) {
+	p, d, t, err := tablePath(r)
+	if err != nil {
 		return nil, err
 	}
 	q, err := parseTableDataQuery(r)

@@ -313,8 +313,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 
 	mux := http.NewServeMux()
-	s.rest = rest.New(s.cat, rest.Options{Stats: s.tableStats, Logger: s.log})
-	s.rest.ServeTableData(s.db)
+	s.rest = rest.New(s.cat, rest.Options{Stats: s.tableStats, DB: s.db, Logger: s.log})
 	mux.Handle("/", s.rest)
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
