@@ -3,17 +3,27 @@ package cli
 import (
 	"context"
 	"flag"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/bqstore/bqstore/internal/bench"
 )
 
+const benchUsage = "usage: bqstore bench write|read|ingest [flags]\n\n" +
+	"  write   append rows through managedwriter and read them back\n" +
+	"  read    read a table through the Read API\n" +
+	"  ingest  run the ingest pipeline from an in-process Kafka\n\n" +
+	"Run 'bqstore bench WORKLOAD -h' for the flags of a workload."
+
 func runBench(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("usage: bqstore bench write|read|ingest [flags]")
+		return usagef("want a workload: write, read or ingest (see bqstore bench -h)")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(env.Stderr, benchUsage)
+		return flag.ErrHelp
 	case "write":
 		return runBenchWrite(ctx, env, args[1:])
 	case "read":
@@ -21,25 +31,54 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 	case "ingest":
 		return runBenchIngest(ctx, env, args[1:])
 	}
-	return usagef("unknown workload %q (write, read, ingest)", args[0])
+	return usagef("unknown workload %q (write, read, ingest; see bqstore bench -h)", args[0])
+}
+
+// benchFlags are the flags that say where the server and the table are.
+type benchFlags struct {
+	g *grpcFlags
+	t *bench.Target
 }
 
 // targetFlags registers the flags that say where the server is.
-func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) {
-	fs.StringVar(&t.Endpoint, "endpoint", envDefault(env, "BQSTORE_ENDPOINT", "127.0.0.1:9060"), "Storage API gRPC address (env BQSTORE_ENDPOINT)")
-	fs.StringVar(&t.API, "api", envDefault(env, "BQSTORE_API", "http://127.0.0.1:9050"), "REST v2 base URL for table creation (env BQSTORE_API)")
-	fs.BoolVar(&t.Insecure, "insecure", true, "plaintext gRPC without credentials (false: TLS with Application Default Credentials)")
-	fs.StringVar(&t.Project, "project", envDefault(env, "BQSTORE_PROJECT", "local"), "project")
+func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) *benchFlags {
+	g := addGRPCFlags(env, fs)
+	fs.StringVar(&t.API, "api", envDefault(env, "BQSTORE_API", DefaultAPI), "REST v2 base URL for table creation (env BQSTORE_API)")
 	fs.StringVar(&t.Dataset, "dataset", "bench", "dataset (created if missing)")
-	fs.StringVar(&t.Table, "table", "", "table (write: created if missing, default a new bench_<time> table; read: default the dataset's newest table)")
+	fs.StringVar(&t.Table, "table", "", "table, or [project:]dataset.table (write: created if missing, default a new bench_<time> table; read: default the dataset's newest table)")
 	fs.IntVar(&t.ServerPID, "server-pid", 0, "pid of a local server to sample for CPU and peak RSS")
 	fs.IntVar(&t.Window, "grpc-window", 0, "client HTTP/2 stream window in bytes (0: grpc-go's dynamic default)")
+	return &benchFlags{g: g, t: t}
+}
+
+// resolve fills in the target from the flags and checks that both the
+// gRPC endpoint and the REST API answer.
+func (b *benchFlags) resolve(ctx context.Context) error {
+	plaintext, err := b.g.resolve()
+	if err != nil {
+		return err
+	}
+	b.t.Endpoint, b.t.Insecure, b.t.Project = b.g.endpoint, plaintext, b.g.project
+	if strings.ContainsAny(b.t.Table, ".:") {
+		r, err := parseRef(b.t.Table, b.g.project)
+		if err != nil {
+			return err
+		}
+		if r.table == "" {
+			return usagef("--table %q: want a table or [project:]dataset.table", b.t.Table)
+		}
+		b.t.Project, b.t.Dataset, b.t.Table = r.project, r.dataset, r.table
+	}
+	if err := checkAPI(ctx, b.t.API); err != nil {
+		return err
+	}
+	return checkEndpoint(ctx, b.t.Endpoint, plaintext)
 }
 
 func runBenchWrite(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench write", "[flags]")
 	var cfg bench.WriteConfig
-	targetFlags(fs, env, &cfg.Target)
+	tf := targetFlags(fs, env, &cfg.Target)
 	fs.Int64Var(&cfg.Rows, "rows", 100000, "rows to write")
 	fs.IntVar(&cfg.RowBytes, "row-bytes", 1200, "serialized bytes per row")
 	fs.IntVar(&cfg.RequestBytes, "request-bytes", 1<<20, "bytes per AppendRows request")
@@ -52,6 +91,9 @@ func runBenchWrite(ctx context.Context, env *Env, args []string) error {
 	} else if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
+	if err := tf.resolve(ctx); err != nil {
+		return err
+	}
 	res, err := bench.Write(ctx, cfg)
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
@@ -62,7 +104,7 @@ func runBenchWrite(ctx context.Context, env *Env, args []string) error {
 func runBenchRead(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench read", "[flags]")
 	var cfg bench.ReadConfig
-	targetFlags(fs, env, &cfg.Target)
+	tf := targetFlags(fs, env, &cfg.Target)
 	fs.IntVar(&cfg.Streams, "streams", 1, "max_stream_count (0: the server chooses)")
 	fs.StringVar(&cfg.Format, "format", "arrow", "arrow or avro")
 	columns := fs.String("columns", "", "comma-separated selected fields (default all)")
@@ -72,6 +114,9 @@ func runBenchRead(ctx context.Context, env *Env, args []string) error {
 		return err
 	} else if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
+	}
+	if err := tf.resolve(ctx); err != nil {
+		return err
 	}
 	if *columns != "" {
 		cfg.Columns = strings.Split(*columns, ",")
@@ -86,7 +131,7 @@ func runBenchRead(ctx context.Context, env *Env, args []string) error {
 func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "bench ingest", "[flags]")
 	var cfg bench.IngestConfig
-	targetFlags(fs, env, &cfg.Target)
+	tf := targetFlags(fs, env, &cfg.Target)
 	fs.IntVar(&cfg.Rate, "rate", 10000, "events produced per second into the in-process Kafka (kfake)")
 	fs.IntVar(&cfg.RowBytes, "row-bytes", 1200, "bytes of one JSON event")
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the producer runs")
@@ -117,6 +162,9 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 			return usagef("--memory-budget: %v", err)
 		}
 		cfg.MemoryBudget = n
+	}
+	if err := tf.resolve(ctx); err != nil {
+		return err
 	}
 	res, err := bench.Ingest(ctx, cfg)
 	if res != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -68,7 +69,13 @@ func MainEnv(ctx context.Context, args []string, env *Env) int {
 	if env.LookupEnv == nil {
 		env.LookupEnv = func(string) (string, bool) { return "", false }
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if args0 := firstArg(args); args0 == "--version" || args0 == "-version" || args0 == "-v" {
+		return MainEnv(ctx, append([]string{"version"}, args[1:]...), env)
+	}
+	if len(args) == 2 && args[0] == "help" {
+		return MainEnv(ctx, []string{args[1], "-h"}, env)
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || args[0] == "help" {
 		printUsage(env.Stdout)
 		if len(args) == 0 {
 			return 2
@@ -93,6 +100,13 @@ func MainEnv(ctx context.Context, args []string, env *Env) int {
 	return 2
 }
 
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "usage: bqstore COMMAND [flags] [args]")
 	fmt.Fprintln(w)
@@ -103,7 +117,7 @@ func printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'bqstore COMMAND -h' for the flags of a command.")
+	fmt.Fprintln(w, "Run 'bqstore COMMAND -h' for the flags of a command, 'bqstore --version' for the version.")
 }
 
 // oneLine folds a message onto one line, for stderr.
@@ -155,7 +169,59 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func runVersion(_ context.Context, env *Env, _ []string) error {
-	fmt.Fprintln(env.Stdout, "bqstore", Version)
+func runVersion(_ context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "version", "")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	fmt.Fprintln(env.Stdout, versionLine(readBuildInfo()))
 	return nil
+}
+
+// readBuildInfo is debug.ReadBuildInfo (tests replace it).
+var readBuildInfo = func() (*debug.BuildInfo, bool) { return debug.ReadBuildInfo() }
+
+// versionLine is "bqstore VERSION (commit REV[, modified], TIME, GOVERSION)":
+// the -ldflags Version if set, else the main module's version (v1.2.3
+// when installed with go install ...@v1.2.3, "(devel)" in a checkout);
+// the commit as the go command stamped it from the VCS.
+func versionLine(bi *debug.BuildInfo, ok bool) string {
+	v := Version
+	if !ok {
+		return "bqstore " + v
+	}
+	if v == "dev" && bi.Main.Version != "" {
+		v = bi.Main.Version
+	}
+	var rev, when string
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			when = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	var parts []string
+	if rev != "" {
+		c := "commit " + rev
+		if modified {
+			c += " (modified)"
+		}
+		parts = append(parts, c)
+	} else {
+		parts = append(parts, "commit unknown")
+	}
+	if when != "" {
+		parts = append(parts, when)
+	}
+	if bi.GoVersion != "" {
+		parts = append(parts, bi.GoVersion)
+	}
+	return "bqstore " + v + " (" + strings.Join(parts, ", ") + ")"
 }

@@ -31,9 +31,8 @@ const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SO
 // runIngest runs the exactly-once ingestion pipeline into one table.
 func runIngest(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "ingest", ingestUsage)
-	endpoint := fs.String("endpoint", envDefault(env, "BQSTORE_ENDPOINT", ""), "Storage API gRPC endpoint, e.g. bigquerystorage.googleapis.com:443 or 127.0.0.1:9060 (env BQSTORE_ENDPOINT)")
-	plaintext := fs.Bool("insecure", false, "plaintext gRPC without credentials (for bqstore serve)")
-	tableFlag := fs.String("table", "", "destination table as project:dataset.table")
+	g := addGRPCFlags(env, fs)
+	tableFlag := fs.String("table", "", "destination table as [project:]dataset.table")
 	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC?group=G")
 	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
@@ -57,17 +56,28 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	for _, req := range []struct{ name, v string }{{"endpoint", *endpoint}, {"table", *tableFlag}, {"source", *sourceFlag}} {
+	var missing []string
+	for _, req := range []struct{ name, v string }{{"--table", *tableFlag}, {"--source", *sourceFlag}} {
 		if req.v == "" {
-			return usagef("--%s is required", req.name)
+			missing = append(missing, req.name)
 		}
 	}
-	r, err := parseRef(*tableFlag, "")
+	if *stateDir == "" && !strings.HasPrefix(*sourceFlag, "kafka://") {
+		missing = append(missing, "--state-dir (for file sources)")
+	}
+	if len(missing) > 0 {
+		return usagef("missing required flags: %s (see bqstore ingest -h)", strings.Join(missing, ", "))
+	}
+	plaintext, err := g.resolve()
 	if err != nil {
 		return err
 	}
-	if r.project == "" || r.table == "" {
-		return usagef("--table %q: want project:dataset.table", *tableFlag)
+	r, err := parseRef(*tableFlag, g.project)
+	if err != nil {
+		return err
+	}
+	if r.table == "" {
+		return usagef("--table %q: want [project:]dataset.table", *tableFlag)
 	}
 	var dlTable string
 	if *deadLetterTable != "" {
@@ -129,9 +139,6 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	// files keep it in the state directory.
 	var ledger ingest.Ledger
 	if src.Ledger() == nil {
-		if *stateDir == "" {
-			return usagef("--state-dir is required for file sources")
-		}
 		fl, err := ingest.OpenFileLedger(*stateDir)
 		if err != nil {
 			return err
@@ -172,9 +179,12 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		logger.Info("metrics", "addr", ln.Addr().String())
 	}
 
-	conn, err := ingest.Dial(ctx, *endpoint, *plaintext, *conns)
-	if err != nil {
+	if err := waitEndpoint(ctx, logger, g.endpoint, plaintext); err != nil {
 		return err
+	}
+	conn, err := ingest.Dial(ctx, g.endpoint, plaintext, *conns)
+	if err != nil {
+		return credentialsHint(err, g.endpoint)
 	}
 	defer conn.Close()
 

@@ -39,10 +39,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/bqstore/bqstore/internal/rowjson"
@@ -351,8 +348,7 @@ func runExtract(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "extract", "[flags] [project:]dataset.table OUT|-\n\n"+
 		"Reads the table through the Storage Read API with --streams streams in parallel;\n"+
 		"rows from different streams interleave, so the output is in no particular order.")
-	endpoint := fs.String("endpoint", envDefault(env, "BQSTORE_ENDPOINT", "127.0.0.1:9060"), "Storage API gRPC address (env BQSTORE_ENDPOINT)")
-	project := fs.String("project", envDefault(env, "BQSTORE_PROJECT", "local"), "default project for references without one (env BQSTORE_PROJECT)")
+	g := addGRPCFlags(env, fs)
 	format := fs.String("format", "", "output format: parquet, arrow (Arrow IPC file), csv or ndjson (default: from OUT's extension)")
 	where := fs.String("where", "", "row_restriction: a SQL predicate the rows must satisfy")
 	cols := fs.String("columns", "", "comma-separated columns to extract (nested fields as rec.field); default all")
@@ -365,7 +361,11 @@ func runExtract(ctx context.Context, env *Env, args []string) error {
 	if len(pos) != 2 {
 		return usagef("want a table reference and an output file, got %d arguments", len(pos))
 	}
-	r, err := parseRef(pos[0], *project)
+	plaintext, err := g.resolve()
+	if err != nil {
+		return err
+	}
+	r, err := parseRef(pos[0], g.project)
 	if err != nil {
 		return err
 	}
@@ -394,8 +394,11 @@ func runExtract(ctx context.Context, env *Env, args []string) error {
 			selected = append(selected, strings.TrimSpace(c))
 		}
 	}
+	if err := checkEndpoint(ctx, g.endpoint, plaintext); err != nil {
+		return err
+	}
 	x := &extractor{env: env, format: *format, streams: *streams, progress: isTerminalWriter(env.Stderr)}
-	res, err := x.run(ctx, *endpoint, r, selected, *where, out)
+	res, err := x.run(ctx, g.endpoint, plaintext, r, selected, *where, out)
 	if err != nil {
 		return err
 	}
@@ -438,15 +441,11 @@ type sink interface {
 	close() error
 }
 
-func (x *extractor) run(ctx context.Context, endpoint string, r ref, selected []string, where, out string) (*extractResult, error) {
+func (x *extractor) run(ctx context.Context, endpoint string, plaintext bool, r ref, selected []string, where, out string) (*extractResult, error) {
 	start := time.Now()
-	rc, err := storage.NewBigQueryReadClient(ctx,
-		option.WithEndpoint(endpoint),
-		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
-	)
+	rc, err := storage.NewBigQueryReadClient(ctx, clientOptions(endpoint, plaintext)...)
 	if err != nil {
-		return nil, fmt.Errorf("read client: %w", err)
+		return nil, credentialsHint(fmt.Errorf("read client: %w", err), endpoint)
 	}
 	defer rc.Close()
 	sess, err := rc.CreateReadSession(ctx, &storagepb.CreateReadSessionRequest{
