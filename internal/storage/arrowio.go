@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/storage/segment"
+	"github.com/bqstore/bqstore/internal/storage/wal"
 )
 
 // encodeSchema serializes a schema as an Arrow IPC stream holding only the
@@ -65,9 +67,6 @@ type batchMsg struct {
 // encodeBatch encodes rec (8-byte aligned buffers, uncompressed). The
 // caller releases the result.
 func encodeBatch(rec arrow.Record) (*batchMsg, error) {
-	if hasDictionary(rec.Schema().Fields()) {
-		return nil, fmt.Errorf("storage: encode batch: dictionary-encoded columns are not supported")
-	}
 	p, err := ipc.GetRecordBatchPayload(rec)
 	if err != nil {
 		return nil, fmt.Errorf("storage: encode batch: %w", err)
@@ -92,6 +91,22 @@ func (m *batchMsg) appendTo(dst []byte) ([]byte, error) {
 }
 
 func (m *batchMsg) release() { m.p.Release() }
+
+// errDictionary refuses dictionary-encoded columns, which the log's
+// batches (decoded against the table schema alone) cannot hold.
+var errDictionary = errors.New("storage: encode batch: dictionary-encoded columns are not supported")
+
+// schemaHasDictionary is hasDictionary of s's fields, without copying
+// them (Schema.Fields copies: ~90 bytes per column per append).
+func schemaHasDictionary(s *arrow.Schema) bool {
+	for i := range s.NumFields() {
+		f := s.Field(i)
+		if hasDictionary([]arrow.Field{f}) {
+			return true
+		}
+	}
+	return false
+}
 
 func hasDictionary(fs []arrow.Field) bool {
 	for _, f := range fs {
@@ -121,9 +136,147 @@ func (a *appendWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// rowsMsg is the Arrow part of a ROWS_SPARSE payload being built (see
+// records.go): the record batch message of the batch's present columns
+// (nil when every column is all null), and the batch's zone maps, whose
+// stored columns are exactly the present ones.
+type rowsMsg struct {
+	msg   *batchMsg
+	stats segment.Stats
+}
+
+// encodeRows encodes rec's present columns. The caller releases the
+// result.
+func encodeRows(rec arrow.Record) (*rowsMsg, error) {
+	if schemaHasDictionary(rec.Schema()) {
+		return nil, errDictionary
+	}
+	m := &rowsMsg{stats: batchStats(rec)}
+	var buf [64]int
+	present := m.stats.StoredCols(buf[:0])
+	var err error
+	switch {
+	case len(present) == 0:
+	case len(present) == int(rec.NumCols()):
+		m.msg, err = encodeBatch(rec)
+	default:
+		sub := subRecord(rec, present)
+		m.msg, err = encodeBatch(sub)
+		sub.Release()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// size is the length of the Arrow message.
+func (m *rowsMsg) size() int {
+	if m.msg == nil {
+		return 0
+	}
+	return m.msg.size
+}
+
+// appendTo appends the Arrow message (if any) to dst.
+func (m *rowsMsg) appendTo(dst []byte) ([]byte, error) {
+	if m.msg == nil {
+		return dst, nil
+	}
+	return m.msg.appendTo(dst)
+}
+
+func (m *rowsMsg) release() {
+	if m.msg != nil {
+		m.msg.release()
+	}
+}
+
+// subRecord is the record of rec's columns cols (ascending), sharing
+// rec's arrays. The caller releases it.
+func subRecord(rec arrow.Record, cols []int) arrow.Record {
+	fields := make([]arrow.Field, len(cols))
+	arrs := make([]arrow.Array, len(cols))
+	for i, j := range cols {
+		fields[i] = rec.Schema().Field(j)
+		arrs[i] = rec.Column(j)
+	}
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+}
+
+// decodeRows decodes the Arrow part of a ROWS or ROWS_SPARSE (typ)
+// payload, the first n bytes of parent, as a record of sv's schema; r is
+// the payload's decoded header (splitRows). Columns absent from a
+// ROWS_SPARSE record are all null. The record's buffers slice parent
+// (see decodeBatchIPCBuf). The caller releases the record.
+func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int) (arrow.Record, error) {
+	if typ == recRows {
+		return decodeBatchIPCBuf(sv.ipc, parent, n)
+	}
+	nf := sv.schema.NumFields()
+	if r.stats.Len() != nf {
+		return nil, fmt.Errorf("storage: decode batch: %d columns, schema version %d has %d", r.stats.Len(), sv.version, nf)
+	}
+	var buf [64]int
+	present := r.stats.StoredCols(buf[:0])
+	if len(present) == nf {
+		return decodeBatchIPCBuf(sv.ipc, parent, n)
+	}
+	var sub arrow.Record
+	if len(present) > 0 {
+		fields := make([]arrow.Field, len(present))
+		for i, j := range present {
+			fields[i] = sv.schema.Field(j)
+		}
+		sipc, err := encodeSchema(arrow.NewSchema(fields, nil))
+		if err != nil {
+			return nil, err
+		}
+		if sub, err = decodeBatchIPCBuf(sipc, parent, n); err != nil {
+			return nil, err
+		}
+		defer sub.Release()
+		if sub.NumRows() != r.rows {
+			return nil, fmt.Errorf("storage: decode batch: %d rows, record says %d", sub.NumRows(), r.rows)
+		}
+	}
+	// All-null columns of one type share one array.
+	nulls := map[string]arrow.Array{}
+	defer func() {
+		for _, a := range nulls {
+			a.Release()
+		}
+	}()
+	cols := make([]arrow.Array, nf)
+	next := 0
+	for j := range cols {
+		if next < len(present) && present[next] == j {
+			cols[j] = sub.Column(next)
+			next++
+			continue
+		}
+		dt := sv.schema.Field(j).Type
+		fp := dt.Fingerprint()
+		a, ok := nulls[fp]
+		if !ok || fp == "" {
+			a = array.MakeArrayOfNull(memory.DefaultAllocator, dt, int(r.rows))
+			if fp == "" {
+				defer a.Release()
+			} else {
+				nulls[fp] = a
+			}
+		}
+		cols[j] = a
+	}
+	return array.NewRecordBatch(sv.schema, cols, r.rows), nil
+}
+
 // appendBatchIPC appends rec as one encapsulated Arrow IPC record batch
 // message (8-byte aligned buffers, uncompressed) to dst.
 func appendBatchIPC(dst []byte, rec arrow.Record) ([]byte, error) {
+	if schemaHasDictionary(rec.Schema()) {
+		return nil, errDictionary
+	}
 	m, err := encodeBatch(rec)
 	if err != nil {
 		return nil, err

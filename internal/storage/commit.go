@@ -157,7 +157,7 @@ func (t *Table) writeGroup(ops []*op) {
 			}
 			a = t.active
 		}
-		wal.SealSynced(o.buf, o.r.typ, o.ts, a.synced, o.n, o.crc)
+		wal.SealSynced(o.buf, frameType(o.r.typ), o.ts, a.synced, o.n, o.crc)
 		o.file, o.off = a, a.size
 		if _, err := a.f.Write(o.buf); err != nil {
 			t.failStop(ops[start:], fmt.Errorf("write %s: %w", a.name, err))

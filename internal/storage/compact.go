@@ -329,11 +329,11 @@ func (t *Table) writeGroup1(w *fileWriter, g []batchRef, schemas map[int]schemaV
 		if err != nil {
 			return segment.Batch{}, err
 		}
-		msg, _, err := splitRows(fr.Payload)
+		msg, r, err := splitRows(fr.Type, fr.Payload)
 		if err != nil {
 			return segment.Batch{}, &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset, Reason: err.Error()}
 		}
-		rec, err := decodeBatchIPC(sv.ipc, msg)
+		rec, err := decodeRows(sv, fr.Type, r, memory.NewBufferBytes(fr.Payload), len(msg))
 		if err != nil {
 			return segment.Batch{}, &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset, Reason: err.Error()}
 		}
@@ -368,19 +368,24 @@ func (t *Table) writeGroup1(w *fileWriter, g []batchRef, schemas map[int]schemaV
 		c.Release()
 	}
 	defer merged.Release()
-	buf := make([]byte, wal.HeaderSize, wal.HeaderSize+recordBytes(merged)+4096)
-	buf, err := appendBatchIPC(buf, merged)
+	msg, err := encodeRows(merged)
 	if err != nil {
 		return segment.Batch{}, err
 	}
-	stats := batchStats(merged)
+	stats := msg.stats
+	buf := make([]byte, wal.HeaderSize, wal.HeaderSize+msg.size()+rowsMetaSizeHint(first.Stream, stats)+rowsTrailerLen+wal.Align)
+	buf, err = msg.appendTo(buf)
+	msg.release()
+	if err != nil {
+		return segment.Batch{}, err
+	}
 	ipcEnd := len(buf)
 	buf = encodeRowsMeta(buf, first.Stream, stats)
 	metaLen := len(buf) - ipcEnd
 	n := len(buf) - wal.HeaderSize + rowsTrailerLen
 	buf = append(buf, make([]byte, wal.FrameLen(n)-len(buf))...)
 	putRowsTrailer(buf[wal.HeaderSize+n-rowsTrailerLen:], first.First, rows, first.SchemaVersion, metaLen)
-	wal.Seal(buf, recRows, runs[0].TS, n, wal.PayloadCRC(buf[wal.HeaderSize:wal.HeaderSize+n]))
+	wal.Seal(buf, recRowsSparse, runs[0].TS, n, wal.PayloadCRC(buf[wal.HeaderSize:wal.HeaderSize+n]))
 	b := segment.Batch{
 		Offset: w.off, Len: int64(len(buf)), Stream: first.Stream, First: first.First, Rows: rows,
 		TS: runs[0].TS, SchemaVersion: first.SchemaVersion, Stats: stats, Runs: runs,

@@ -27,8 +27,10 @@
 //
 // # Outline
 //
-// Table.Append encodes the batch as an Arrow IPC message, computes zone
-// maps and the payload CRC (all outside locks), takes bytes from the DB's
+// Table.Append encodes the batch's present columns (those with a non-null
+// value: an all-null column costs nothing in the log, see records.go) as
+// an Arrow IPC message, computes their zone maps and the payload CRC (all
+// outside locks), takes bytes from the DB's
 // in-flight budget (backpressure), then under Table.mu checks and
 // reserves the offsets and queues the record. The table's log writer
 // goroutine (Table.run, pebble's commitPipeline shape reduced to a single
@@ -42,13 +44,14 @@
 // (stream.VisibleRange). The result is a read plan of chunks (batch, row
 // range) with prefix sums, pinning the files it reads (reference counts)
 // until Release. ReadChunk reads one frame (pread), checks its CRC,
-// decodes the Arrow message zero-copy over the read buffer, pads columns
-// added by later schema versions with nulls, slices and projects.
+// decodes the Arrow message zero-copy over the read buffer, fills the
+// columns the record did not hold (all null in the batch) and those added
+// by later schema versions with nulls, slices and projects.
 //
 // When the active file would exceed Options.SegmentSize, the log writer
 // seals it: a CHECKPOINT record (the whole durable state: schemas, every
 // stream with its offsets and flush history), a FOOTER (the batch index
-// with per-column zone maps) and a fixed-size TRAILER pointing at the
+// with the zone maps of each batch's non-null columns) and a fixed-size TRAILER pointing at the
 // footer; fdatasync; then a new file with a HEADER, fdatasync, directory
 // fsync. Recovery reads each sealed file's footer (never scanning it),
 // takes the state from the last sealed file's checkpoint, and replays

@@ -114,7 +114,7 @@ func (db *DB) checkTable(tdir string, repair bool) TableReport {
 	for _, br := range t.mu.batches {
 		r.Rows += br.b.Rows
 		fr, err := wal.ReadAt(br.f.f, br.b.Offset+br.b.Len, br.f.name, br.b.Offset, buf)
-		if err == nil && fr.Type != recRows {
+		if err == nil && !isRows(fr.Type) {
 			err = &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset, Reason: "the batch index points at " + recName(fr.Type)}
 		}
 		if err != nil {

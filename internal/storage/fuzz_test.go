@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/storage/codec"
 	"github.com/bqstore/bqstore/internal/storage/segment"
 	"github.com/bqstore/bqstore/internal/storage/stream"
 	"github.com/bqstore/bqstore/internal/storage/wal"
@@ -20,15 +24,36 @@ func fuzzSeeds(t testing.TB) map[wal.Type][]byte {
 	}
 	rec := makeBatch(testSchema, 0, 3)
 	defer rec.Release()
+	// ROWS: the dense layout of format 2 files.
 	rows, err := appendBatchIPC(nil, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ipcEnd := len(rows)
-	rows = encodeRowsMeta(rows, "s1", segment.MakeStats(3, []segment.ColumnStats{{Kind: segment.KindInt, MinI: 0, MaxI: 2}, {NullCount: 0}}))
+	rows = encodeDenseRowsMeta(rows, "s1", segment.MakeStats(3, []segment.ColumnStats{{Kind: segment.KindInt, MinI: 0, MaxI: 2}, {NullCount: 0}}))
 	trailer := make([]byte, rowsTrailerLen)
 	putRowsTrailer(trailer, 0, 3, 1, len(rows)-ipcEnd)
 	rows = append(rows, trailer...)
+	// ROWS_SPARSE of a batch whose second column is all null.
+	b := array.NewRecordBuilder(memory.DefaultAllocator, testSchema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{4, 5}, nil)
+	b.Field(1).AppendNulls(2)
+	half := b.NewRecordBatch()
+	defer half.Release()
+	m, err := encodeRows(half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := m.appendTo(nil)
+	m.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipcEnd = len(sparse)
+	sparse = encodeRowsMeta(sparse, "s1", m.stats)
+	putRowsTrailer(trailer, 3, 2, 1, len(sparse)-ipcEnd)
+	sparse = append(sparse, trailer...)
 	set := stream.NewSet()
 	_ = set.Create("s1", stream.Buffered, 5, 1)
 	_, _ = set.Append("s1", 0, 4)
@@ -37,6 +62,7 @@ func fuzzSeeds(t testing.TB) map[wal.Type][]byte {
 		schemas: []schemaVer{{version: 1, ts: 1, schema: testSchema, ipc: sipc}}}
 	return map[wal.Type][]byte{
 		recRows:         rows,
+		recRowsSparse:   sparse,
 		recSchema:       (&rec1{typ: recSchema, schemaVersion: 2, schemaIPC: sipc}).encode(),
 		recStreamCreate: (&rec1{typ: recStreamCreate, stream: "s1", streamType: stream.Pending, schemaVersion: 1}).encode(),
 		recFlush:        (&rec1{typ: recFlush, stream: "s1", first: 3}).encode(),
@@ -45,6 +71,19 @@ func fuzzSeeds(t testing.TB) map[wal.Type][]byte {
 		recCheckpoint:   ck.encode(),
 		recHeader:       encodeHeader("t", 3, 1),
 	}
+}
+
+// encodeDenseRowsMeta is the meta part of a ROWS payload (the dense
+// layout written before ROWS_SPARSE: a zone map per column).
+func encodeDenseRowsMeta(dst []byte, streamID string, stats segment.Stats) []byte {
+	e := codec.Encoder{Buf: dst}
+	start := len(dst)
+	e.String(streamID)
+	stats.Encode(&e)
+	for (len(e.Buf)-start)%8 != 0 {
+		e.Buf = append(e.Buf, 0)
+	}
+	return e.Buf
 }
 
 type rec1 rec
@@ -65,6 +104,7 @@ func FuzzRecordDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	sv := schemaVer{version: 1, schema: testSchema, ipc: sipc}
 	f.Fuzz(func(t *testing.T, typ byte, p []byte) {
 		if len(p) > 1<<16 {
 			return
@@ -74,10 +114,10 @@ func FuzzRecordDecode(f *testing.F) {
 			_, _ = decodeCheckpoint("fuzz", p, nil)
 		case recHeader:
 			_, _, _, _ = decodeHeader("fuzz", p)
-		case recRows:
-			msg, _, err := splitRows(p)
+		case recRows, recRowsSparse:
+			msg, r, err := splitRows(wal.Type(typ), p)
 			if err == nil {
-				if rec, err := decodeBatchIPC(sipc, msg); err == nil {
+				if rec, err := decodeRows(sv, wal.Type(typ), r, memory.NewBufferBytes(p), len(msg)); err == nil {
 					rec.Release()
 				}
 			}

@@ -26,7 +26,21 @@ const (
 	recFooter       wal.Type = 9
 	recTrailer      wal.Type = 10
 	recAbandon      wal.Type = 11
+	recRowsSparse   wal.Type = 12
 )
+
+// isRows reports whether a frame type holds row data: ROWS (the dense
+// layout, written before ROWS_SPARSE and still read) or ROWS_SPARSE (what
+// the engine writes). Both decode to a rec of type recRows.
+func isRows(t wal.Type) bool { return t == recRows || t == recRowsSparse }
+
+// frameType is the frame type a live record of type t is written as.
+func frameType(t wal.Type) wal.Type {
+	if t == recRows {
+		return recRowsSparse
+	}
+	return t
+}
 
 func recName(t wal.Type) string {
 	switch t {
@@ -52,6 +66,8 @@ func recName(t wal.Type) string {
 		return "TRAILER"
 	case recAbandon:
 		return "ABANDON"
+	case recRowsSparse:
+		return "ROWS_SPARSE"
 	}
 	return fmt.Sprintf("TYPE_%d", t)
 }
@@ -107,8 +123,8 @@ func (r *rec) encodeMeta() []byte {
 	return e.Buf
 }
 
-// decodeRec decodes a record payload (ROWS: without the Arrow data,
-// which is decoded on read).
+// decodeRec decodes a record payload (ROWS, ROWS_SPARSE: without the
+// Arrow data, which is decoded on read; both give a rec of type recRows).
 //
 // parseSchema decodes the Arrow schema of a SCHEMA record (decodeSchema;
 // nil leaves it undecoded: the fuzz target exercises our decoding only,
@@ -116,8 +132,8 @@ func (r *rec) encodeMeta() []byte {
 // protects).
 func decodeRec(typ wal.Type, p []byte, parseSchema func([]byte) (*arrow.Schema, error)) (*rec, error) {
 	r := &rec{typ: typ}
-	if typ == recRows {
-		return decodeRowsHeader(p)
+	if isRows(typ) {
+		return decodeRowsHeader(typ, p)
 	}
 	d := codec.NewDecoder(p)
 	switch typ {
@@ -152,11 +168,19 @@ func decodeRec(typ wal.Type, p []byte, parseSchema func([]byte) (*arrow.Schema, 
 	return r, nil
 }
 
-// A ROWS payload is
+// A ROWS_SPARSE payload is
 //
-//	[Arrow IPC record batch message][meta: codec(stream id, stats), zero
-//	padded to 8][trailer: first i64, rows i64, schema version u32, meta
-//	length u32]
+//	[Arrow IPC record batch message of the batch's present columns (those
+//	with a non-null value), in column order; nothing if there is none]
+//	[meta: codec(stream id, Stats.EncodeSparse: column count, present
+//	columns, their zone maps), zero padded to 8]
+//	[trailer: first i64, rows i64, schema version u32, meta length u32]
+//
+// so a batch costs what it holds: a column that is all null in it takes
+// neither Arrow metadata, buffers nor a zone map, and reads back as all
+// null. A ROWS payload (the dense layout, written before) is the same
+// with every column in the Arrow message and a zone map per column
+// (Stats.Encode).
 //
 // The trailer comes last so that the appender can checksum the large
 // Arrow message and metadata before the offset check assigns the first
@@ -169,18 +193,19 @@ func putRowsTrailer(b []byte, first, rows int64, sv int, metaLen int) {
 	binary.LittleEndian.PutUint32(b[20:], uint32(metaLen))
 }
 
-// rowsMetaSizeHint is about what encodeRowsMeta appends (at most a few
-// bytes per implied column, the bounds of the stored ones), to size the
-// frame buffer once.
+// rowsMetaSizeHint bounds what encodeRowsMeta appends (at most three
+// bytes per present column's index, the bounds of its zone map), to size
+// the frame buffer once.
 func rowsMetaSizeHint(streamID string, stats segment.Stats) int {
-	return 64 + len(streamID) + 3*stats.Len() + stats.Stored()*(2*maxStatBytes+24)
+	return 64 + len(streamID) + stats.Stored()*(2*maxStatBytes+27)
 }
 
+// encodeRowsMeta appends the meta part of a ROWS_SPARSE payload.
 func encodeRowsMeta(dst []byte, streamID string, stats segment.Stats) []byte {
 	e := codec.Encoder{Buf: dst}
 	start := len(dst)
 	e.String(streamID)
-	stats.Encode(&e)
+	stats.EncodeSparse(&e)
 	for (len(e.Buf)-start)%8 != 0 {
 		e.Buf = append(e.Buf, 0)
 	}
@@ -188,8 +213,11 @@ func encodeRowsMeta(dst []byte, streamID string, stats segment.Stats) []byte {
 }
 
 // splitRows returns the Arrow message and the decoded header of a ROWS
-// payload.
-func splitRows(p []byte) (ipcMsg []byte, r *rec, err error) {
+// or ROWS_SPARSE (typ) payload.
+func splitRows(typ wal.Type, p []byte) (ipcMsg []byte, r *rec, err error) {
+	if !isRows(typ) {
+		return nil, nil, fmt.Errorf("%s is not a ROWS record", recName(typ))
+	}
 	if len(p) < rowsTrailerLen {
 		return nil, nil, fmt.Errorf("ROWS payload of %d bytes", len(p))
 	}
@@ -205,15 +233,22 @@ func splitRows(p []byte) (ipcMsg []byte, r *rec, err error) {
 	metaStart := len(p) - rowsTrailerLen - metaLen
 	d := codec.NewDecoder(p[metaStart : len(p)-rowsTrailerLen])
 	r.stream = d.String()
-	r.stats = segment.DecodeStatsList(d, r.rows)
+	if typ == recRowsSparse {
+		r.stats = segment.DecodeSparseStats(d, r.rows)
+		if d.Err() == nil && (r.stats.Stored() == 0) != (metaStart == 0) {
+			return nil, nil, fmt.Errorf("ROWS_SPARSE of %d present columns with %d bytes of Arrow data", r.stats.Stored(), metaStart)
+		}
+	} else {
+		r.stats = segment.DecodeStatsList(d, r.rows)
+	}
 	if d.Err() != nil {
 		return nil, nil, d.Err()
 	}
 	return p[:metaStart], r, nil
 }
 
-func decodeRowsHeader(p []byte) (*rec, error) {
-	_, r, err := splitRows(p)
+func decodeRowsHeader(typ wal.Type, p []byte) (*rec, error) {
+	_, r, err := splitRows(typ, p)
 	return r, err
 }
 

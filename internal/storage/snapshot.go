@@ -234,11 +234,11 @@ func (s *Snapshot) ReadChunk(ctx context.Context, c Chunk, rowStart, rowEnd int6
 	if err != nil {
 		return nil, err
 	}
-	msg, _, err := splitRows(fr.Payload)
+	msg, r, err := splitRows(fr.Type, fr.Payload)
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}
-	rec, err := decodeBatchIPCBuf(bsv.ipc, parent, len(msg))
+	rec, err := decodeRows(bsv, fr.Type, r, parent, len(msg))
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}

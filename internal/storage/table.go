@@ -483,12 +483,12 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	rows := req.Batch.NumRows()
 
 	// Encode and checksum outside the lock.
-	msg, err := encodeBatch(req.Batch)
+	msg, err := encodeRows(req.Batch)
 	if err != nil {
 		return nil, fmt.Errorf("storage: append to %q: %v: %w", req.Stream, err, ErrInvalidArgument)
 	}
-	stats := batchStats(req.Batch)
-	buf := frameBufs.get(wal.HeaderSize, wal.HeaderSize+msg.size+rowsMetaSizeHint(req.Stream, stats)+rowsTrailerLen+wal.Align)
+	stats := msg.stats
+	buf := frameBufs.get(wal.HeaderSize, wal.HeaderSize+msg.size()+rowsMetaSizeHint(req.Stream, stats)+rowsTrailerLen+wal.Align)
 	buf, err = msg.appendTo(buf)
 	msg.release()
 	if err != nil {

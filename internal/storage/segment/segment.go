@@ -15,13 +15,14 @@
 //
 // Footer payload (codec encoding, see docs/format/segment.md):
 //
-//	uvarint version (=1)
+//	uvarint version (=2; 1 is still read)
 //	varint  checkpoint offset
 //	uvarint batch count, then per batch:
 //	  varint offset, varint frame length, string stream id,
 //	  varint first row offset, varint rows, varint ts (µs),
-//	  uvarint schema version, uvarint column count, then per column:
-//	    ColumnStats,
+//	  uvarint schema version, zone maps (version 2: Stats.EncodeSparse,
+//	    the non-null columns only; version 1: uvarint column count, then
+//	    per column ColumnStats),
 //	  uvarint run count, then per run: varint rows, varint ts
 //	    (compacted batches only: append times of row runs)
 //
@@ -109,7 +110,12 @@ type Footer struct {
 	Batches          []Batch
 }
 
-const footerVersion = 1
+// Footer versions: version 2 stores the zone maps of non-null columns
+// only (Stats.EncodeSparse); version 1 (written before) one per column.
+const (
+	footerVersionDense = 1
+	footerVersion      = 2
+)
 
 // TrailerMagic ends every sealed file.
 const TrailerMagic = "BQSEGEND"
@@ -178,7 +184,7 @@ func (f *Footer) Encode(dst []byte) []byte {
 		e.Varint(b.Rows)
 		e.Varint(b.TS)
 		e.Uvarint(uint64(b.SchemaVersion))
-		b.Stats.Encode(&e)
+		b.Stats.EncodeSparse(&e)
 		e.Uvarint(uint64(len(b.Runs)))
 		for _, r := range b.Runs {
 			e.Varint(r.Rows)
@@ -192,7 +198,8 @@ func (f *Footer) Encode(dst []byte) []byte {
 // storage's ErrCorruption.
 func Decode(file string, p []byte) (*Footer, error) {
 	d := codec.NewDecoder(p)
-	if v := d.Uvarint(); d.Err() == nil && v != footerVersion {
+	v := d.Uvarint()
+	if d.Err() == nil && v != footerVersion && v != footerVersionDense {
 		return nil, fmt.Errorf("segment: %s: footer version %d: %w", file, v, base.ErrCorruption)
 	}
 	f := &Footer{CheckpointOffset: d.Varint()}
@@ -208,7 +215,11 @@ func Decode(file string, p []byte) (*Footer, error) {
 		b.Rows = d.Varint()
 		b.TS = d.Varint()
 		b.SchemaVersion = d.Count(1 << 30)
-		b.Stats = DecodeStatsList(d, b.Rows)
+		if v == footerVersionDense {
+			b.Stats = DecodeStatsList(d, b.Rows)
+		} else {
+			b.Stats = DecodeSparseStats(d, b.Rows)
+		}
 		nr := d.Count(d.Len() / 2)
 		var sum int64
 		for j := 0; j < nr && d.Err() == nil; j++ {

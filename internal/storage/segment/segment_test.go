@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bqstore/bqstore/internal/storage/base"
+	"github.com/bqstore/bqstore/internal/storage/codec"
 )
 
 func sampleFooter() *Footer {
@@ -48,6 +49,68 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// encodeV1 is the version 1 footer encoding (a zone map per column), as
+// written before version 2.
+func encodeV1(f *Footer) []byte {
+	e := codec.Encoder{}
+	e.Uvarint(footerVersionDense)
+	e.Varint(f.CheckpointOffset)
+	e.Uvarint(uint64(len(f.Batches)))
+	for i := range f.Batches {
+		b := &f.Batches[i]
+		e.Varint(b.Offset)
+		e.Varint(b.Len)
+		e.String(b.Stream)
+		e.Varint(b.First)
+		e.Varint(b.Rows)
+		e.Varint(b.TS)
+		e.Uvarint(uint64(b.SchemaVersion))
+		b.Stats.Encode(&e)
+		e.Uvarint(uint64(len(b.Runs)))
+		for _, r := range b.Runs {
+			e.Varint(r.Rows)
+			e.Varint(r.TS)
+		}
+	}
+	return e.Buf
+}
+
+// TestDecodeV1: version 1 footers (sealed files written before sparse
+// zone maps) still decode to the same index.
+func TestDecodeV1(t *testing.T) {
+	f := sampleFooter()
+	got, err := Decode("seg", encodeV1(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, f) {
+		t.Fatalf("v1 decode:\n got %+v\nwant %+v", got, f)
+	}
+}
+
+// TestFooterSparse: a version 2 footer entry of a batch with one non-null
+// column among thousands costs a few bytes, not a zone map per column.
+func TestFooterSparse(t *testing.T) {
+	const cols = 5000
+	all := make([]ColumnStats, cols)
+	for j := range all {
+		all[j] = ColumnStats{NullCount: 1}
+	}
+	all[4321] = ColumnStats{Kind: KindInt, MinI: 7, MaxI: 7}
+	f := &Footer{Batches: []Batch{{Offset: 24, Len: 512, Stream: "_default", Rows: 1, SchemaVersion: 1, Stats: MakeStats(1, all)}}}
+	enc := f.Encode(nil)
+	if len(enc) > 64 {
+		t.Errorf("footer of one batch with 1 of %d columns set: %d bytes, want <= 64", cols, len(enc))
+	}
+	got, err := Decode("seg", enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, f) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, f)
+	}
+}
+
 func TestDecodeErrors(t *testing.T) {
 	enc := sampleFooter().Encode(nil)
 	for _, tc := range []struct {
@@ -76,6 +139,7 @@ func FuzzSegmentDecode(f *testing.F) {
 	f.Add(sampleFooter().Encode(nil))
 	f.Add((&Footer{}).Encode(nil))
 	f.Add([]byte{1, 0, 1})
+	f.Add(encodeV1(sampleFooter()))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 1<<16 {
 			return
