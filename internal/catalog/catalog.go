@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -104,12 +105,25 @@ type Table struct {
 	// Expiration is stored and echoed; the zero time means never.
 	// bqstore does not delete expired tables.
 	Expiration time.Time `json:"expirationTime,omitzero"`
-	ETag       string    `json:"etag"`
-	Created    time.Time `json:"creationTime"`
-	Modified   time.Time `json:"lastModifiedTime"`
+	// Partitioning is the table's partitioning and clustering members
+	// as the client sent them, stored and echoed: bqstore neither
+	// partitions nor clusters.
+	Partitioning
+	ETag     string    `json:"etag"`
+	Created  time.Time `json:"creationTime"`
+	Modified time.Time `json:"lastModifiedTime"`
 	// Schemas holds every schema the table has had, oldest first.
 	// Invariant: len(Schemas) >= 1 and Schemas[i].Version == i+1.
 	Schemas []SchemaVersion `json:"schemas"`
+}
+
+// Partitioning holds a table's timePartitioning, rangePartitioning and
+// clustering members of BigQuery's Table resource, each a compact JSON
+// object as the client sent it, or nil when the table has none.
+type Partitioning struct {
+	TimePartitioning  json.RawMessage `json:"timePartitioning,omitempty"`
+	RangePartitioning json.RawMessage `json:"rangePartitioning,omitempty"`
+	Clustering        json.RawMessage `json:"clustering,omitempty"`
 }
 
 // SchemaVersion is one schema of a table and the time it took effect.
@@ -498,6 +512,7 @@ type TableSpec struct {
 	FriendlyName                  string
 	Labels                        map[string]string
 	Expiration                    time.Time
+	Partitioning                  Partitioning
 }
 
 // CreateTable creates a table in an existing dataset. The schema is
@@ -541,7 +556,8 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 		ID: id, ProjectID: spec.ProjectID, DatasetID: spec.DatasetID, TableID: spec.TableID,
 		Location: ds.Location, Description: spec.Description, FriendlyName: spec.FriendlyName,
 		Labels: maps.Clone(spec.Labels), Expiration: spec.Expiration.UTC().Truncate(time.Millisecond),
-		ETag: etag, Created: now, Modified: now,
+		Partitioning: spec.Partitioning,
+		ETag:         etag, Created: now, Modified: now,
 		Schemas: []SchemaVersion{{Version: 1, Time: now, Schema: sch}},
 	}
 	if spec.Expiration.IsZero() {
@@ -641,6 +657,9 @@ type TablePatch struct {
 	ReplaceLabels bool
 	Expiration    *time.Time
 	Schema        *schema.Schema
+	// TimePartitioning, RangePartitioning and Clustering, when set,
+	// replace the table's member (an empty value clears it).
+	TimePartitioning, RangePartitioning, Clustering *json.RawMessage
 }
 
 // UpdateTable applies patch to table p:d.t. A non-empty ifMatch must equal
@@ -702,6 +721,18 @@ func (c *Catalog) UpdateTable(ctx context.Context, p, d, t string, patch TablePa
 		n.Expiration = time.Time{}
 		if !patch.Expiration.IsZero() {
 			n.Expiration = patch.Expiration.UTC().Truncate(time.Millisecond)
+		}
+	}
+	for _, m := range [...]struct{ dst, src *json.RawMessage }{
+		{&n.TimePartitioning, patch.TimePartitioning},
+		{&n.RangePartitioning, patch.RangePartitioning},
+		{&n.Clustering, patch.Clustering},
+	} {
+		if m.src != nil {
+			*m.dst = *m.src
+			if len(*m.dst) == 0 {
+				*m.dst = nil
+			}
 		}
 	}
 	n.Labels = applyLabels(n.Labels, patch.Labels, patch.ReplaceLabels)

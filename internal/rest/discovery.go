@@ -19,6 +19,8 @@ import (
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/schema"
+
+	bq "google.golang.org/api/bigquery/v2"
 )
 
 // discoveryPaths are where the document is served: the v1 discovery
@@ -137,6 +139,16 @@ func buildDiscovery(served []*route) map[string]any {
 	}
 }
 
+// echoTypes are the BigQuery types of members bqstore echoes as the client
+// sent them (json.RawMessage fields tagged discovery:"<name>"): their
+// schemas are those of the generated BigQuery types, which requests are
+// checked against.
+var echoTypes = map[string]reflect.Type{
+	"TimePartitioning":  reflect.TypeFor[bq.TimePartitioning](),
+	"RangePartitioning": reflect.TypeFor[bq.RangePartitioning](),
+	"Clustering":        reflect.TypeFor[bq.Clustering](),
+}
+
 var pathParamDesc = map[string]string{
 	"projectId": "Project ID.",
 	"datasetId": "Dataset ID.",
@@ -199,7 +211,12 @@ func structSchema(t reflect.Type, schemas map[string]any) map[string]any {
 		if name == "" {
 			name = f.Name
 		}
-		s := schemaOf(f.Type, schemas)
+		var s map[string]any
+		if name := f.Tag.Get("discovery"); name != "" {
+			s = schemaOf(echoTypes[name], schemas)
+		} else {
+			s = schemaOf(f.Type, schemas)
+		}
 		if format := f.Tag.Get("format"); format != "" {
 			s["format"] = format
 		}

@@ -148,7 +148,7 @@ func TestDiscoverySchemas(t *testing.T) {
 	}
 	for _, c := range []struct{ method, path, body, schema string }{
 		{"POST", "/projects/p/datasets", `{"datasetReference":{"datasetId":"d"},"description":"x","labels":{"a":"b"},"defaultTableExpirationMs":"3600000","friendlyName":"f"}`, "Dataset"},
-		{"POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"t"},"description":"x","labels":{"a":"b"},"expirationTime":"4102444800000","friendlyName":"f","schema":{"fields":[{"name":"r","type":"RECORD","mode":"REPEATED","description":"d","fields":[{"name":"n","type":"NUMERIC","precision":"10","scale":"2"},{"name":"s","type":"STRING","maxLength":"5","defaultValueExpression":"'x'"},{"name":"g","type":"RANGE","rangeElementType":{"type":"DATE"}}]}]}}`, "Table"},
+		{"POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"t"},"description":"x","labels":{"a":"b"},"expirationTime":"4102444800000","friendlyName":"f","schema":{"fields":[{"name":"r","type":"RECORD","mode":"REPEATED","description":"d","fields":[{"name":"n","type":"NUMERIC","precision":"10","scale":"2"},{"name":"s","type":"STRING","maxLength":"5","defaultValueExpression":"'x'"},{"name":"g","type":"RANGE","rangeElementType":{"type":"DATE"}}]}]},"timePartitioning":{"type":"DAY","expirationMs":"1000","requirePartitionFilter":true},"rangePartitioning":{"field":"x","range":{"start":"0","end":"9","interval":"1"}},"clustering":{"fields":["r"]}}`, "Table"},
 		{"GET", "/projects/p/datasets/d", "", "Dataset"},
 		{"GET", "/projects/p/datasets", "", "DatasetList"},
 		{"GET", "/projects/p/datasets/d/tables/t", "", "Table"},

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
+
+	bq "google.golang.org/api/bigquery/v2"
 )
 
 // ---- datasets ----
@@ -344,6 +347,15 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 	if patch.Expiration != nil {
 		spec.Expiration = *patch.Expiration
 	}
+	for _, m := range [...]struct{ dst, src *json.RawMessage }{
+		{&spec.Partitioning.TimePartitioning, patch.TimePartitioning},
+		{&spec.Partitioning.RangePartitioning, patch.RangePartitioning},
+		{&spec.Partitioning.Clustering, patch.Clustering},
+	} {
+		if m.src != nil && len(*m.src) > 0 {
+			*m.dst = *m.src
+		}
+	}
 	spec.Labels = setLabels(spec.Labels, patch.Labels)
 	t, err := h.cat.CreateTable(r.Context(), spec)
 	if err != nil {
@@ -381,6 +393,32 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 	}
 	if p.Labels, p.ReplaceLabels, err = labelsMember(members, "table", full); err != nil {
 		return p, err
+	}
+	for _, m := range [...]struct {
+		name string
+		dst  **json.RawMessage
+		typ  any // the BigQuery type, to check the member's JSON types
+	}{
+		{"timePartitioning", &p.TimePartitioning, &bq.TimePartitioning{}},
+		{"rangePartitioning", &p.RangePartitioning, &bq.RangePartitioning{}},
+		{"clustering", &p.Clustering, &bq.Clustering{}},
+	} {
+		present, null, err := member(members, m.name, "table", m.typ)
+		if err != nil {
+			return p, err
+		}
+		if !present && !full {
+			continue
+		}
+		var v json.RawMessage // absent in a PUT, or null: cleared
+		if present && !null {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, members[m.name]); err != nil {
+				return p, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
+			}
+			v = buf.Bytes()
+		}
+		*m.dst = &v
 	}
 	// A null schema leaves the schema, as an absent one does: null is an
 	// unset message field in Google's JSON mapping, and bq update sends

@@ -176,12 +176,20 @@ type tableJSON struct {
 	Schema           *schema.Schema    `json:"schema,omitempty"`
 	NumBytes         string            `json:"numBytes,omitempty"`
 	NumLongTermBytes string            `json:"numLongTermBytes"`
-	NumRows          string            `json:"numRows,omitempty"`
-	CreationTime     string            `json:"creationTime"`
-	ExpirationTime   string            `json:"expirationTime,omitempty"`
-	LastModifiedTime string            `json:"lastModifiedTime"`
-	Type             string            `json:"type"`
-	Location         string            `json:"location"`
+	// NumTotalLogicalBytes is numBytes (bq show prints it as Total
+	// Logical Bytes); bqstore has no long-term storage.
+	NumTotalLogicalBytes string `json:"numTotalLogicalBytes,omitempty"`
+	NumRows              string `json:"numRows,omitempty"`
+	CreationTime         string `json:"creationTime"`
+	ExpirationTime       string `json:"expirationTime,omitempty"`
+	LastModifiedTime     string `json:"lastModifiedTime"`
+	Type                 string `json:"type"`
+	Location             string `json:"location"`
+	// Echoed as the client sent them (catalog.Partitioning); the
+	// discovery schema is that of the BigQuery type named by the tag.
+	TimePartitioning  json.RawMessage `json:"timePartitioning,omitempty" discovery:"TimePartitioning"`
+	RangePartitioning json.RawMessage `json:"rangePartitioning,omitempty" discovery:"RangePartitioning"`
+	Clustering        json.RawMessage `json:"clustering,omitempty" discovery:"Clustering"`
 }
 
 type tableListItem struct {
@@ -253,9 +261,11 @@ func (h *Handler) tableOut(r *http.Request, t *catalog.Table) *tableJSON {
 		NumLongTermBytes: "0",
 		CreationTime:     ms(t.Created), ExpirationTime: ms(t.Expiration), LastModifiedTime: ms(t.Modified),
 		Type: "TABLE", Location: t.Location,
+		TimePartitioning: t.TimePartitioning, RangePartitioning: t.RangePartitioning, Clustering: t.Clustering,
 	}
 	if known {
 		out.NumRows, out.NumBytes = strconv.FormatInt(rows, 10), strconv.FormatInt(size, 10)
+		out.NumTotalLogicalBytes = out.NumBytes
 	}
 	if s := t.Schema(); len(s.Fields) > 0 {
 		out.Schema = s
