@@ -1,8 +1,11 @@
 package rows
 
 import (
+	"bytes"
+	"math"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -397,4 +400,102 @@ func appendTwosBig(dst []byte, v *big.Int) []byte {
 		le[len(be)-1-i] = c
 	}
 	return protowire.AppendBytes(dst, le)
+}
+
+// isDecimal reports whether s is an optionally signed decimal number with
+// an optional fraction and exponent ("1700000000", "-1.5", "1.7e9").
+func isDecimal(s []byte) bool {
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	digits, dot, exp := 0, false, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.' && !dot && !exp:
+			dot = true
+		case (c == 'e' || c == 'E') && !exp && digits > 0:
+			exp = true
+			if i+1 < len(s) && (s[i+1] == '-' || s[i+1] == '+') {
+				i++
+			}
+			if i+1 >= len(s) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
+
+// parseEpochSeconds parses a decimal number of seconds since the Unix epoch
+// (tabledata.insertAll's TIMESTAMP number) to microseconds; digits past the
+// microsecond are dropped. Without an exponent the conversion is exact.
+func parseEpochSeconds(s []byte) (int64, string) {
+	bad := "invalid TIMESTAMP " + quote(s) + " (a number is seconds since the epoch)"
+	if !isDecimal(s) {
+		return 0, bad
+	}
+	for _, c := range s {
+		if c == 'e' || c == 'E' {
+			f, err := strconv.ParseFloat(string(s), 64)
+			if err != nil || math.IsInf(f, 0) || math.Abs(f) > 1e12 {
+				return 0, "TIMESTAMP out of range " + quote(s)
+			}
+			return checkMicros(int64(math.Round(f*1e6)), s)
+		}
+	}
+	orig, neg := s, false
+	if s[0] == '-' || s[0] == '+' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(string(s), ".")
+	if len(intPart) > 12 {
+		return 0, "TIMESTAMP out of range " + quote(orig)
+	}
+	var sec int64
+	for _, c := range []byte(intPart) {
+		sec = sec*10 + int64(c-'0')
+	}
+	var us int64
+	for i := 0; i < 6; i++ {
+		us *= 10
+		if i < len(frac) {
+			us += int64(frac[i] - '0')
+		}
+	}
+	v := sec*1e6 + us
+	if neg {
+		v = -v
+	}
+	return checkMicros(v, orig)
+}
+
+func checkMicros(v int64, s []byte) (int64, string) {
+	if v < minMicros || v > maxMicros {
+		return 0, "TIMESTAMP out of range " + quote(s)
+	}
+	return v, ""
+}
+
+// truncateFraction drops the fraction digits of a time string past the
+// sixth ("12:00:00.123456789Z" -> "12:00:00.123456Z"); s is not modified.
+func truncateFraction(s []byte) []byte {
+	dot := bytes.IndexByte(s, '.')
+	if dot < 0 {
+		return s
+	}
+	n := 0
+	for dot+1+n < len(s) && s[dot+1+n] >= '0' && s[dot+1+n] <= '9' {
+		n++
+	}
+	if n <= 6 {
+		return s
+	}
+	out := make([]byte, 0, len(s)-(n-6))
+	out = append(out, s[:dot+7]...)
+	return append(out, s[dot+1+n:]...)
 }

@@ -21,9 +21,11 @@ type decoder struct {
 	buf     []byte
 	pos     int
 	unknown UnknownFields
-	path    []pathSeg
-	scratch []byte // unescaped string bytes, reused
-	seen    [][]bool
+	// insertAll: tabledata.insertAll's time conventions (Options.InsertAll).
+	insertAll bool
+	path      []pathSeg
+	scratch   []byte // unescaped string bytes, reused
+	seen      [][]bool
 }
 
 type pathSeg struct {
@@ -595,6 +597,21 @@ func (d *decoder) scalar(dst []byte, t storagepb.TableFieldSchema_Type) ([]byte,
 	isStr := k == kString
 	isNum := k == kNumber
 	isBool := k == kTrue || k == kFalse
+	if d.insertAll {
+		switch t {
+		case storagepb.TableFieldSchema_TIMESTAMP:
+			if isNum || isStr && isDecimal(text) {
+				v, reason := parseEpochSeconds(text)
+				if reason != "" {
+					return dst, d.failAt(at, reason)
+				}
+				return protowire.AppendVarint(dst, uint64(v)), nil
+			}
+			text = truncateFraction(text)
+		case storagepb.TableFieldSchema_DATETIME, storagepb.TableFieldSchema_TIME:
+			text = truncateFraction(text)
+		}
+	}
 	switch t {
 	case storagepb.TableFieldSchema_INT64:
 		if isBool {

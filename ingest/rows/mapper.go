@@ -37,6 +37,12 @@
 //
 // Column names match case-insensitively, as BigQuery's do. A key that names no
 // column is an error with UnknownReject and skipped with UnknownIgnore.
+//
+// Options.InsertAll reads TIMESTAMP, DATETIME and TIME as tabledata.insertAll
+// does instead: a TIMESTAMP number (or a string holding only a decimal
+// number) is seconds since the Unix epoch, with up to microsecond fractions
+// ("1700000000.25"), and digits past the microsecond in a civil time string
+// are dropped (the Go client sends time.Time with nanoseconds).
 package rows
 
 import (
@@ -79,10 +85,20 @@ const maxDepth = 64
 // Mapper maps JSON records to proto rows of one table schema. It is
 // immutable after New and safe for concurrent use.
 type Mapper struct {
-	schema  *storagepb.TableSchema
-	desc    *descriptorpb.DescriptorProto
-	root    *msgPlan
-	unknown UnknownFields
+	schema    *storagepb.TableSchema
+	desc      *descriptorpb.DescriptorProto
+	root      *msgPlan
+	unknown   UnknownFields
+	insertAll bool
+}
+
+// Options configure NewWithOptions.
+type Options struct {
+	// Unknown says what to do with a key that names no column.
+	Unknown UnknownFields
+	// InsertAll reads times as tabledata.insertAll does (see the package
+	// comment); the default is bqstore ingest's convention.
+	InsertAll bool
 }
 
 // msgPlan is the encoding plan of one message: the table or a STRUCT.
@@ -105,6 +121,11 @@ type fieldPlan struct {
 // New builds a Mapper for schema. It fails if adapt cannot derive a
 // descriptor for it or if a column has a type rows cannot encode.
 func New(schema *storagepb.TableSchema, unknown UnknownFields) (*Mapper, error) {
+	return NewWithOptions(schema, Options{Unknown: unknown})
+}
+
+// NewWithOptions is New with Options.
+func NewWithOptions(schema *storagepb.TableSchema, opts Options) (*Mapper, error) {
 	if schema == nil || len(schema.GetFields()) == 0 {
 		return nil, fmt.Errorf("rows: empty table schema")
 	}
@@ -124,7 +145,7 @@ func New(schema *storagepb.TableSchema, unknown UnknownFields) (*Mapper, error) 
 	if err != nil {
 		return nil, fmt.Errorf("rows: normalize descriptor: %w", err)
 	}
-	return &Mapper{schema: schema, desc: dp, root: root, unknown: unknown}, nil
+	return &Mapper{schema: schema, desc: dp, root: root, unknown: opts.Unknown, insertAll: opts.InsertAll}, nil
 }
 
 // Descriptor returns the normalized descriptor to send as
@@ -208,7 +229,7 @@ func (e *RecordError) Error() string {
 // with a *RecordError. record is not retained.
 func (m *Mapper) Append(dst []byte, record []byte) ([]byte, error) {
 	d := decoders.Get().(*decoder)
-	*d = decoder{buf: record, unknown: m.unknown, path: d.path[:0], scratch: d.scratch[:0], seen: d.seen}
+	*d = decoder{buf: record, unknown: m.unknown, insertAll: m.insertAll, path: d.path[:0], scratch: d.scratch[:0], seen: d.seen}
 	start := len(dst)
 	d.skipSpace()
 	out, err := d.message(dst, m.root, 0)
