@@ -429,7 +429,9 @@ func (d *decoder) message(dst []byte, p *msgPlan, depth int) ([]byte, error) {
 		}
 	}
 	for i := range p.fields {
-		if p.fields[i].required && !seen[i] {
+		// Under insertAll a missing REQUIRED column with a default takes
+		// the default (the server fills it in).
+		if p.fields[i].required && !seen[i] && !(d.insertAll && p.fields[i].hasDefault) {
 			d.path = append(d.path, pathSeg{name: p.fields[i].name, index: -1})
 			err := d.failAt(d.pos-1, "REQUIRED column is missing")
 			d.path = d.path[:len(d.path)-1]

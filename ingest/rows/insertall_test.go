@@ -62,3 +62,27 @@ func TestInsertAllTimes(t *testing.T) {
 		t.Errorf("default ts = %d, want microseconds", got)
 	}
 }
+
+// TestInsertAllRequiredDefault: under InsertAll a REQUIRED column with a
+// default may be missing; without a default, or by default, it may not.
+func TestInsertAllRequiredDefault(t *testing.T) {
+	sch := testSchema()
+	sch.Fields[0].DefaultValueExpression = "7"
+	m, err := NewWithOptions(sch, Options{InsertAll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Append(nil, []byte(`{"s":"x"}`)); err != nil {
+		t.Errorf("missing REQUIRED column with a default: %v", err)
+	}
+	if _, err := m.Append(nil, []byte(`{"id":null}`)); err == nil {
+		t.Errorf("null REQUIRED column accepted")
+	}
+	def, err := New(sch, UnknownReject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := def.Append(nil, []byte(`{"s":"x"}`)); err == nil {
+		t.Errorf("ingest mapper accepted a missing REQUIRED column")
+	}
+}

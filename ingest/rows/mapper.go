@@ -42,7 +42,9 @@
 // does instead: a TIMESTAMP number (or a string holding only a decimal
 // number) is seconds since the Unix epoch, with up to microsecond fractions
 // ("1700000000.25"), and digits past the microsecond in a civil time string
-// are dropped (the Go client sends time.Time with nanoseconds).
+// are dropped (the Go client sends time.Time with nanoseconds); a REQUIRED
+// column with a default value may be missing (the server applies the
+// default).
 package rows
 
 import (
@@ -112,10 +114,12 @@ type fieldPlan struct {
 	num      protowire.Number
 	typ      storagepb.TableFieldSchema_Type
 	required bool
-	repeated bool
-	packed   bool     // repeated scalar numeric: packed encoding (adapt's proto2 choice)
-	sub      *msgPlan // STRUCT fields
-	elem     storagepb.TableFieldSchema_Type
+	// hasDefault: the column has a defaultValueExpression.
+	hasDefault bool
+	repeated   bool
+	packed     bool     // repeated scalar numeric: packed encoding (adapt's proto2 choice)
+	sub        *msgPlan // STRUCT fields
+	elem       storagepb.TableFieldSchema_Type
 }
 
 // New builds a Mapper for schema. It fails if adapt cannot derive a
@@ -161,11 +165,12 @@ func planMessage(fields []*storagepb.TableFieldSchema, prefix string) (*msgPlan,
 	for i, f := range fields {
 		path := prefix + f.GetName()
 		fp := fieldPlan{
-			name:     f.GetName(),
-			num:      protowire.Number(i + 1),
-			typ:      f.GetType(),
-			required: f.GetMode() == storagepb.TableFieldSchema_REQUIRED,
-			repeated: f.GetMode() == storagepb.TableFieldSchema_REPEATED,
+			name:       f.GetName(),
+			num:        protowire.Number(i + 1),
+			typ:        f.GetType(),
+			required:   f.GetMode() == storagepb.TableFieldSchema_REQUIRED,
+			hasDefault: f.GetDefaultValueExpression() != "",
+			repeated:   f.GetMode() == storagepb.TableFieldSchema_REPEATED,
 		}
 		switch f.GetType() {
 		case storagepb.TableFieldSchema_STRUCT:

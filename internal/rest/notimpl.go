@@ -13,7 +13,6 @@ import (
 // in the routes table (routes.go) takes precedence, so a method leaves this list by
 // being served. docs/compatibility.md lists the same methods.
 var notServed = []struct{ method, path, name string }{
-	{"POST", "/projects/*/datasets/*/tables/*/insertAll", "tabledata.insertAll"},
 	{"POST", "/projects/*/datasets/*:undelete", "datasets.undelete"},
 	{"POST", "/projects/*/datasets/*/tables/*:getIamPolicy", "tables.getIamPolicy"},
 	{"POST", "/projects/*/datasets/*/tables/*:setIamPolicy", "tables.setIamPolicy"},

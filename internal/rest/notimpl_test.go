@@ -20,8 +20,6 @@ func TestNotImplemented(t *testing.T) {
 		code         int
 		want         string // the method named, or the 404 message
 	}{
-		{"POST", "/projects/p/datasets/d/tables/t/insertAll", 501, "tabledata.insertAll"},
-		{"POST", "/bigquery/v2/projects/p/datasets/d/tables/t/insertAll", 501, "tabledata.insertAll"},
 		{"POST", "/bigquery/v2/projects/p/jobs", 501, "jobs.insert"},
 		{"POST", "/upload/bigquery/v2/projects/p/jobs?uploadType=multipart", 501, "jobs.insert"},
 		{"GET", "/projects/p/jobs", 501, "jobs.list"},

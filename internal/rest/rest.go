@@ -1,9 +1,10 @@
 // Package rest serves the subset of BigQuery's REST v2 API that the official
 // clients and bq use to manage datasets and tables (datasets and tables
 // insert, get, list, patch, update, delete; projects.list) and to read
-// rows (tabledata.list), over the catalog and the engine, and a discovery
-// document describing them (discovery.go). It only translates: names,
-// rules and durability are the catalog's. The methods are the routes
+// and stream rows (tabledata.list, tabledata.insertAll: insertall.go), over
+// the catalog and the engine, and a discovery document describing them
+// (discovery.go). It only translates: names, rules and durability are the
+// catalog's and the engine's. The methods are the routes
 // table in routes.go, the one place a method is registered.
 //
 // Every route is served under /bigquery/v2/projects/... and /projects/...
@@ -59,6 +60,12 @@ type Options struct {
 	DB *storage.DB
 	// Logger receives internal errors. Default: discard.
 	Logger *slog.Logger
+	// InsertIDWindow is how long tabledata.insertAll remembers a row's
+	// insertId to drop a repeat (dedup.go). Zero means
+	// DefaultInsertIDWindow; negative turns de-duplication off.
+	InsertIDWindow time.Duration
+	// Clock is the time source of the insertId window. Default: time.Now.
+	Clock func() time.Time
 }
 
 // Handler is the REST v2 handler. Its methods are the routes table
@@ -69,6 +76,8 @@ type Handler struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	served []*route // the routes registered, in table order
+
+	insertIDs *insertIDs // tabledata.insertAll's insertId window
 
 	docOnce sync.Once
 	doc     map[string]any // the discovery document, without its URLs
@@ -89,6 +98,15 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	window := opts.InsertIDWindow
+	if window == 0 {
+		window = DefaultInsertIDWindow
+	}
+	h.insertIDs = newInsertIDs(window, clock, insertIDMaxBytes)
 	h.register()
 	for _, path := range discoveryPaths {
 		h.mux.HandleFunc("GET "+path, h.serveDiscovery)

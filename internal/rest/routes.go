@@ -64,6 +64,9 @@ var (
 	tTableList    = reflect.TypeFor[tableList]()
 	tProjectList  = reflect.TypeFor[projectList]()
 	tTableDataDoc = reflect.TypeFor[tableDataListDoc]()
+
+	tInsertAll         = reflect.TypeFor[tableDataInsertAllRequest]()
+	tInsertAllResponse = reflect.TypeFor[tableDataInsertAllResponse]()
 )
 
 // routes are the methods bqstore serves, in the discovery document's
@@ -139,6 +142,9 @@ var routes = []route{
 		},
 		response: tTableDataDoc, needsDB: true, serve: (*Handler).listTableData,
 		desc: "Lists the table's rows from one snapshot: the page token keeps later pages on the first page's snapshot."},
+	{id: "tabledata.insertAll", method: "POST", path: "projects/{projectId}/datasets/{datasetId}/tables/{tableId}/insertAll",
+		request: tInsertAll, response: tInsertAllResponse, needsDB: true, serve: (*Handler).insertAllRows,
+		desc: "Streams rows into the table (the legacy streaming API): they are appended to its _default stream and visible when the call returns. insertId de-duplicates retries for a minute, best effort; templateSuffix writes to tableId+suffix, created from the table's schema."},
 }
 
 // register adds the routes to h's mux, under every prefix, and for each

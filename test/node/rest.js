@@ -39,7 +39,42 @@ async function main() {
   const [tables] = await dataset.getTables();
   out.tables = tables.map(t => t.id);
   const [rows] = await table.getRows();
-  out.rows = rows.length;
+  out.rowsBefore = rows.length;
+
+  // tabledata.insertAll. Good rows (the client adds an insertId to each).
+  await table.insert([{id: 1, name: 'one'}, {id: 2, name: 'two'}, {id: 3}]);
+  // A bad row: PartialFailureError with each row's reason; the good row
+  // of the request is "stopped" and nothing is written.
+  try {
+    await table.insert([{id: 10, name: 'ten'}, {id: 'eleven'}], {partialRetries: 0});
+    out.badInsert = 'no error';
+  } catch (err) {
+    out.badInsert = err.name;
+    out.badReasons = err.errors.map(e => e.errors.map(x => x.reason).join(','));
+    out.badMessage = err.errors[1].errors[0].message;
+  }
+  // insertId de-duplication: the same raw row sent twice is written once.
+  const raw = {insertId: 'node-dedup-1', json: {id: 4, name: 'four'}};
+  await table.insert(raw, {raw: true});
+  await table.insert(raw, {raw: true});
+  // skipInvalidRows writes the good rows of a request with a bad one.
+  try {
+    await table.insert([{id: 5}, {id: 6, nope: true}], {skipInvalidRows: true, partialRetries: 0});
+  } catch (err) {
+    out.skipReasons = err.errors.map(e => e.errors.map(x => x.reason).join(','));
+  }
+  // getRows through every page.
+  const ids = [];
+  let pages = 0;
+  let query = {maxResults: 2, autoPaginate: false};
+  while (query) {
+    const [page, next] = await table.getRows(query);
+    pages++;
+    for (const r of page) ids.push(Number(r.id));
+    query = next;
+  }
+  out.rows = ids.sort((a, b) => a - b);
+  out.pages = pages;
 
   await table.delete();
   await dataset.delete({force: true});
