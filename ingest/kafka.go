@@ -48,11 +48,20 @@ type KafkaSource struct {
 
 	mu struct {
 		sync.Mutex
-		parts  map[int32]*kafkaPartition
-		wake   context.CancelFunc // interrupts the current poll
+		parts map[int32]*kafkaPartition
+		wake  context.CancelFunc // interrupts the current poll
+		// woken: a wake came since the polling goroutine last applied
+		// seeks and pauses; the next poll must not block (a wake between
+		// two polls would otherwise be lost, and a seek wait for records
+		// that may never come).
+		woken  bool
 		runErr error
 	}
 	wg sync.WaitGroup // assign goroutines
+
+	// beforePoll, if set (tests), runs on the polling goroutine before
+	// each poll.
+	beforePoll func()
 }
 
 // ParseKafkaURL parses kafka://BROKER[,BROKER]/TOPIC?group=G.
@@ -169,9 +178,15 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	close(ready)
 
 	for ctx.Err() == nil {
+		if s.beforePoll != nil {
+			s.beforePoll()
+		}
 		pctx, pcancel := context.WithCancel(ctx)
 		s.mu.Lock()
 		s.mu.wake = pcancel
+		if s.mu.woken {
+			pcancel() // the poll returns at once: apply what was asked
+		}
 		s.mu.Unlock()
 		fetches := cl.PollRecords(pctx, 10000)
 		pcancel()
@@ -284,15 +299,20 @@ func (s *KafkaSource) releaseAll() {
 
 func (s *KafkaSource) wake() {
 	s.mu.Lock()
+	s.mu.woken = true
 	if s.mu.wake != nil {
 		s.mu.wake()
 	}
 	s.mu.Unlock()
 }
 
-// applySeeksAndPauses runs on the polling goroutine.
+// applySeeksAndPauses runs on the polling goroutine. It applies every
+// seek and pause asked before it clears woken; one asked later sets woken
+// again (Open sets seekTo before it wakes), so the next poll returns at
+// once and the next round applies it.
 func (s *KafkaSource) applySeeksAndPauses() {
 	s.mu.Lock()
+	s.mu.woken = false
 	parts := make([]*kafkaPartition, 0, len(s.mu.parts))
 	for _, kp := range s.mu.parts {
 		parts = append(parts, kp)
