@@ -68,7 +68,7 @@ func (n *nemesis) describeGroup(ctx context.Context) string {
 					parts = append(parts, t.Partitions...)
 				}
 			}
-			fmt.Fprintf(&b, " [%s %s partitions %v]", m.MemberID, m.ClientHost, parts)
+			fmt.Fprintf(&b, " [%s %s partitions %v, its process %s]", m.MemberID, m.ClientHost, parts, n.processState(m.ClientID))
 		}
 	}
 	if offs, err := adm.FetchOffsets(ctx, n.group); err == nil {
@@ -77,6 +77,20 @@ func (n *nemesis) describeGroup(ctx context.Context) string {
 		})
 	}
 	return b.String()
+}
+
+// processState says whether the member process of a client id runs.
+func (n *nemesis) processState(clientID string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := n.mu.byClient[clientID]
+	switch {
+	case m == nil:
+		return "unknown"
+	case m.exitedAt.IsZero():
+		return fmt.Sprintf("%s (pid %d) runs", clientID, m.cmd.Process.Pid)
+	}
+	return fmt.Sprintf("%s (pid %d) exited %v ago", clientID, m.cmd.Process.Pid, time.Since(m.exitedAt).Round(time.Millisecond))
 }
 
 // deadLetters counts the poison records in the members' dead-letter files,

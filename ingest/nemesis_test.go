@@ -77,6 +77,9 @@ const nemesisMemberEnv = "BQSTORE_NEMESIS_MEMBER"
 var nemesisTxns = os.Getenv("INGEST_NEMESIS_TXNS") != "0"
 
 type memberSpec struct {
+	// ClientID names this process in the group (kfake builds the member
+	// id from it): the test tells a dead process's member from a live one.
+	ClientID    string
 	GRPC        string
 	Table       string
 	Brokers     []string
@@ -114,7 +117,7 @@ func runNemesisMemberIfRequested() {
 		}
 		defer dl.Close()
 		src := &ingest.KafkaSource{Brokers: s.Brokers, Topic: s.Topic, Group: s.Group, Logger: log,
-			Opts: []kgo.Opt{kgo.SessionTimeout(2 * time.Second), kgo.HeartbeatInterval(200 * time.Millisecond),
+			Opts: []kgo.Opt{kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
 				kgo.RebalanceTimeout(5 * time.Second)}}
 		return ingest.Run(ctx, ingest.Config{
 			Start:  ingest.StartEarliest,
@@ -134,15 +137,6 @@ func runNemesisMemberIfRequested() {
 func TestNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the nemesis runs child processes; skipped with -short")
-	}
-	// Known open stall (issue 13): now and then a member killed with -9
-	// stays in the group (state Stable, its partition assigned to a
-	// process that is gone) and lag never reaches zero; seen in about 1 of
-	// 40 seeds, once at seed 1 in a CI run. Until it is diagnosed, the
-	// default run needs INGEST_NEMESIS=1 so that CI stays a signal; a
-	// replay (INGEST_NEMESIS_SEED) or a soak (INGEST_NEMESIS_SOAK) always runs.
-	if os.Getenv("INGEST_NEMESIS") == "" && os.Getenv("INGEST_NEMESIS_SEED") == "" && os.Getenv("INGEST_NEMESIS_SOAK") == "" {
-		t.Skip("known stall under diagnosis (issue 13 note); run with INGEST_NEMESIS=1")
 	}
 	seed := uint64(1)
 	if s := os.Getenv("INGEST_NEMESIS_SEED"); s != "" {
@@ -298,7 +292,11 @@ type nemesis struct {
 		want    [nemesisSlots]bool // the slot should be running
 		exits   []string           // unexpected member exits
 		history []string
-		quiet   bool // the nemesis stopped: any member failure is a finding
+		started int // member processes started, for client ids
+		// byClient: every member process started, by client id.
+		byClient map[string]*member
+		reaped   int  // dead members evicted by the kfake work-around
+		quiet    bool // the nemesis stopped: any member failure is a finding
 	}
 	kfakeFaults []*kfake.FaultHandle
 	// schemaChanged: the table has the column extra; the producer fills it.
@@ -331,11 +329,13 @@ func (n *nemesis) addColumn() error {
 }
 
 type member struct {
-	slot   int
-	cmd    *exec.Cmd
-	log    *os.File
-	exited chan struct{}
-	err    error
+	slot     int
+	clientID string
+	cmd      *exec.Cmd
+	log      *os.File
+	exited   chan struct{}
+	err      error
+	exitedAt time.Time // guarded by nemesis.mu
 }
 
 func (n *nemesis) logf(format string, args ...any) {
@@ -360,7 +360,9 @@ func (n *nemesis) startMemberLocked(slot int) {
 		}
 	}
 	srv := n.mu.srv
-	spec, _ := json.Marshal(memberSpec{GRPC: srv.GRPCAddr, Table: n.table, Brokers: n.k.c.ListenAddrs(), Topic: n.k.topic,
+	n.mu.started++
+	clientID := fmt.Sprintf("nemesis-m%d-%d", slot, n.mu.started)
+	spec, _ := json.Marshal(memberSpec{ClientID: clientID, GRPC: srv.GRPCAddr, Table: n.table, Brokers: n.k.c.ListenAddrs(), Topic: n.k.topic,
 		Group: n.group, DeadLetters: filepath.Join(n.dir, fmt.Sprintf("dead-%d.ndjson", slot))})
 	logf, err := os.OpenFile(filepath.Join(n.dir, fmt.Sprintf("member-%d.log", slot)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -375,14 +377,19 @@ func (n *nemesis) startMemberLocked(slot int) {
 		n.t.Error(err)
 		return
 	}
-	m := &member{slot: slot, cmd: cmd, log: logf, exited: make(chan struct{})}
+	m := &member{slot: slot, clientID: clientID, cmd: cmd, log: logf, exited: make(chan struct{})}
 	n.mu.members[slot] = m
+	if n.mu.byClient == nil {
+		n.mu.byClient = map[string]*member{}
+	}
+	n.mu.byClient[clientID] = m
 	go func() {
 		m.err = cmd.Wait()
 		logf.Close()
-		close(m.exited)
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		m.exitedAt = time.Now()
+		close(m.exited)
 		if m.err != nil && !isKilled(m.err) && !isTerminated(m.err) {
 			x := fmt.Sprintf("member %d (pid %d) exited: %v (quiet phase: %v)", slot, cmd.Process.Pid, m.err, n.mu.quiet)
 			n.mu.exits = append(n.mu.exits, x)
@@ -435,15 +442,25 @@ func (n *nemesis) signalMember(slot int, sig syscall.Signal) {
 }
 
 // supervise restarts members that should run and are not (as a service
-// manager would), until ctx ends.
+// manager would), until ctx ends. Once a second it also evicts the group
+// members of dead processes that kfake keeps (reapDeadMembers).
 func (n *nemesis) supervise(ctx context.Context) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.k.c.ListenAddrs()...))
+	if err != nil {
+		n.t.Error(err)
+		return
+	}
+	defer cl.Close()
+	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if i%10 == 0 {
+			n.reapDeadMembers(ctx, cl)
 		}
 		n.mu.Lock()
 		for slot := range nemesisSlots {
@@ -948,8 +965,11 @@ drain:
 			dlMissing = append(dlMissing, k)
 		}
 	}
-	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d (%d written more than once)",
-		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), len(dlDup))
+	n.mu.Lock()
+	reaped := n.mu.reaped
+	n.mu.Unlock()
+	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d (%d written more than once); dead members kfake kept: %d",
+		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), len(dlDup), reaped)
 	if len(missing)+len(dup)+len(aborted)+len(other)+len(dlMissing) > 0 {
 		failed = true
 		t.Errorf("exactly-once violated: missing %v, duplicated %v, aborted-transaction rows %v, other rows %v, poison records without a dead letter %v",
