@@ -197,13 +197,18 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 			if errors.Is(err, context.Canceled) {
 				return
 			}
-			if t == s.Topic && errors.Is(err, kerr.OffsetOutOfRange) {
+			var lost *kgo.ErrDataLoss
+			if t == s.Topic && (errors.Is(err, kerr.OffsetOutOfRange) || errors.As(err, &lost)) {
 				s.mu.Lock()
 				kp := s.mu.parts[p]
 				s.mu.Unlock()
 				if kp != nil {
 					kp.mu.Lock()
-					kp.mu.outOfRange = err
+					if lost != nil {
+						kp.mu.diverged = err
+					} else {
+						kp.mu.outOfRange = err
+					}
 					kp.mu.Unlock()
 					kp.signal()
 				}
@@ -297,6 +302,13 @@ func (s *KafkaSource) releaseAll() {
 	s.release(ps, "released")
 }
 
+// part returns partition p if this member has it.
+func (s *KafkaSource) part(p int32) *kafkaPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.parts[p]
+}
+
 func (s *KafkaSource) wake() {
 	s.mu.Lock()
 	s.mu.woken = true
@@ -323,9 +335,9 @@ func (s *KafkaSource) applySeeksAndPauses() {
 	for _, kp := range parts {
 		kp.mu.Lock()
 		if kp.mu.seekTo >= 0 {
-			seeks[kp.p] = kgo.EpochOffset{Epoch: -1, Offset: kp.mu.seekTo}
+			seeks[kp.p] = kgo.EpochOffset{Epoch: kp.mu.seekEpoch, Offset: kp.mu.seekTo}
 			kp.mu.queue, kp.mu.queued = nil, 0
-			kp.mu.outOfRange = nil
+			kp.mu.outOfRange, kp.mu.diverged = nil, nil
 			kp.mu.epoch = kp.mu.wantEpoch
 			kp.mu.seekTo = -1
 		}
@@ -366,6 +378,7 @@ type kafkaPartition struct {
 		queue     []*kgo.Record
 		queued    int64 // bytes in queue
 		seekTo    int64 // pending seek, -1 if none
+		seekEpoch int32 // its leader epoch (KIP-320), -1 if unknown
 		epoch     int64 // seeks applied
 		wantEpoch int64 // seeks requested
 		paused    bool
@@ -374,7 +387,60 @@ type kafkaPartition struct {
 		// seek: the client does not reset (NoResetOffset), so fetching of
 		// this partition stops until the next seek.
 		outOfRange error
+		// diverged is the client's ErrDataLoss since the last seek: the
+		// leader's log ends below the offset the seek named under its
+		// epoch (KIP-320: truncated by an unclean election), and the
+		// client moved its cursor back. The reader fails closed.
+		diverged error
+		// epochs: the leader epoch of the records read, as marks in
+		// ascending end order (a mark holds for the records up to the
+		// next one); readTo is the end of the last record read.
+		epochs []epochMark
+		readTo int64
+		// loaded is the committed offset and epoch last loaded.
+		loaded epochMark
 	}
+}
+
+// epochMark: the record ending at end (its offset + 1), and those after it
+// up to the next mark, were written under leader epoch epoch.
+type epochMark struct {
+	end   int64
+	epoch int32
+}
+
+// noteEpoch records the leader epoch of the record ending at end
+// (REQUIRES: kp.mu held). Records read again after a seek back replace
+// the marks past them.
+func (kp *kafkaPartition) noteEpochLocked(end int64, epoch int32) {
+	n := len(kp.mu.epochs)
+	for n > 0 && kp.mu.epochs[n-1].end >= end {
+		n--
+	}
+	kp.mu.epochs = kp.mu.epochs[:n]
+	if n == 0 || kp.mu.epochs[n-1].epoch != epoch {
+		kp.mu.epochs = append(kp.mu.epochs, epochMark{end: end, epoch: epoch})
+	}
+	kp.mu.readTo = end
+}
+
+// epochAt returns the leader epoch of the record ending at offset at: the
+// epoch to commit and to seek with at that offset (KIP-320), or -1 when
+// unknown (no record before it read nor loaded).
+func (kp *kafkaPartition) epochAt(at int64) int32 {
+	kp.mu.Lock()
+	defer kp.mu.Unlock()
+	if at <= kp.mu.readTo {
+		for i := len(kp.mu.epochs) - 1; i >= 0; i-- {
+			if kp.mu.epochs[i].end <= at {
+				return kp.mu.epochs[i].epoch
+			}
+		}
+	}
+	if kp.mu.loaded.end == at && at > 0 {
+		return kp.mu.loaded.epoch
+	}
+	return -1
 }
 
 // End implements Ender: the last stable offset (the high watermark when
@@ -406,14 +472,21 @@ func (kp *kafkaPartition) push(recs []*kgo.Record) {
 
 // Open implements Partition: it asks the polling goroutine to seek to from
 // and returns a reader that waits for the seek to apply.
+//
+// The seek carries the leader epoch of the record before from when it is
+// known (read in this assignment, or committed with the state loaded):
+// the client then checks with OffsetForLeaderEpoch that the leader's log
+// still holds that record (KIP-320); a log truncated below from makes
+// the reader fail closed with a RecordsGoneError.
 func (kp *kafkaPartition) Open(_ context.Context, from int64) (RecordReader, error) {
+	epoch := kp.epochAt(from)
 	kp.mu.Lock()
 	kp.mu.wantEpoch++
-	kp.mu.seekTo = from
-	epoch := kp.mu.wantEpoch
+	kp.mu.seekTo, kp.mu.seekEpoch = from, epoch
+	seek := kp.mu.wantEpoch
 	kp.mu.Unlock()
 	kp.s.wake()
-	return &kafkaReader{kp: kp, epoch: epoch, next: from}, nil
+	return &kafkaReader{kp: kp, epoch: seek, next: from}, nil
 }
 
 type kafkaReader struct {
@@ -436,6 +509,13 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 			return nil, r.next, errors.New("ingest: kafka reader superseded by a newer seek")
 		}
 		if kp.mu.epoch == r.epoch {
+			if d := kp.mu.diverged; d != nil {
+				// Before the queue: the client resumed below the
+				// truncation, so records fetched since are not the ones
+				// the offsets named.
+				kp.mu.Unlock()
+				return nil, r.next, kp.gone(ctx, r.next, d)
+			}
 			for len(kp.mu.queue) > 0 {
 				rec := kp.mu.queue[0]
 				kp.mu.queue[0] = nil
@@ -444,12 +524,13 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 				if rec.Offset < r.next {
 					continue // fetched before a seek, or a re-delivery
 				}
+				r.next, r.key = rec.Offset+1, rec.Key
+				kp.noteEpochLocked(r.next, rec.LeaderEpoch)
 				wasPaused := kp.mu.paused && kp.mu.queued <= kp.s.MaxBuffered/2
 				kp.mu.Unlock()
 				if wasPaused {
 					kp.s.wake()
 				}
-				r.next, r.key = rec.Offset+1, rec.Key
 				if rec.Attrs.IsControl() {
 					// A transaction marker: no record, but the range
 					// moves past it.
@@ -477,6 +558,10 @@ func (r *kafkaReader) Close() error { return nil }
 // that is missing.
 func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error {
 	e := &RecordsGoneError{Partition: kp.Key(), Want: want, Start: -1, End: -1, Err: err}
+	var lost *kgo.ErrDataLoss
+	if errors.As(err, &lost) {
+		e.Truncated, e.TruncatedTo = true, lost.ResetTo
+	}
 	if starts, lerr := kp.s.adm.ListStartOffsets(ctx, kp.s.Topic); lerr == nil {
 		if o, ok := starts.Lookup(kp.s.Topic, kp.p); ok && o.Err == nil {
 			e.Start = o.Offset
@@ -579,6 +664,11 @@ func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 		})
 		return st, nil
 	}
+	if kp := l.s.part(p); kp != nil {
+		kp.mu.Lock()
+		kp.mu.loaded = epochMark{end: o.At, epoch: o.LeaderEpoch}
+		kp.mu.Unlock()
+	}
 	st, err := DecodeState([]byte(o.Metadata))
 	if err != nil {
 		if !strings.HasPrefix(o.Metadata, "{") {
@@ -622,7 +712,12 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 	pp := kmsg.NewOffsetCommitRequestTopicPartition()
 	pp.Partition = p
 	pp.Offset = st.Offset
+	// KIP-320: the epoch of the last record the state covers, so that a
+	// resume from it can tell a truncated log (see Open).
 	pp.LeaderEpoch = -1
+	if kp := l.s.part(p); kp != nil {
+		pp.LeaderEpoch = kp.epochAt(st.Offset)
+	}
 	m := string(meta)
 	pp.Metadata = &m
 	t.Partitions = append(t.Partitions, pp)

@@ -254,12 +254,22 @@ type RecordsGoneError struct {
 	// Start and End are the partition's log start and end offsets when the
 	// gap was found (-1 if they could not be listed).
 	Start, End int64
-	// Err is the source's error (Kafka: OFFSET_OUT_OF_RANGE).
+	// Err is the source's error (Kafka: OFFSET_OUT_OF_RANGE, or the
+	// client's ErrDataLoss).
 	Err error
+	// Truncated: the log was cut back below Want after the records before
+	// it were read (Kafka: the leader's log for the epoch of the record
+	// before Want ends at TruncatedTo, KIP-320; an unclean leader
+	// election). Offsets from TruncatedTo on may now name other records.
+	Truncated   bool
+	TruncatedTo int64
 }
 
 func (e *RecordsGoneError) Error() string {
 	switch {
+	case e.Truncated:
+		return fmt.Sprintf("ingest: partition %s: the log was truncated to offset %d below the state's offset %d (an unclean leader election?): records it covered are gone and the offsets may name other records now; refusing to read on (%v)",
+			e.Partition, e.TruncatedTo, e.Want, e.Err)
 	case e.Start > e.Want:
 		return fmt.Sprintf("ingest: partition %s: records [%d, %d) were deleted (retention or DeleteRecords) before they were committed: refusing to skip them (%v)",
 			e.Partition, e.Want, e.Start, e.Err)

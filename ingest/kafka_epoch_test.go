@@ -1,0 +1,161 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestKafkaLeaderEpochs (KIP-320): a state is committed with the leader
+// epoch of the last record it covers, and a partition resumed from a
+// committed state seeks with that epoch, so a log truncated below the
+// state (an unclean leader election) fails closed instead of being read on
+// at an offset that now names other records.
+func TestKafkaLeaderEpochs(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	produce := func(n int) {
+		t.Helper()
+		for i := range n {
+			if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(3) // offsets 0-2, leader epoch 0
+	if err := c.MoveTopicPartition("events", 0, c.LeaderFor("events", 0)); err != nil {
+		t.Fatal(err) // a leader election: epoch 1
+	}
+	produce(3) // offsets 3-5, leader epoch 1
+
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	committedEpoch := func() (int32, error) {
+		offs, err := kadm.NewClient(adm).FetchOffsets(ctx, "g")
+		if err != nil {
+			return 0, err
+		}
+		o, ok := offs.Lookup("events", 0)
+		if !ok {
+			return 0, errors.New("no committed offset")
+		}
+		return o.LeaderEpoch, nil
+	}
+
+	// A first member reads the six records and stores states at 3 and 6.
+	s := &KafkaSource{Brokers: c.ListenAddrs(), Topic: "events", Group: "g"}
+	err = runSource(ctx, s, func(pctx context.Context, p Partition) error {
+		r, err := p.Open(pctx, 0)
+		if err != nil {
+			return err
+		}
+		for range 6 {
+			if _, _, err := r.Next(pctx); err != nil {
+				return err
+			}
+		}
+		l := s.Ledger()
+		for _, at := range []int64{3, 6} {
+			if err := l.Store(pctx, p.Key(), State{Batch: uint64(at), Offset: at, DeadLetterEnd: -1}); err != nil {
+				return err
+			}
+			want := int32(0)
+			if at == 6 {
+				want = 1
+			}
+			if got, err := committedEpoch(); err != nil || got != want {
+				return fmt.Errorf("state at %d committed with leader epoch %d (%v), want %d (the epoch of record %d)", at, got, err, want, at-1)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The log is then truncated to 4 under the state (an unclean election:
+	// the broker answers OffsetForLeaderEpoch with an end below it), and
+	// new records arrive at offsets 6 and 7.
+	c.ControlKey(int16(kmsg.OffsetForLeaderEpoch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.OffsetForLeaderEpochRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, rp.LeaderEpoch, 4
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	produce(2)
+	s = &KafkaSource{Brokers: c.ListenAddrs(), Topic: "events", Group: "g"}
+	err = runSource(ctx, s, func(pctx context.Context, p Partition) error {
+		st, err := s.Ledger().Load(pctx, p.Key())
+		if err != nil {
+			return err
+		}
+		r, err := p.Open(pctx, st.Offset)
+		if err != nil {
+			return err
+		}
+		nctx, ncancel := context.WithTimeout(pctx, 10*time.Second)
+		defer ncancel()
+		rec, end, err := r.Next(nctx)
+		var gone *RecordsGoneError
+		if !errors.As(err, &gone) || !gone.Truncated || gone.TruncatedTo != 4 {
+			return fmt.Errorf("resumed at %d past a truncation to 4: got record %q (end %d), err %v; want a RecordsGoneError (truncated to 4)", st.Offset, rec, end, err)
+		}
+		t.Logf("fails closed: %v", err)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runSource runs s until assign, called for its first partition, returns.
+func runSource(ctx context.Context, s *KafkaSource, assign func(context.Context, Partition) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	runErr := s.Run(ctx, func(pctx context.Context, p Partition) error {
+		err := assign(pctx, p)
+		select {
+		case done <- err:
+		default:
+		}
+		cancel()
+		return nil
+	})
+	select {
+	case err := <-done:
+		return err
+	default:
+	}
+	return fmt.Errorf("the source stopped before its partition was done: %v", runErr)
+}
