@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -205,4 +207,83 @@ func metricValue(t *testing.T, srv *testkit.Server, name string) float64 {
 		}
 	}
 	return 0
+}
+
+// TestReceiveBudget: messages being received are admitted against the
+// receive budget before their bytes are let in (issue 12 finding 6). Eight
+// connections each send a 15 MiB AppendRows at once; the gRPC transport's
+// buffers (frames received and not yet decoded, counted by the server's
+// buffer pool) must stay under what the budget admits (one such message at
+// 3x its size) plus the 1 MiB stream window each waiting connection may
+// push. Before, every connection's message was let in whole at once
+// (8 x 15 MiB of frames, and as much again in copies).
+func TestReceiveBudget(t *testing.T) {
+	const (
+		conns  = 8
+		size   = 15 << 20
+		budget = 48 << 20
+	)
+	srv := testkit.Start(t, func(c *server.Config) { c.MaxReceiveBytes = budget })
+	e := dial(t, t.Context(), srv)
+	tp := e.table("t_recv_budget", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	big := dynamicpb.NewMessage(md)
+	big.Set(md.Fields().ByName("id"), protoreflect.ValueOfInt64(1))
+	big.Set(md.Fields().ByName("name"), protoreflect.ValueOfString(strings.Repeat("x", size)))
+	row, err := proto.Marshal(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &storagepb.AppendRowsRequest{
+		WriteStream: tp + "/streams/_default",
+		Rows: &storagepb.AppendRowsRequest_ProtoRows{ProtoRows: &storagepb.AppendRowsRequest_ProtoData{
+			WriterSchema: &storagepb.ProtoSchema{ProtoDescriptor: dp},
+			Rows:         &storagepb.ProtoRows{SerializedRows: [][]byte{row}},
+		}},
+	}
+	var wg sync.WaitGroup
+	for i := range conns {
+		cc, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stream, err := storagepb.NewBigQueryWriteClient(cc).AppendRows(e.ctx)
+			if err != nil {
+				t.Errorf("connection %d: %v", i, err)
+				return
+			}
+			if err := stream.Send(req); err != nil {
+				t.Errorf("connection %d: send: %v", i, err)
+				return
+			}
+			resp, err := stream.Recv()
+			if err != nil {
+				t.Errorf("connection %d: %v", i, err)
+				return
+			}
+			// Over the Storage API's 10 MB: refused in-band, after it
+			// was received.
+			if c := codes.Code(resp.GetError().GetCode()); c != codes.InvalidArgument {
+				t.Errorf("connection %d: %v, want INVALID_ARGUMENT", i, status.FromProto(resp.GetError()))
+			}
+			_ = stream.CloseSend()
+		}()
+	}
+	wg.Wait()
+	max, high, bufs := srv.ReceiveBudget()
+	t.Logf("receive budget %d MiB, admitted at most %.1f MiB; transport buffers at most %.1f MiB", max>>20, float64(high)/(1<<20), float64(bufs)/(1<<20))
+	if high > max {
+		t.Errorf("admitted %d bytes, over the budget of %d", high, max)
+	}
+	// What the budget admits (frames are 1/3 of a message's cost), plus a
+	// window (1 MiB, and a frame over) per connection, plus 1 MiB of
+	// small frames.
+	bound := int64(max/3 + conns*(1<<20+16<<10) + 1<<20)
+	if bufs > bound {
+		t.Errorf("transport buffers reached %d bytes, want at most %d (budget %d, %d connections)", bufs, bound, max, conns)
+	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -40,6 +41,7 @@ import (
 	"github.com/bqstore/bqstore/internal/faults"
 	"github.com/bqstore/bqstore/internal/quota"
 	"github.com/bqstore/bqstore/internal/readapi"
+	"github.com/bqstore/bqstore/internal/recvbudget"
 	"github.com/bqstore/bqstore/internal/resource"
 	"github.com/bqstore/bqstore/internal/rest"
 	"github.com/bqstore/bqstore/internal/storage"
@@ -71,6 +73,10 @@ type Config struct {
 	// GRPCMaxConns bounds the gRPC port's open connections (default
 	// DefaultGRPCMaxConns); more are closed at once.
 	GRPCMaxConns int
+	// MaxReceiveBytes bounds the gRPC messages larger than the stream
+	// window (1 MiB) being received and decoded at once, at 3x their
+	// length (default DefaultMaxReceiveBytes; recvbudget).
+	MaxReceiveBytes int64
 	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
 	// and HTTP ports over TLS (the admin port stays plaintext on
 	// loopback). Off by default, for local use.
@@ -127,6 +133,9 @@ const (
 	// (docs/memory.md): at 64 MiB, 40 concurrent 60 MB requests reached
 	// 4.5 GB RSS.
 	MaxRecvMsgSize = 16 << 20
+	// DefaultMaxReceiveBytes admits two of the largest messages
+	// (16 MiB, at 3x) being received at once, and many smaller ones.
+	DefaultMaxReceiveBytes = 96 << 20
 	// MaxSendMsgSize is the Read API's documented response limit.
 	MaxSendMsgSize = 128 << 20
 )
@@ -149,6 +158,7 @@ func (c *Config) setDefaults() {
 	}
 	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
 	c.GRPCMaxConns = cmp.Or(c.GRPCMaxConns, DefaultGRPCMaxConns)
+	c.MaxReceiveBytes = cmp.Or(c.MaxReceiveBytes, DefaultMaxReceiveBytes)
 	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
 	c.HTTPIdleTimeout = cmp.Or(c.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
@@ -177,6 +187,8 @@ type Server struct {
 	registry *prometheus.Registry
 
 	lock    *os.File // flock on <data-dir>/LOCK: one server per data dir
+	recv    *recvbudget.Gate
+	bufs    *recvbudget.Pool
 	db      *storage.DB
 	cat     *catalog.Catalog
 	backend *backend
@@ -226,6 +238,11 @@ func Start(cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("server: grpc listen: %w", err)
 	}
 	s.grpcLis = &limitListener{Listener: s.grpcLis, max: cfg.GRPCMaxConns}
+	// Large messages are admitted by the receive budget before their
+	// bytes are let in (recvbudget): below TLS when TLS is on, else on
+	// every accepted connection.
+	s.recv = recvbudget.New(cfg.MaxReceiveBytes, MaxRecvMsgSize)
+	s.bufs = recvbudget.NewPool()
 	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("server: http listen: %w", err)
@@ -273,13 +290,19 @@ func Start(cfg Config) (_ *Server, err error) {
 	streams = append(streams, s.recoverStream, s.faults.StreamServerInterceptor(), s.quota.StreamServerInterceptor())
 	var creds []grpc.ServerOption
 	if tlsCfg != nil {
-		creds = append(creds, grpc.Creds(credentials.NewTLS(tlsCfg)))
+		creds = append(creds, grpc.Creds(s.recv.Creds(credentials.NewTLS(tlsCfg))))
+	} else {
+		s.grpcLis = s.recv.Listener(s.grpcLis)
 	}
 	s.grpcSrv = grpc.NewServer(append(creds,
 		grpc.ForceServerCodecV2(guard.Codec()),
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(streams...),
 		grpc.MaxRecvMsgSize(MaxRecvMsgSize),
+		// AppendRows returns a message's admission itself, once its rows
+		// hold the engine's in-flight budget (writeapi).
+		grpc.StatsHandler(s.recv.StatsHandler(storagepb.BigQueryWrite_AppendRows_FullMethodName)),
+		experimental.BufferPool(s.bufs),
 		grpc.MaxSendMsgSize(MaxSendMsgSize),
 		// The receive windows bound what clients can push ahead of the
 		// handlers, so they are part of the server's memory bound: with
@@ -308,6 +331,14 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
 	s.registry.MustRegister(newStorageCollector(s.db))
+	s.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_grpc_receive_admitted_bytes",
+			Help: "Cost (3x length) of the large gRPC messages admitted by the receive budget and not yet handled (--max-receive-bytes)."},
+			func() float64 { return float64(s.recv.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_grpc_receive_waiting",
+			Help: "Large gRPC messages waiting for the receive budget (their streams' windows held closed)."},
+			func() float64 { return float64(s.recv.Waiting()) }),
+	)
 	if cfg.CompactInterval >= 0 {
 		s.compactor = startCompactor(s.db, cmp.Or(cfg.CompactInterval, DefaultCompactInterval), s.log)
 	}
@@ -391,6 +422,13 @@ func (s *Server) AdminAddr() string {
 		return ""
 	}
 	return s.adminLis.Addr().String()
+}
+
+// ReceiveBudget reports the receive budget (recvbudget): its size, its
+// high-water mark, and the high-water mark of the gRPC transport's
+// buffers (frames received and not yet decoded, temporary buffers).
+func (s *Server) ReceiveBudget() (max, high, buffersHigh int64) {
+	return s.recv.Max(), s.recv.HighWater(), s.bufs.HighWater()
 }
 
 // Registry is the server's Prometheus registry, served on /metrics.

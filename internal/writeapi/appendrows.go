@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/bqstore/bqstore/internal/apierr"
+	"github.com/bqstore/bqstore/internal/recvbudget"
 	"github.com/bqstore/bqstore/internal/resource"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/arrowrows"
@@ -153,6 +154,10 @@ func (c *conn) recvLoop(stream storagepb.BigQueryWrite_AppendRowsServer) error {
 		// here, and the sender accounts for each one.
 		c.s.unanswered.Add(1)
 		item := c.handle(req)
+		// The request is decoded and what its append keeps holds the
+		// engine's in-flight budget (or it was answered): its receive
+		// admission can go (recvbudget).
+		recvbudget.Done(stream.Context())
 		// The sender drains the queue until it is closed, even after a
 		// failed Send, so this cannot block for longer than a Send.
 		c.queue <- item

@@ -1,0 +1,283 @@
+// Package recvbudget bounds the memory of gRPC messages being received,
+// across all connections, by admitting each large message against a byte
+// budget before its bytes are let in.
+//
+// # Why below gRPC
+//
+// grpc-go buffers a message whole before the handler sees it, and lets it
+// in as soon as the handler asks for the next message: after reading the
+// 5-byte length prefix it raises the stream's flow-control window to the
+// message's length, and the client sends all of it. Nothing between the
+// prefix and the body can be hooked from above (interceptors, codecs and
+// stats handlers run once the message is in), so N connections each
+// sending a 15 MiB AppendRows held N x 15 MiB (three times that with the
+// codec's copy and the decoded message) whatever the in-flight budget.
+//
+// # How
+//
+// Each server connection is wrapped (Conn, below TLS when TLS is on). The
+// wrapper reads the HTTP/2 frames that pass through it without changing
+// them on the way in, following each stream's gRPC length prefixes. When
+// a message larger than the stream window (Threshold) starts, it asks the
+// Gate for the message's cost (3x its length: the transport's frames, the
+// codec's contiguous copy and the decoded message) and, until the Gate
+// grants it, holds back the WINDOW_UPDATE frames gRPC writes for that
+// stream; it sends them, summed, once granted. The client can therefore
+// push at most one window (1 MiB) of a message that is not admitted, and
+// the sum of admitted messages is at most the Gate's budget. Neither the
+// connection's reader nor its writer ever waits for the Gate: other
+// streams, pings and responses flow as before.
+//
+// An admission is returned when the message has been handled (Done, by the
+// AppendRows handler once its rows hold the engine's in-flight budget or
+// have been answered; for other methods as soon as the message is
+// decoded), when its stream ends, or when its connection closes.
+//
+// # Deadlock freedom
+//
+// The Gate is FIFO. A granted message completes without needing anything
+// else from the Gate: its window is open, the connection's reader never
+// blocks on the Gate, and its handler, before it can return the
+// admission, waits only on the engine's in-flight budget, which is
+// returned by WAL syncs and never by receiving. So every admission is
+// returned in finite time once its client sends, and waiters are granted
+// in order. A client that never finishes its message holds its admission
+// until its stream or connection ends (as it would hold the buffers).
+//
+// Rejected alternatives: a blocking mem.BufferPool (experimental.
+// BufferPool) sees only 16 KB frame buffers, without their connection or
+// message, so blocking there deadlocks as soon as partial messages fill
+// the budget; reserving the largest message before each Recv parks the
+// budget on idle connections.
+package recvbudget
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// Threshold is the message length above which a message must be admitted:
+// the server's initial stream window (grpc.InitialWindowSize). A smaller
+// message arrives within the window whether admitted or not.
+const Threshold = 1 << 20
+
+// CostFactor is what a message costs while it is received and decoded, in
+// multiples of its length: the transport's frame buffers, the codec's
+// contiguous copy and the decoded message.
+const CostFactor = 3
+
+// Gate is the budget of messages being received (FIFO).
+type Gate struct {
+	max    int64
+	maxMsg int64 // the server's receive limit
+
+	mu struct {
+		sync.Mutex
+		used    int64
+		high    int64 // high-water mark of used
+		waiters []*admission
+		conns   map[string]*Conn // by local+remote address, for Stats
+	}
+}
+
+// New returns a Gate of max bytes for a server whose receive limit is
+// maxMsg (grpc.MaxRecvMsgSize): gRPC refuses a longer message from its
+// prefix, unread, so it is not admitted.
+func New(max int64, maxMsg int) *Gate {
+	g := &Gate{max: max, maxMsg: int64(maxMsg)}
+	g.mu.conns = make(map[string]*Conn)
+	return g
+}
+
+// Max is the Gate's budget in bytes.
+func (g *Gate) Max() int64 { return g.max }
+
+// InUse is the sum of admitted messages' costs now.
+func (g *Gate) InUse() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.used
+}
+
+// HighWater is the largest InUse has been.
+func (g *Gate) HighWater() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.high
+}
+
+// Waiting is the number of messages waiting to be admitted.
+func (g *Gate) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.mu.waiters)
+}
+
+// admission is one large message's claim on the Gate. Its fields other
+// than cost and length are guarded by its connection's mu.
+type admission struct {
+	c      *Conn
+	stream uint32
+	length int64 // the message's length (its gRPC prefix)
+	cost   int64 // at most Gate.max
+	// granted is set by the Gate (under Gate.mu, then published to the
+	// connection under Conn.mu by grant).
+	granted bool
+	// withheld sums the WINDOW_UPDATE increments held back for the
+	// stream while this admission waits.
+	withheld uint32
+	returned bool // returned to the Gate (guarded by Gate.mu)
+}
+
+// acquire grants a at once or queues it; it reports whether a was
+// granted.
+func (g *Gate) acquire(a *admission) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.mu.waiters) == 0 && g.mu.used+a.cost <= g.max {
+		g.takeLocked(a)
+		return true
+	}
+	g.mu.waiters = append(g.mu.waiters, a)
+	return false
+}
+
+// REQUIRES: g.mu held.
+func (g *Gate) takeLocked(a *admission) {
+	a.granted = true
+	g.mu.used += a.cost
+	g.mu.high = max(g.mu.high, g.mu.used)
+}
+
+// release returns a to the Gate (granted or still waiting) and grants the
+// waiters that now fit, in order.
+func (g *Gate) release(a *admission) {
+	g.mu.Lock()
+	if a.returned {
+		g.mu.Unlock()
+		return
+	}
+	a.returned = true
+	if a.granted {
+		g.mu.used -= a.cost
+	} else {
+		for i, w := range g.mu.waiters {
+			if w == a {
+				g.mu.waiters = append(g.mu.waiters[:i], g.mu.waiters[i+1:]...)
+				break
+			}
+		}
+	}
+	var granted []*admission
+	for len(g.mu.waiters) > 0 && g.mu.used+g.mu.waiters[0].cost <= g.max {
+		w := g.mu.waiters[0]
+		g.mu.waiters = g.mu.waiters[1:]
+		g.takeLocked(w)
+		granted = append(granted, w)
+	}
+	g.mu.Unlock()
+	for _, w := range granted {
+		w.c.grant(w)
+	}
+}
+
+func connKey(c net.Conn) string {
+	return c.LocalAddr().String() + "|" + c.RemoteAddr().String()
+}
+
+func (g *Gate) register(c *Conn) {
+	g.mu.Lock()
+	g.mu.conns[connKey(c)] = c
+	g.mu.Unlock()
+}
+
+func (g *Gate) unregister(c *Conn) {
+	g.mu.Lock()
+	if g.mu.conns[connKey(c)] == c {
+		delete(g.mu.conns, connKey(c))
+	}
+	g.mu.Unlock()
+}
+
+func (g *Gate) lookup(local, remote net.Addr) *Conn {
+	if local == nil || remote == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.mu.conns[local.String()+"|"+remote.String()]
+}
+
+// Listener wraps every accepted connection (for servers without TLS).
+func (g *Gate) Listener(l net.Listener) net.Listener { return &listener{Listener: l, g: g} }
+
+type listener struct {
+	net.Listener
+	g *Gate
+}
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.g.Wrap(c), nil
+}
+
+type ctxKey int
+
+const (
+	connCtxKey ctxKey = iota
+	rpcCtxKey
+)
+
+// rpcTag is what the stats handler keeps for one RPC.
+type rpcTag struct {
+	c       *Conn
+	handled bool // Done is the handler's to call (AppendRows)
+	mu      sync.Mutex
+	last    int // length of the last message received, not yet Done
+}
+
+// Done tells the Gate that the message last received on ctx's RPC has
+// been handled: its memory is accounted elsewhere or gone. For RPCs
+// registered with HandledBy only; a no-op otherwise.
+func Done(ctx context.Context) {
+	t, _ := ctx.Value(rpcCtxKey).(*rpcTag)
+	if t == nil || t.c == nil {
+		return
+	}
+	t.mu.Lock()
+	n := t.last
+	t.last = -1
+	t.mu.Unlock()
+	if n >= 0 {
+		t.c.done(int64(n))
+	}
+}
+
+// Creds wraps the connections TLS credentials hand to gRPC, so that the
+// Gate follows the decrypted frames.
+func (g *Gate) Creds(inner credentials.TransportCredentials) credentials.TransportCredentials {
+	return &creds{TransportCredentials: inner, g: g}
+}
+
+type creds struct {
+	credentials.TransportCredentials
+	g *Gate
+}
+
+func (c *creds) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, ai, err := c.TransportCredentials.ServerHandshake(raw)
+	if err != nil {
+		return conn, ai, err
+	}
+	return c.g.Wrap(conn), ai, nil
+}
+
+func (c *creds) Clone() credentials.TransportCredentials {
+	return &creds{TransportCredentials: c.TransportCredentials.Clone(), g: c.g}
+}
