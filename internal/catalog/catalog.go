@@ -188,6 +188,9 @@ type Options struct {
 	Observer Observer
 	// FS is the file system. Default the operating system's.
 	FS FS
+
+	// checkpointBytes overrides defaultCheckpointBytes (tests).
+	checkpointBytes int64
 }
 
 // Catalog is the catalog of one data directory. See the package
@@ -199,7 +202,9 @@ type Catalog struct {
 	// writeMu serializes mutations, including their file writes and
 	// observer calls.
 	writeMu sync.Mutex
-	mu      struct {
+	// dur is the state of the files. Guarded by writeMu.
+	dur durable
+	mu  struct {
 		sync.RWMutex
 		// state is immutable once published; mutations build a new one.
 		state *state
@@ -259,7 +264,7 @@ func (c *Catalog) current() *state {
 // published; the file holds either the old or the new catalog.
 // REQUIRES: c.writeMu held.
 func (c *Catalog) commitLocked(next *state) error {
-	if err := c.save(next); err != nil {
+	if err := c.commitDurable(c.current(), next); err != nil {
 		return err
 	}
 	c.mu.Lock()

@@ -303,6 +303,13 @@ func (f *failFS) WriteFileSync(name string, data []byte) error {
 	return f.osFS.WriteFileSync(name, data)
 }
 
+func (f *failFS) AppendSync(name string, data []byte) error {
+	if f.armed {
+		return errors.New("injected write failure")
+	}
+	return f.osFS.AppendSync(name, data)
+}
+
 func TestCatalogWriteFailureChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -369,7 +376,7 @@ func TestCatalogCorruption(t *testing.T) {
 	for name, mutate := range map[string]func([]byte) []byte{
 		"flipped byte": func(b []byte) []byte { return bytes.Replace(b, []byte(`"d"`), []byte(`"e"`), 1) },
 		"truncated":    func(b []byte) []byte { return b[:len(b)/2] },
-		"format":       func(b []byte) []byte { return bytes.Replace(b, []byte(`"format":1`), []byte(`"format":9`), 1) },
+		"format":       func(b []byte) []byte { return bytes.Replace(b, []byte(`"format":2`), []byte(`"format":9`), 1) },
 		"empty":        func([]byte) []byte { return nil },
 	} {
 		if err := os.WriteFile(path, mutate(bytes.Clone(b)), 0o644); err != nil {

@@ -119,7 +119,7 @@ func FuzzDecodeFile(f *testing.F) {
 		Schema: &schema.Schema{Fields: []*schema.Field{{Name: "r", Type: schema.Record, Fields: []*schema.Field{{Name: "x", Type: schema.Date}}}}}}); err != nil {
 		f.Fatal(err)
 	}
-	good, err := encodeDocument(c.current())
+	good, err := encodeDocument(c.current(), 3)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -133,7 +133,9 @@ func FuzzDecodeFile(f *testing.F) {
 		if len(b) > 1<<16 {
 			return
 		}
-		for _, file := range [][]byte{b, fmt.Appendf(nil, `{"format":1,"crc32c":%d,"catalog":%s}`, crc32.Checksum(b, castagnoli), b)} {
+		for _, file := range [][]byte{b,
+			fmt.Appendf(nil, `{"format":1,"crc32c":%d,"catalog":%s}`, crc32.Checksum(b, castagnoli), b),
+			fmt.Appendf(nil, `{"format":2,"crc32c":%d,"catalog":%s}`, crc32.Checksum(b, castagnoli), b)} {
 			checkDecode(t, file)
 		}
 	})
@@ -141,19 +143,19 @@ func FuzzDecodeFile(f *testing.F) {
 
 func checkDecode(t *testing.T, b []byte) {
 	{
-		st, err := decodeFile(b)
+		st, seq, err := decodeFile(b)
 		if err != nil {
 			return
 		}
-		enc, err := encodeDocument(st)
+		enc, err := encodeDocument(st, seq)
 		if err != nil {
 			t.Fatal(err)
 		}
-		st2, err := decodeFile(enc)
+		st2, seq2, err := decodeFile(enc)
 		if err != nil {
 			t.Fatalf("re-encoded catalog does not decode: %v\n%s", err, enc)
 		}
-		enc2, _ := encodeDocument(st2)
+		enc2, _ := encodeDocument(st2, seq2)
 		if string(enc) != string(enc2) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, enc2)
 		}

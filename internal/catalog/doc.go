@@ -9,27 +9,36 @@
 //
 // # Durability
 //
-// Catalog changes are rare, so the whole catalog is one JSON document in
-// the file CATALOG of the catalog directory. A change is made durable before
-// the call that made it returns:
+// The catalog is a checkpoint, the file CATALOG (the whole catalog as one
+// JSON document, as of some change), and a log, CATALOG.log, of the
+// changes made since, one record per change holding only what it changed
+// (log.go). A change is made durable before the call that made it
+// returns: its record is appended to the log and fsynced (the directory
+// too when the log file is new). When the log outgrows the checkpoint
+// (and 1 MiB), the change also writes a checkpoint:
 //
 //  1. the new document is written to CATALOG.tmp and fsynced;
 //  2. CATALOG.tmp is renamed over CATALOG;
-//  3. the directory is fsynced.
+//  3. the directory is fsynced;
+//  4. CATALOG.log is removed.
 //
-// After a crash CATALOG is either the old or the new document; a leftover
-// CATALOG.tmp is ignored and removed by Open.
+// The first change of a new catalog writes CATALOG this way instead of a
+// record. Open reads CATALOG, removes a leftover CATALOG.tmp, and replays
+// the records after the checkpoint's sequence number; a torn last record
+// (a change the crash cut, never acknowledged) is cut off, and any other
+// damage fails Open with ErrCorrupt.
 //
 // # File format
 //
 // CATALOG is one line of JSON (docs/format/catalog.md):
 //
-//	{"format":1,"crc32c":<uint32>,"catalog":<document>}\n
+//	{"format":2,"crc32c":<uint32>,"catalog":<document>}\n
 //
 // crc32c is the CRC-32C (Castagnoli) of the exact bytes of <document> as
 // they appear in the file. <document> is
 //
-//	{"projects":[{"id":"p","creationTime":"<RFC 3339>"}, ...],
+//	{"seq":<last change held>,
+//	 "projects":[{"id":"p","creationTime":"<RFC 3339>"}, ...],
 //	 "datasets":[<Dataset>, ...],
 //	 "tables":[<Table>, ...]}
 //
@@ -37,15 +46,17 @@
 // table carries all its schema versions in order: {"version":1,
 // "time":"<RFC 3339>","schema":{"fields":[...]}}. A change of column
 // descriptions only edits the current version in place; any other schema
-// change adds a version. A document with an
-// unknown format number or a CRC mismatch makes Open fail with
-// ErrCorrupt: the catalog is never silently reset.
+// change adds a version. Format 1 files (no seq, written before the log)
+// are still read. A document with an unknown format number or a CRC
+// mismatch makes Open fail with ErrCorrupt: the catalog is never silently
+// reset. CATALOG.log's frames and records are described in log.go.
 //
 // # Concurrency
 //
 // A Catalog is safe for concurrent use. Mutations are serialized by
-// writeMu, which is held across the file write and the observer calls (so
-// the observer sees changes in commit order); readers take mu only to read
+// writeMu, which is held across the file writes and the observer calls
+// (so the observer sees changes in commit order) and guards the state of
+// the files (Catalog.dur); readers take mu only to read
 // the current state, which is replaced as a whole after each durable
 // change, so reads never wait for an fsync. Lock order: writeMu, then mu.
 // Values returned to callers are copies.

@@ -16,12 +16,16 @@ import (
 // FileName is the name of the catalog file in the catalog directory.
 const FileName = fileName
 
-// File names in the catalog directory.
+// File names in the catalog directory (and logFileName, log.go).
 const (
 	fileName    = "CATALOG"
 	tmpFileName = "CATALOG.tmp"
-	// formatVersion is the "format" number of the CATALOG file.
-	formatVersion = 1
+	// formatVersion is the "format" number of the CATALOG file this
+	// version writes: format 2 is a checkpoint (its document says up to
+	// which change of CATALOG.log it holds); format 1, written before
+	// the log existed, is still read.
+	formatVersion   = 2
+	formatVersionV1 = 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -34,6 +38,11 @@ type FS interface {
 	ReadFile(name string) ([]byte, error)
 	// WriteFileSync writes data to name, truncating it, and fsyncs it.
 	WriteFileSync(name string, data []byte) error
+	// AppendSync appends data to name, creating it if needed, and
+	// fsyncs it (the name of a new file is durable only after SyncDir).
+	AppendSync(name string, data []byte) error
+	// Truncate cuts name to size bytes and fsyncs it.
+	Truncate(name string, size int64) error
 	Rename(oldname, newname string) error
 	Remove(name string) error
 	// SyncDir fsyncs a directory, making renames in it durable.
@@ -63,6 +72,38 @@ func (osFS) WriteFileSync(name string, data []byte) error {
 	return f.Close()
 }
 
+func (osFS) AppendSync(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (osFS) Truncate(name string, size int64) error {
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -77,6 +118,9 @@ func (osFS) SyncDir(dir string) error {
 
 // document is the catalog as stored.
 type document struct {
+	// Seq is the sequence number of the last change of the log the
+	// checkpoint holds (format 2; 0 in format 1).
+	Seq      int64      `json:"seq,omitempty"`
 	Projects []*Project `json:"projects"`
 	Datasets []*Dataset `json:"datasets"`
 	Tables   []*Table   `json:"tables"`
@@ -89,8 +133,9 @@ type envelope struct {
 	Catalog json.RawMessage `json:"catalog"`
 }
 
-func encodeDocument(st *state) ([]byte, error) {
-	doc := document{Projects: []*Project{}, Datasets: []*Dataset{}, Tables: []*Table{}}
+// encodeDocument encodes st, whose last change is seq, as a CATALOG file.
+func encodeDocument(st *state, seq int64) ([]byte, error) {
+	doc := document{Seq: seq, Projects: []*Project{}, Datasets: []*Dataset{}, Tables: []*Table{}}
 	for _, p := range st.projects {
 		doc.Projects = append(doc.Projects, p)
 	}
@@ -114,60 +159,86 @@ func encodeDocument(st *state) ([]byte, error) {
 	return out, nil
 }
 
-// decodeFile parses a CATALOG file into a state.
-func decodeFile(b []byte) (*state, error) {
+// decodeFile parses a CATALOG file into a state and the sequence number
+// of the last change it holds.
+func decodeFile(b []byte) (*state, int64, error) {
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	if env.Format != formatVersion {
-		return nil, fmt.Errorf("%w: unknown format %d (this bqstore reads format %d)", ErrCorrupt, env.Format, formatVersion)
+	if env.Format != formatVersion && env.Format != formatVersionV1 {
+		return nil, 0, fmt.Errorf("%w: unknown format %d (this bqstore reads formats %d and %d)", ErrCorrupt, env.Format, formatVersionV1, formatVersion)
 	}
 	if env.CRC32C == nil || len(env.Catalog) == 0 {
-		return nil, fmt.Errorf("%w: missing checksum or document", ErrCorrupt)
+		return nil, 0, fmt.Errorf("%w: missing checksum or document", ErrCorrupt)
 	}
 	if got := crc32.Checksum(env.Catalog, castagnoli); got != *env.CRC32C {
-		return nil, fmt.Errorf("%w: checksum mismatch (file says %08x, content is %08x)", ErrCorrupt, *env.CRC32C, got)
+		return nil, 0, fmt.Errorf("%w: checksum mismatch (file says %08x, content is %08x)", ErrCorrupt, *env.CRC32C, got)
 	}
 	var doc document
 	if err := json.Unmarshal(env.Catalog, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if doc.Seq < 0 || (env.Format == formatVersionV1 && doc.Seq != 0) {
+		return nil, 0, fmt.Errorf("%w: sequence number %d in format %d", ErrCorrupt, doc.Seq, env.Format)
 	}
 	st := emptyState()
 	for _, p := range doc.Projects {
-		if p == nil || ValidateProjectID(p.ID) != nil {
-			return nil, fmt.Errorf("%w: invalid project entry", ErrCorrupt)
+		if err := checkProject(p); err != nil {
+			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		st.projects[p.ID] = p
 	}
 	for _, d := range doc.Datasets {
-		if d == nil || validateDatasetRef(d.ProjectID, d.DatasetID) != nil {
-			return nil, fmt.Errorf("%w: invalid dataset entry", ErrCorrupt)
+		if err := checkDataset(d); err != nil {
+			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		st.datasets[dsKey{d.ProjectID, d.DatasetID}] = d
 	}
 	for _, t := range doc.Tables {
-		if t == nil || validateTableRef(t.ProjectID, t.DatasetID, t.TableID) != nil || len(t.Schemas) == 0 || !validInternalID(t.ID) {
-			return nil, fmt.Errorf("%w: invalid table entry", ErrCorrupt)
-		}
-		for i, v := range t.Schemas {
-			if v.Version != i+1 || v.Schema == nil {
-				return nil, fmt.Errorf("%w: table %s: bad schema version %d", ErrCorrupt, t.FullID(), v.Version)
-			}
-			if err := schema.Validate(v.Schema); err != nil {
-				return nil, fmt.Errorf("%w: table %s: schema version %d: %v", ErrCorrupt, t.FullID(), v.Version, err)
-			}
-		}
-		if _, ok := st.datasets[dsKey{t.ProjectID, t.DatasetID}]; !ok {
-			return nil, fmt.Errorf("%w: table %s has no dataset", ErrCorrupt, t.FullID())
+		if err := checkTable(t, st); err != nil {
+			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if _, dup := st.byID[t.ID]; dup {
-			return nil, fmt.Errorf("%w: duplicate table id %s", ErrCorrupt, t.ID)
+			return nil, 0, fmt.Errorf("%w: duplicate table id %s", ErrCorrupt, t.ID)
 		}
 		st.tables[tKey{t.ProjectID, t.DatasetID, t.TableID}] = t
 		st.byID[t.ID] = t
 	}
-	return st, nil
+	return st, doc.Seq, nil
+}
+
+func checkProject(p *Project) error {
+	if p == nil || ValidateProjectID(p.ID) != nil {
+		return errors.New("invalid project entry")
+	}
+	return nil
+}
+
+func checkDataset(d *Dataset) error {
+	if d == nil || validateDatasetRef(d.ProjectID, d.DatasetID) != nil {
+		return errors.New("invalid dataset entry")
+	}
+	return nil
+}
+
+// checkTable checks a table entry of st (its dataset must be in st).
+func checkTable(t *Table, st *state) error {
+	if t == nil || validateTableRef(t.ProjectID, t.DatasetID, t.TableID) != nil || len(t.Schemas) == 0 || !validInternalID(t.ID) {
+		return errors.New("invalid table entry")
+	}
+	for i, v := range t.Schemas {
+		if v.Version != i+1 || v.Schema == nil {
+			return fmt.Errorf("table %s: bad schema version %d", t.FullID(), v.Version)
+		}
+		if err := schema.Validate(v.Schema); err != nil {
+			return fmt.Errorf("table %s: schema version %d: %v", t.FullID(), v.Version, err)
+		}
+	}
+	if _, ok := st.datasets[dsKey{t.ProjectID, t.DatasetID}]; !ok {
+		return fmt.Errorf("table %s has no dataset", t.FullID())
+	}
+	return nil
 }
 
 func validInternalID(id string) bool {
@@ -192,6 +263,7 @@ func emptyState() *state {
 	}
 }
 
+// load reads the checkpoint and replays the log over it.
 func (c *Catalog) load() (*state, error) {
 	fsys := c.opts.FS
 	if err := fsys.MkdirAll(c.dir); err != nil {
@@ -202,26 +274,28 @@ func (c *Catalog) load() (*state, error) {
 	if err := fsys.Remove(filepath.Join(c.dir, tmpFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
+	st := emptyState()
+	var seq int64
 	b, err := fsys.ReadFile(filepath.Join(c.dir, fileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return emptyState(), nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return nil, fmt.Errorf("catalog: %w", err)
+	default:
+		if st, seq, err = decodeFile(b); err != nil {
+			return nil, fmt.Errorf("catalog: %s: %w", fileName, err)
+		}
+		c.dur.ckpt = true
+		c.dur.ckptSize = int64(len(b))
 	}
-	st, err := decodeFile(b)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %s: %w", fileName, err)
+	if err := c.loadLog(st, seq); err != nil {
+		return nil, err
 	}
 	return st, nil
 }
 
-// save makes st the durable catalog (see the package documentation).
-func (c *Catalog) save(st *state) error {
-	b, err := encodeDocument(st)
-	if err != nil {
-		return err
-	}
+// save makes the CATALOG file b durable (see the package documentation).
+func (c *Catalog) save(b []byte) error {
 	fsys := c.opts.FS
 	tmp := filepath.Join(c.dir, tmpFileName)
 	if err := fsys.WriteFileSync(tmp, b); err != nil {

@@ -128,6 +128,13 @@ func (readOnlyFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(nam
 func (readOnlyFS) WriteFileSync(name string, _ []byte) error {
 	return fmt.Errorf("fsck: write %s: read-only", name)
 }
-func (readOnlyFS) Rename(o, _ string) error { return fmt.Errorf("fsck: rename %s: read-only", o) }
-func (readOnlyFS) Remove(string) error      { return nil }
-func (readOnlyFS) SyncDir(string) error     { return nil }
+func (readOnlyFS) AppendSync(name string, _ []byte) error {
+	return fmt.Errorf("fsck: append to %s: read-only", name)
+}
+
+// Truncate leaves a torn tail of the catalog log in place (Open cuts it;
+// fsck only reads).
+func (readOnlyFS) Truncate(string, int64) error { return nil }
+func (readOnlyFS) Rename(o, _ string) error     { return fmt.Errorf("fsck: rename %s: read-only", o) }
+func (readOnlyFS) Remove(string) error          { return nil }
+func (readOnlyFS) SyncDir(string) error         { return nil }
