@@ -40,6 +40,11 @@ type KafkaSource struct {
 	// well under the group's rebalance timeout).
 	RevokeGrace time.Duration
 	Logger      *slog.Logger
+	// TLS and SASL are the kafka:// URL's tls and sasl parameters; Secure
+	// turns them into Opts (kafkaauth.go).
+	TLS     bool
+	SASL    string
+	secured bool
 
 	cl      *kgo.Client
 	adm     *kadm.Client
@@ -64,7 +69,8 @@ type KafkaSource struct {
 	beforePoll func()
 }
 
-// ParseKafkaURL parses kafka://BROKER[,BROKER]/TOPIC?group=G.
+// ParseKafkaURL parses
+// kafka://BROKER[,BROKER]/TOPIC?group=G[&tls=true][&sasl=MECHANISM].
 func ParseKafkaURL(s string) (*KafkaSource, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "kafka" {
@@ -75,12 +81,19 @@ func ParseKafkaURL(s string) (*KafkaSource, error) {
 	if u.Host == "" || topic == "" || strings.Contains(topic, "/") || group == "" {
 		return nil, fmt.Errorf("ingest: %q: want kafka://BROKER[,BROKER]/TOPIC?group=G", s)
 	}
+	ks := &KafkaSource{Brokers: strings.Split(u.Host, ","), Topic: topic, Group: group}
 	for k := range u.Query() {
-		if k != "group" {
-			return nil, fmt.Errorf("ingest: %q: unknown parameter %q", s, k)
+		switch k {
+		case "group":
+		case "tls", "sasl":
+			if err := ks.parseKafkaSecurity(s, k, u.Query().Get(k)); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("ingest: %q: unknown parameter %q (group, tls, sasl)", s, k)
 		}
 	}
-	return &KafkaSource{Brokers: strings.Split(u.Host, ","), Topic: topic, Group: group}, nil
+	return ks, nil
 }
 
 // Single implements Source.
@@ -99,6 +112,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	}
 	if s.MaxBuffered <= 0 {
 		s.MaxBuffered = 8 << 20
+	}
+	if err := s.Secure(nil); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

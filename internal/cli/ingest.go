@@ -20,13 +20,21 @@ import (
 	"github.com/bqstore/bqstore/ingest/rows"
 )
 
-const ingestUsage = "--endpoint HOST:PORT [--insecure] --table p:d.t --source SOURCE --state-dir DIR [--start earliest] [flags]\n\n" +
+const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --source SOURCE --state-dir DIR [--start earliest] [flags]\n\n" +
 	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input)\n" +
-	"or kafka://BROKER[,BROKER]/TOPIC?group=G (one JSON record per message).\n" +
+	"or kafka://BROKER[,BROKER]/TOPIC?group=G[&tls=true][&sasl=MECHANISM] (one JSON\n" +
+	"record per message). tls=true dials the brokers over TLS (CA bundle in\n" +
+	"BQSTORE_KAFKA_CA_FILE, default the system roots; a client certificate in\n" +
+	"BQSTORE_KAFKA_CERT_FILE and BQSTORE_KAFKA_KEY_FILE); sasl=plain, scram-sha-256\n" +
+	"or scram-sha-512 authenticates with BQSTORE_KAFKA_USERNAME and\n" +
+	"BQSTORE_KAFKA_PASSWORD (never in the URL).\n\n" +
 	"Re-running the same command after a crash continues where it stopped: every\n" +
 	"record is committed to the table exactly once. A partition with no stored\n" +
-	"state (the first run) needs --start to say where it begins: the run refuses\n" +
-	"to guess, so a lost state is never a silent replay."
+	"state (the first run; for Kafka, a new consumer group or one whose committed\n" +
+	"offsets expired) starts where --start says: earliest (the oldest record\n" +
+	"still kept), latest (only records produced from now on), an offset or a\n" +
+	"time. The run refuses to guess without --start, so a lost state is never a\n" +
+	"silent replay; once a partition has a state, --start is ignored."
 
 // runIngest runs the exactly-once ingestion pipeline into one table.
 func runIngest(ctx context.Context, env *Env, args []string) error {
@@ -129,6 +137,9 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return usagef("--source: %v", err)
 		}
+		if err := ks.Secure(env.LookupEnv); err != nil {
+			return usagef("--source: %v", err)
+		}
 		ks.Logger = logger
 		src = ks
 	default:
@@ -204,7 +215,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			logger.Info("interrupted; run the same command again to continue")
 		}
-		return err
+		return kafkaAuthHint(err, src)
 	}
 	logger.Info("done", "elapsed", time.Since(t0).Round(time.Millisecond).String())
 	return nil
@@ -269,4 +280,15 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q is too large", s)
 	}
 	return v * mult, nil
+}
+
+// kafkaAuthHint names the credentials when a broker that wants SASL hangs
+// up on the run: brokers answer a failed login by closing the connection,
+// which the client reports as a bare EOF.
+func kafkaAuthHint(err error, src ingest.Source) error {
+	ks, ok := src.(*ingest.KafkaSource)
+	if !ok || ks.SASL == "" || !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "EOF") {
+		return err
+	}
+	return fmt.Errorf("%w (the broker closed the connection: check sasl=%s and the credentials in %s and %s)", err, ks.SASL, ingest.EnvKafkaUsername, ingest.EnvKafkaPassword)
 }
