@@ -1,11 +1,10 @@
 package ingest_test
 
 // The nemesis test's checker side: waiting for lag zero, describing the
-// group on a stall, reading dead letters, keeping and tailing member logs
+// group on a stall, reading the dead-letter table, keeping and tailing member logs
 // (the test, its schedule and the cluster are in nemesis_test.go).
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/bigquery"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/api/iterator"
 )
 
 func head(ids []int64) []int64 {
@@ -93,40 +94,39 @@ func (n *nemesis) processState(clientID string) string {
 	return fmt.Sprintf("%s (pid %d) exited %v ago", clientID, m.cmd.Process.Pid, time.Since(m.exitedAt).Round(time.Millisecond))
 }
 
-// deadLetters counts the poison records in the members' dead-letter files,
-// by record id, and lists those written more than once.
-func (n *nemesis) deadLetters(t *testing.T) (map[string]int, []string) {
+// readNemesisDeadLetters counts the dead-letter table's rows by the
+// poison record's id (poison-N) and lists the rows that are not a poison
+// record's.
+func readNemesisDeadLetters(t *testing.T, e *env, table string) (map[string]int, []string) {
 	t.Helper()
+	name := table[strings.LastIndexByte(table, '/')+1:]
+	it := e.bq.Dataset("d").Table(name).Read(context.Background())
 	count := map[string]int{}
-	files, _ := filepath.Glob(filepath.Join(n.dir, "dead-*.ndjson"))
-	for _, f := range files {
-		fh, err := os.Open(f)
+	var other []string
+	for {
+		var row []bigquery.Value
+		err := it.Next(&row)
+		if err == iterator.Done {
+			break
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read %s: %v", table, err)
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var dl struct {
-				Record struct {
-					ID string `json:"id"`
-				} `json:"record"`
-			}
-			if json.Unmarshal(sc.Bytes(), &dl) != nil || dl.Record.ID == "" {
-				continue // a torn last line of a killed member
-			}
-			count[dl.Record.ID]++
+		raw, _ := row[4].([]byte)
+		var rec struct {
+			ID any `json:"id"`
 		}
-		fh.Close()
+		id, isPoison := "", false
+		if json.Unmarshal(raw, &rec) == nil {
+			id, isPoison = rec.ID.(string)
+		}
+		if !isPoison || !strings.HasPrefix(id, "poison-") {
+			other = append(other, fmt.Sprintf("%v/%v@%v %q (%v)", row[0], row[1], row[2], raw, row[5]))
+			continue
+		}
+		count[id]++
 	}
-	var dup []string
-	for k, c := range count {
-		if c > 1 {
-			dup = append(dup, k)
-		}
-	}
-	sort.Strings(dup)
-	return count, dup
+	return count, other
 }
 
 // keepLogs copies the members' logs out of the test's temporary directory

@@ -15,8 +15,11 @@ package ingest_test
 // comes, and the pending-sync timeout that would remove it is cleared by
 // completeLeaderSync as soon as the leader syncs. The group turns Stable
 // with the dead member holding its partitions, and nothing evicts it: no
-// heartbeat ever times out. A real Kafka coordinator expires the session
-// of every member, replies delivered or not, after session.timeout.ms.
+// heartbeat ever times out. A real Kafka coordinator keeps a member alive
+// while its JoinGroup or SyncGroup is pending, and from the end of the
+// join on expires its session like any other (replies delivered or not):
+// a dead member is gone at most a rebalance timeout plus a session
+// timeout after its last request.
 //
 // In the nemesis this was the stall of about one seed in 40: state
 // Stable, three members, two live processes, one partition stuck.
@@ -24,9 +27,9 @@ package ingest_test
 // The work-around emulates the coordinator's session expiry, and only for
 // members the test knows are dead: each member process has its own client
 // id (kfake builds member ids from it); a group member whose process
-// exited more than a session timeout (plus a grace) ago is removed with a
-// LeaveGroup for its member id, which is what the coordinator would have
-// done by then. Members whose process is alive (a SIGSTOPped one
+// exited more than a rebalance timeout plus a session timeout (plus a
+// second) ago is removed with a LeaveGroup for its member id, which a
+// real coordinator would have done by then in any group state. Members whose process is alive (a SIGSTOPped one
 // included) are never touched: kfake's own timers handle them. The
 // history names every eviction, so a run shows how often kfake needed it;
 // INGEST_NEMESIS_KFAKE_WORKAROUND=0 turns it off (to see whether a newer
@@ -44,13 +47,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// nemesisSession is the members' session timeout.
-const nemesisSession = 2 * time.Second
+// The members' session and rebalance timeouts.
+const (
+	nemesisSession   = 2 * time.Second
+	nemesisRebalance = 5 * time.Second
+)
+
+// reapAfter: how long after its process exited a member is evicted.
+const reapAfter = nemesisRebalance + nemesisSession + time.Second
 
 var kfakeWorkaround = os.Getenv("INGEST_NEMESIS_KFAKE_WORKAROUND") != "0"
 
 // reapDeadMembers removes from the group the members whose process exited
-// more than a session timeout (plus a second) ago.
+// more than reapAfter ago.
 func (n *nemesis) reapDeadMembers(ctx context.Context, cl *kgo.Client) {
 	if !kfakeWorkaround {
 		return
@@ -68,7 +77,7 @@ func (n *nemesis) reapDeadMembers(ctx context.Context, cl *kgo.Client) {
 		for _, gm := range g.Members {
 			n.mu.Lock()
 			m := n.mu.byClient[gm.ClientID]
-			dead := m != nil && !m.exitedAt.IsZero() && time.Since(m.exitedAt) > nemesisSession+time.Second
+			dead := m != nil && !m.exitedAt.IsZero() && time.Since(m.exitedAt) > reapAfter
 			var since time.Duration
 			if dead {
 				since = time.Since(m.exitedAt).Round(time.Millisecond)

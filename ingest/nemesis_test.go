@@ -20,8 +20,8 @@ package ingest_test
 // Then the nemesis stops (faults removed, every member slot up) and the
 // checker requires, within a bounded time: lag zero on every partition (no
 // stall); every valid record exactly once in the table; no record of an
-// aborted transaction; no other rows; every poison record in a dead-letter
-// file. A failure prints the seed, the schedule and the command that
+// aborted transaction; no other rows; every poison record exactly once in
+// the dead-letter table (written in the same seal as the data). A failure prints the seed, the schedule and the command that
 // replays it.
 //
 // The seed fixes the data and the schedule (what happens and when); it
@@ -79,13 +79,15 @@ var nemesisTxns = os.Getenv("INGEST_NEMESIS_TXNS") != "0"
 type memberSpec struct {
 	// ClientID names this process in the group (kfake builds the member
 	// id from it): the test tells a dead process's member from a live one.
-	ClientID    string
-	GRPC        string
-	Table       string
-	Brokers     []string
-	Topic       string
-	Group       string
-	DeadLetters string
+	ClientID string
+	GRPC     string
+	Table    string
+	Brokers  []string
+	Topic    string
+	Group    string
+	// DeadLetterTable: poison records go to this table, in the seal
+	// with the data, so the checker can require each exactly once.
+	DeadLetterTable string
 }
 
 // runNemesisMemberIfRequested runs one Kafka ingest member until SIGTERM
@@ -111,17 +113,12 @@ func runNemesisMemberIfRequested() {
 			return err
 		}
 		defer conn.Close()
-		dl, err := ingest.OpenDeadLetters(s.DeadLetters)
-		if err != nil {
-			return err
-		}
-		defer dl.Close()
 		src := &ingest.KafkaSource{Brokers: s.Brokers, Topic: s.Topic, Group: s.Group, Logger: log,
 			Opts: []kgo.Opt{kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
-				kgo.RebalanceTimeout(5 * time.Second)}}
+				kgo.RebalanceTimeout(nemesisRebalance)}}
 		return ingest.Run(ctx, ingest.Config{
 			Start:  ingest.StartEarliest,
-			Client: conn.Write, Table: s.Table, Source: src, DeadLetters: dl, Unknown: rows.UnknownReject,
+			Client: conn.Write, Table: s.Table, Source: src, DeadLetterTable: s.DeadLetterTable, Unknown: rows.UnknownReject,
 			MaxBatchRows: 50, MaxBatchAge: 100 * time.Millisecond, RequestBytes: 2 << 10, MemoryBudget: 1 << 20,
 			CommitWindow: 5 * time.Millisecond, Lease: 3 * time.Second, Logger: log,
 			Backoff: ingest.Backoff{Base: 5 * time.Millisecond, Max: 200 * time.Millisecond},
@@ -277,13 +274,15 @@ func nemesisSchedule(rng *rand.Rand, dur time.Duration) []nemesisEvent {
 
 // nemesis is one run's world.
 type nemesis struct {
-	t      *testing.T
-	seed   uint64
-	dir    string
-	k      *kafkaEnv
-	table  string
-	group  string
-	srvDir string
+	t     *testing.T
+	seed  uint64
+	dir   string
+	k     *kafkaEnv
+	table string
+	// dlTable receives the dead letters (Config.DeadLetterTable).
+	dlTable string
+	group   string
+	srvDir  string
 
 	mu struct {
 		sync.Mutex
@@ -363,7 +362,7 @@ func (n *nemesis) startMemberLocked(slot int) {
 	n.mu.started++
 	clientID := fmt.Sprintf("nemesis-m%d-%d", slot, n.mu.started)
 	spec, _ := json.Marshal(memberSpec{ClientID: clientID, GRPC: srv.GRPCAddr, Table: n.table, Brokers: n.k.c.ListenAddrs(), Topic: n.k.topic,
-		Group: n.group, DeadLetters: filepath.Join(n.dir, fmt.Sprintf("dead-%d.ndjson", slot))})
+		Group: n.group, DeadLetterTable: n.dlTable})
 	logf, err := os.OpenFile(filepath.Join(n.dir, fmt.Sprintf("member-%d.log", slot)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		n.t.Error(err)
@@ -797,6 +796,7 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	if err := bq.Dataset("d").Table("nemesis").Create(ctx, &bigquery.TableMetadata{Schema: eventSchema}); err != nil {
 		t.Fatal(err)
 	}
+	n.dlTable = (&env{bq: bq}).deadLetterTable(t, "nemesis_dead_letters")
 	bq.Close()
 	n.table = "projects/" + project + "/datasets/d/tables/nemesis"
 
@@ -958,28 +958,28 @@ drain:
 			other = append(other, id)
 		}
 	}
-	dls, dlDup := n.deadLetters(t)
-	var dlMissing []string
+	dls, dlOther := readNemesisDeadLetters(t, e, n.dlTable)
+	var dlMissing, dlDup []string
 	for k := range pr.p.poison {
-		if dls[k] == 0 {
+		switch dls[k] {
+		case 0:
 			dlMissing = append(dlMissing, k)
+		case 1:
+		default:
+			dlDup = append(dlDup, k)
 		}
 	}
+	sort.Strings(dlMissing)
+	sort.Strings(dlDup)
 	n.mu.Lock()
 	reaped := n.mu.reaped
 	n.mu.Unlock()
-	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d (%d written more than once); dead members kfake kept: %d",
-		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), len(dlDup), reaped)
-	if len(missing)+len(dup)+len(aborted)+len(other)+len(dlMissing) > 0 {
+	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d; dead members kfake kept: %d",
+		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), reaped)
+	if len(missing)+len(dup)+len(aborted)+len(other)+len(dlMissing)+len(dlDup)+len(dlOther) > 0 {
 		failed = true
-		t.Errorf("exactly-once violated: missing %v, duplicated %v, aborted-transaction rows %v, other rows %v, poison records without a dead letter %v",
-			head(missing), head(dup), head(aborted), head(other), dlMissing)
-	}
-	if len(dlDup) > 0 {
-		// Kafka dead letters go to a local file per member: a batch
-		// replayed after a kill -9 between the dead letter's fsync and
-		// the state writes them again (issue 13: dead letters as a table,
-		// in the same seal, make them exactly once).
-		t.Logf("known limit: poison records dead-lettered more than once: %v", dlDup)
+		t.Errorf("exactly-once violated: missing %v, duplicated %v, aborted-transaction rows %v, other rows %v; "+
+			"poison records without a dead letter %v, dead-lettered more than once %v, other dead letters %v",
+			head(missing), head(dup), head(aborted), head(other), dlMissing, dlDup, dlOther)
 	}
 }
