@@ -425,7 +425,7 @@ type epochMark struct {
 	epoch int32
 }
 
-// noteEpoch records the leader epoch of the record ending at end
+// noteEpochLocked records the leader epoch of the record ending at end
 // (REQUIRES: kp.mu held). Records read again after a seek back replace
 // the marks past them.
 func (kp *kafkaPartition) noteEpochLocked(end int64, epoch int32) {
@@ -499,6 +499,19 @@ func (kp *kafkaPartition) Open(_ context.Context, from int64) (RecordReader, err
 	kp.mu.Lock()
 	kp.mu.wantEpoch++
 	kp.mu.seekTo, kp.mu.seekEpoch = from, epoch
+	// The marks describe the log read up to from: those past it are read
+	// again; after a jump forward, the records skipped were never read,
+	// so no older mark may stand for them.
+	if from > kp.mu.readTo {
+		kp.mu.epochs = kp.mu.epochs[:0]
+	}
+	for n := len(kp.mu.epochs); n > 0 && kp.mu.epochs[n-1].end > from; n-- {
+		kp.mu.epochs = kp.mu.epochs[:n-1]
+	}
+	if n := len(kp.mu.epochs); epoch >= 0 && (n == 0 || kp.mu.epochs[n-1].epoch != epoch) {
+		kp.mu.epochs = append(kp.mu.epochs, epochMark{end: from, epoch: epoch})
+	}
+	kp.mu.readTo = from
 	seek := kp.mu.wantEpoch
 	kp.mu.Unlock()
 	kp.s.wake()

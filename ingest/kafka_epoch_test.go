@@ -159,3 +159,67 @@ func runSource(ctx context.Context, s *KafkaSource, assign func(context.Context,
 	}
 	return fmt.Errorf("the source stopped before its partition was done: %v", runErr)
 }
+
+// TestKafkaEpochMarks: the epoch of an offset is that of the record read
+// just before it; offsets never read (skipped by a seek forward) have
+// none, so a seek or commit there cannot claim an older epoch (which
+// would make the client see a truncation that is not there).
+func TestKafkaEpochMarks(t *testing.T) {
+	kp := &kafkaPartition{s: &KafkaSource{}}
+	read := func(from, to int64, epoch int32) {
+		kp.mu.Lock()
+		defer kp.mu.Unlock()
+		for end := from + 1; end <= to; end++ {
+			kp.noteEpochLocked(end, epoch)
+		}
+	}
+	check := func(at int64, want int32) {
+		t.Helper()
+		if got := kp.epochAt(at); got != want {
+			t.Errorf("epochAt(%d) = %d, want %d", at, got, want)
+		}
+	}
+	if _, err := kp.Open(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	read(0, 10, 0)
+	read(10, 20, 1)
+	check(0, -1)
+	check(5, 0)
+	check(10, 0)
+	check(11, 1)
+	check(20, 1)
+	check(21, -1) // not read yet
+
+	// A jump forward (records deleted, SkipDeletedRecords): offsets 21-99
+	// were never read.
+	if _, err := kp.Open(context.Background(), 100); err != nil {
+		t.Fatal(err)
+	}
+	read(100, 105, 1)
+	check(50, -1)
+	check(100, -1)
+	check(103, 1)
+
+	// A seek back re-reads under the marks it replaces.
+	if _, err := kp.Open(context.Background(), 102); err != nil {
+		t.Fatal(err)
+	}
+	read(102, 110, 2)
+	check(101, 1)
+	check(102, 1)
+	check(103, 2)
+	check(110, 2)
+
+	// A loaded state's epoch stands for its offset until records are read.
+	kp.mu.Lock()
+	kp.mu.loaded = epochMark{end: 500, epoch: 7}
+	kp.mu.Unlock()
+	check(500, 7)
+	if _, err := kp.Open(context.Background(), 500); err != nil {
+		t.Fatal(err)
+	}
+	check(500, 7)
+	read(500, 502, 7)
+	check(502, 7)
+}
