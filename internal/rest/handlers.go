@@ -271,6 +271,7 @@ func (h *Handler) listTables(w http.ResponseWriter, r *http.Request) {
 			TableReference: tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID},
 			FriendlyName:   t.FriendlyName, Labels: t.Labels, Type: "TABLE",
 			CreationTime: ms(t.Created), ExpirationTime: ms(t.Expiration),
+			TimePartitioning: t.TimePartitioning, RangePartitioning: t.RangePartitioning, Clustering: t.Clustering,
 		})
 	}
 	writeJSON(w, http.StatusOK, &out)

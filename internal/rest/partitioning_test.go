@@ -45,6 +45,12 @@ func TestPartitioningEcho(t *testing.T) {
 	check("insert", code, b, tp, "", `{"fields":["s"]}`)
 	code, b = do(t, base, "GET", "/projects/p/datasets/d/tables/t", "")
 	check("get", code, b, tp, "", `{"fields":["s"]}`)
+	code, b = do(t, base, "GET", "/projects/p/datasets/d/tables", "")
+	var list struct{ Tables []json.RawMessage }
+	if err := json.Unmarshal(b, &list); err != nil || len(list.Tables) != 1 {
+		t.Fatalf("tables.list: %d %s", code, b)
+	}
+	check("list", code, list.Tables[0], tp, "", `{"fields":["s"]}`)
 
 	code, b = do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"clustering":{"fields":["s","ts"]}}`)
 	check("patch clustering", code, b, tp, "", `{"fields":["s","ts"]}`)

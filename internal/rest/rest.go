@@ -219,6 +219,10 @@ type tableListItem struct {
 	Type           string            `json:"type"`
 	CreationTime   string            `json:"creationTime"`
 	ExpirationTime string            `json:"expirationTime,omitempty"`
+	// As in tableJSON (bq ls prints them).
+	TimePartitioning  json.RawMessage `json:"timePartitioning,omitempty" discovery:"TimePartitioning"`
+	RangePartitioning json.RawMessage `json:"rangePartitioning,omitempty" discovery:"RangePartitioning"`
+	Clustering        json.RawMessage `json:"clustering,omitempty" discovery:"Clustering"`
 }
 
 type tableList struct {
