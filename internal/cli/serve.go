@@ -36,6 +36,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	grpcConns := fs.String("max-grpc-conns", envDefault(env, "BQSTORE_MAX_GRPC_CONNS", strconv.Itoa(server.DefaultGRPCMaxConns)), "max open gRPC connections; more are closed at once (clients see UNAVAILABLE and retry); each holds about 2 MiB of buffers (env BQSTORE_MAX_GRPC_CONNS)")
 	httpConns := fs.String("max-http-conns", envDefault(env, "BQSTORE_MAX_HTTP_CONNS", strconv.Itoa(server.DefaultHTTPMaxConns)), "max open HTTP (REST) connections; more are answered 503 and closed (env BQSTORE_MAX_HTTP_CONNS)")
 	recvBytes := fs.String("max-receive-bytes", envDefault(env, "BQSTORE_MAX_RECEIVE_BYTES", "96MiB"), "budget of gRPC messages over 1 MiB being received and decoded at once, at 3x their size; a message waits for it with its stream's flow-control window closed, before its bytes are let in (env BQSTORE_MAX_RECEIVE_BYTES)")
+	diskBytes := fs.String("max-disk-bytes", envDefault(env, "BQSTORE_MAX_DISK_BYTES", "0"), "size limit of the data directory for appends: one that would pass it is refused RESOURCE_EXHAUSTED, nothing of it stored; 0: no limit (env BQSTORE_MAX_DISK_BYTES)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
 	faultSpec := fs.String("faults", envDefault(env, "BQSTORE_FAULTS", ""), "faults to inject into the Storage API, text or JSON, or @file (docs/faults.md; env BQSTORE_FAULTS); change them at run time with PUT /admin/faults on --admin-addr")
@@ -66,6 +67,11 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.MaxReceiveBytes, err = parseBytes(*recvBytes); err != nil || cfg.MaxReceiveBytes <= 0 {
 		return usagef("--max-receive-bytes: %q is not a positive size (for example 96MiB)", *recvBytes)
+	}
+	if *diskBytes != "0" {
+		if cfg.MaxDiskBytes, err = parseBytes(*diskBytes); err != nil || cfg.MaxDiskBytes < 0 {
+			return usagef("--max-disk-bytes: %q is not a size (for example 20GiB, or 0 for no limit)", *diskBytes)
+		}
 	}
 	if cfg.Storage.MaxInflightBytes, err = parseBytes(*inflight); err != nil || cfg.Storage.MaxInflightBytes <= 0 {
 		return usagef("--max-inflight-bytes: %q is not a positive size (for example 256MiB)", *inflight)

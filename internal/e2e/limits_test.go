@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
+	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -285,5 +286,66 @@ func TestReceiveBudget(t *testing.T) {
 	bound := int64(max/3 + conns*(1<<20+16<<10) + 1<<20)
 	if bufs > bound {
 		t.Errorf("transport buffers reached %d bytes, want at most %d (budget %d, %d connections)", bufs, bound, max, conns)
+	}
+}
+
+// TestDiskQuota: with --max-disk-bytes, an append that would take the data
+// directory past the limit is refused RESOURCE_EXHAUSTED in-band before
+// anything of it is stored (a client does not retry it: it is not the
+// throughput quota); the connection stays usable, every acknowledged row
+// reads back and no refused one does (issue 12).
+func TestDiskQuota(t *testing.T) {
+	const limit = 2 << 20
+	srv := testkit.Start(t, func(c *server.Config) { c.MaxDiskBytes = limit })
+	e := dial(t, t.Context(), srv)
+	tp := e.table("t_disk_quota", simpleSchema)
+	ms, md := committedWriter(t, e, tp)
+	row := dynamicpb.NewMessage(md)
+	row.Set(md.Fields().ByName("id"), protoreflect.ValueOfInt64(1))
+	row.Set(md.Fields().ByName("name"), protoreflect.ValueOfString(strings.Repeat("x", 100<<10)))
+	b, err := proto.Marshal(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var acked int64
+	for {
+		if acked > 2*limit/(100<<10) {
+			t.Fatalf("%d appends of 100 KiB acknowledged under a %d-byte disk limit", acked, limit)
+		}
+		r, err := ms.AppendRows(e.ctx, [][]byte{b}, managedwriter.WithOffset(acked))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.GetResult(e.ctx)
+		if err == nil {
+			acked++
+			continue
+		}
+		if c := status.Code(err); c != codes.ResourceExhausted {
+			t.Fatalf("append %d: %v, want RESOURCE_EXHAUSTED", acked, err)
+		}
+		if !strings.Contains(err.Error(), "--max-disk-bytes") {
+			t.Errorf("append %d: %v: the message should name the flag", acked, err)
+		}
+		break
+	}
+	if acked == 0 {
+		t.Fatal("the first append was refused")
+	}
+	// Refused again (the connection is usable), still nothing stored.
+	r, err := ms.AppendRows(e.ctx, [][]byte{b}, managedwriter.WithOffset(acked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GetResult(e.ctx); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("append after the refusal: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	var rows int64
+	for _, rec := range e.readAll(tp, 1, nil, nil) {
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	if rows != acked {
+		t.Fatalf("%d rows read back, %d acknowledged", rows, acked)
 	}
 }

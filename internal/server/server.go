@@ -77,6 +77,10 @@ type Config struct {
 	// window (1 MiB) being received and decoded at once, at 3x their
 	// length (default DefaultMaxReceiveBytes; recvbudget).
 	MaxReceiveBytes int64
+	// MaxDiskBytes bounds the data directory's size for appends: one that
+	// would take it past the limit is refused RESOURCE_EXHAUSTED, nothing
+	// of it stored (diskquota.go). Zero: no limit.
+	MaxDiskBytes int64
 	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
 	// and HTTP ports over TLS (the admin port stays plaintext on
 	// loopback). Off by default, for local use.
@@ -318,7 +322,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	)...)
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpcSrv, s.health)
-	s.write = writeapi.New(s.backend, s.db, writeapi.NewMetrics(s.registry), writeapi.Options{Logger: s.log})
+	wopts := writeapi.Options{Logger: s.log}
+	if cfg.MaxDiskBytes > 0 {
+		wopts.Admit = newDiskQuota(cfg.DataDir, cfg.MaxDiskBytes, s.db).check
+	}
+	s.write = writeapi.New(s.backend, s.db, writeapi.NewMetrics(s.registry), wopts)
 	storagepb.RegisterBigQueryWriteServer(s.grpcSrv, s.write)
 	ropts := cfg.Read
 	ropts.Logger, ropts.Registerer = s.log, s.registry

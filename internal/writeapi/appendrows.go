@@ -258,6 +258,12 @@ func (c *conn) handle(req *storagepb.AppendRowsRequest) *inflight {
 	if err != nil {
 		return fail(err)
 	}
+	if c.s.opts.Admit != nil {
+		if err := c.s.opts.Admit(); err != nil {
+			rec.Release()
+			return fail(err)
+		}
+	}
 	p, err := st.table.AppendAsync(c.ctx, storage.AppendRequest{
 		Stream:        st.ref.ID,
 		Offset:        offset,

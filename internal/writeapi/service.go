@@ -54,7 +54,12 @@ type Options struct {
 	// keeps state for (resolved table, compiled writer schema); the least
 	// recently named is evicted beyond it (default 256).
 	MaxConnStreams int
-	Logger         *slog.Logger
+	// Admit, when set, is asked before each append is submitted to the
+	// engine, the request decoded and holding its in-flight budget; an
+	// error answers the request in-band and nothing of it is stored (the
+	// server's disk quota).
+	Admit  func() error
+	Logger *slog.Logger
 	// Clock is the time source (default time.Now).
 	Clock func() time.Time
 }
