@@ -302,3 +302,74 @@ func TestInsertAllBadRequests(t *testing.T) {
 		t.Fatalf("insertErrors: %d %s", code, b)
 	}
 }
+
+// TestInsertAllJSONValues: the JSON forms BigQuery reads in insertAll rows
+// for each type (INT64 as a string, TIMESTAMP as epoch seconds or text,
+// NUMERIC as a number, BYTES base64, JSON as a value or as text, RANGE as
+// an object or "[start, end)", ...), read back with the Go client.
+func TestInsertAllJSONValues(t *testing.T) {
+	e := newEnv(t)
+	e.table("vals", bigquery.Schema{
+		{Name: "id", Type: bigquery.IntegerFieldType},
+		{Name: "ts", Type: bigquery.TimestampFieldType},
+		{Name: "n", Type: bigquery.NumericFieldType},
+		{Name: "bn", Type: bigquery.BigNumericFieldType},
+		{Name: "b", Type: bigquery.BooleanFieldType},
+		{Name: "f", Type: bigquery.FloatFieldType},
+		{Name: "by", Type: bigquery.BytesFieldType},
+		{Name: "d", Type: bigquery.DateFieldType},
+		{Name: "tm", Type: bigquery.TimeFieldType},
+		{Name: "dt", Type: bigquery.DateTimeFieldType},
+		{Name: "g", Type: bigquery.GeographyFieldType},
+		{Name: "j", Type: bigquery.JSONFieldType},
+		{Name: "r", Type: bigquery.RangeFieldType, RangeElementType: &bigquery.RangeElementType{Type: bigquery.DateFieldType}},
+		{Name: "s", Type: bigquery.StringFieldType},
+	})
+	code, out := e.postInsertAll("vals", []byte(`{"rows":[
+		{"json":{"id":"1","ts":1700000000.5,"n":1.25,"bn":"12345678901234567890.125","b":"true","f":"NaN","by":"AAH/",
+		 "d":"2026-11-30","tm":"12:34:56.123456","dt":"2026-11-30T12:34:56","g":"POINT(1 2)","j":{"a":[1,2]},
+		 "r":{"start":"2026-01-01","end":null},"s":123}},
+		{"json":{"id":3,"ts":"2026-11-30 12:00:00+01:00"}},
+		{"json":{"id":2,"n":"-0.000000001","b":false,"f":1e308,"j":"\"x\"",
+		 "r":"[2026-01-01, UNBOUNDED)","s":true,"g":"{\"type\":\"Point\",\"coordinates\":[3,4]}","ts":"1700000001"}}]}`))
+	if code != 200 || out["insertErrors"] != nil {
+		t.Fatalf("insertAll: %d %v", code, out)
+	}
+	rows := e.readRows("vals")
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	r1, r2, r3 := rows[0], rows[1], rows[2]
+	check3 := r3[1].(time.Time).Equal(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	rat := func(s string) *big.Rat { r, _ := new(big.Rat).SetString(s); return r }
+	check := func(name string, ok bool, v any) {
+		t.Helper()
+		if !ok {
+			t.Errorf("%s = %#v", name, v)
+		}
+	}
+	check("r1.ts", r1[1].(time.Time).Equal(time.Unix(1700000000, 5e8)), r1[1])
+	check("r1.n", r1[2].(*big.Rat).Cmp(rat("1.25")) == 0, r1[2])
+	check("r1.bn", r1[3].(*big.Rat).Cmp(rat("12345678901234567890.125")) == 0, r1[3])
+	check("r1.b", r1[4] == true, r1[4])
+	check("r1.f", r1[5].(float64) != r1[5].(float64), r1[5]) // NaN
+	check("r1.by", bytes.Equal(r1[6].([]byte), []byte{0, 1, 255}), r1[6])
+	check("r1.d", r1[7] == civil.Date{Year: 2026, Month: 11, Day: 30}, r1[7])
+	check("r1.tm", r1[8] == civil.Time{Hour: 12, Minute: 34, Second: 56, Nanosecond: 123456000}, r1[8])
+	check("r1.dt", r1[9] == civil.DateTime{Date: civil.Date{Year: 2026, Month: 11, Day: 30}, Time: civil.Time{Hour: 12, Minute: 34, Second: 56}}, r1[9])
+	check("r1.g", r1[10] == "POINT(1 2)", r1[10])
+	check("r1.j", r1[11] == `{"a":[1,2]}`, r1[11])
+	rv, _ := r1[12].(*bigquery.RangeValue)
+	check("r1.r", rv != nil && rv.Start == civil.Date{Year: 2026, Month: 1, Day: 1} && rv.End == nil, r1[12])
+	check("r1.s", r1[13] == "123", r1[13])
+	check("r2.ts", r2[1].(time.Time).Equal(time.Unix(1700000001, 0)), r2[1]) // a string of a number: seconds
+	check("r2.n", r2[2].(*big.Rat).Cmp(rat("-0.000000001")) == 0, r2[2])
+	check("r2.b", r2[4] == false, r2[4])
+	check("r2.f", r2[5] == 1e308, r2[5])
+	check("r2.g", r2[10] == "POINT(3 4)", r2[10])
+	check("r2.j", r2[11] == `"x"`, r2[11])
+	rv, _ = r2[12].(*bigquery.RangeValue)
+	check("r2.r", rv != nil && rv.Start == civil.Date{Year: 2026, Month: 1, Day: 1} && rv.End == nil, r2[12])
+	check("r2.s", r2[13] == "true", r2[13])
+	check("r3.ts", check3, r3[1])
+}

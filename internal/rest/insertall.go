@@ -102,7 +102,112 @@ func readInsertAll(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // unknown member names and members of the wrong JSON type are 400
 // badRequest naming the member; request parameters repeated in the body
 // (projectId, datasetId, tableId) must agree with the path.
+//
+// A body the typed decoder takes in one pass (insertAllWire) is parsed
+// that way; any other goes through checkInsertAll, which walks the members
+// one by one to name the one at fault (about three times slower: every
+// level is scanned again).
 func parseInsertAll(body []byte, pp pathParams) (*insertAllRequest, error) {
+	if len(body) > 0 && len(body) <= insertAllMaxBytes {
+		var wire insertAllWire
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&wire); err == nil && len(bytes.Trim(body[dec.InputOffset():], " \t\r\n")) == 0 {
+			if req, ok := wire.request(pp); ok {
+				return req, nil
+			}
+		}
+	}
+	return checkInsertAll(body, pp)
+}
+
+// insertAllWire is the request as encoding/json decodes it: every member
+// under its JSON and its proto name. Note that encoding/json matches names
+// case-insensitively, which Google's frontend does not: "ROWS" is read as
+// "rows" (a body only a hand-written client could send).
+type insertAllWire struct {
+	Kind                 *string            `json:"kind"`
+	SkipInvalidRows      *bool              `json:"skipInvalidRows"`
+	SkipInvalidRows2     *bool              `json:"skip_invalid_rows"`
+	IgnoreUnknownValues  *bool              `json:"ignoreUnknownValues"`
+	IgnoreUnknownValues2 *bool              `json:"ignore_unknown_values"`
+	TemplateSuffix       *string            `json:"templateSuffix"`
+	TemplateSuffix2      *string            `json:"template_suffix"`
+	TraceID              *string            `json:"traceId"`
+	TraceID2             *string            `json:"trace_id"`
+	ProjectID            *string            `json:"projectId"`
+	DatasetID            *string            `json:"datasetId"`
+	TableID              *string            `json:"tableId"`
+	Rows                 []insertAllWireRow `json:"rows"`
+}
+
+type insertAllWireRow struct {
+	InsertID  *string         `json:"insertId"`
+	InsertID2 *string         `json:"insert_id"`
+	JSON      json.RawMessage `json:"json"`
+}
+
+// request converts a decoded body; ok false sends it to checkInsertAll
+// (for its error message).
+func (w *insertAllWire) request(pp pathParams) (*insertAllRequest, bool) {
+	one := func(a, b *string) (string, bool) {
+		switch {
+		case a != nil && b != nil:
+			return "", false
+		case a != nil:
+			return *a, true
+		case b != nil:
+			return *b, true
+		}
+		return "", true
+	}
+	oneBool := func(a, b *bool) (bool, bool) {
+		if a != nil && b != nil {
+			return false, false
+		}
+		return a != nil && *a || b != nil && *b, true
+	}
+	for _, p := range [...]struct {
+		v    *string
+		path string
+	}{{w.ProjectID, pp.project}, {w.DatasetID, pp.dataset}, {w.TableID, pp.table}} {
+		if p.v != nil && *p.v != p.path {
+			return nil, false
+		}
+	}
+	if len(w.Rows) > insertAllMaxRows {
+		return nil, false
+	}
+	req := &insertAllRequest{}
+	if len(w.Rows) > 0 {
+		req.rows = make([]insertAllRow, len(w.Rows))
+	}
+	var ok1, ok2, ok3, ok4 bool
+	req.skipInvalid, ok1 = oneBool(w.SkipInvalidRows, w.SkipInvalidRows2)
+	req.ignoreUnknown, ok2 = oneBool(w.IgnoreUnknownValues, w.IgnoreUnknownValues2)
+	req.templateSuffix, ok3 = one(w.TemplateSuffix, w.TemplateSuffix2)
+	_, ok4 = one(w.TraceID, w.TraceID2)
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return nil, false
+	}
+	for i, r := range w.Rows {
+		id, ok := one(r.InsertID, r.InsertID2)
+		if !ok {
+			return nil, false
+		}
+		js := r.JSON
+		if rawNull(js) {
+			js = nil
+		} else if len(js) > 0 && js[0] != '{' {
+			return nil, false
+		}
+		req.rows[i] = insertAllRow{insertID: id, json: js}
+	}
+	return req, true
+}
+
+// checkInsertAll is parseInsertAll member by member.
+func checkInsertAll(body []byte, pp pathParams) (*insertAllRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, badRequest("Invalid JSON payload received. The request body is empty; expected a TableDataInsertAllRequest.")
 	}
@@ -144,6 +249,9 @@ func parseInsertAll(body []byte, pp pathParams) (*insertAllRequest, error) {
 			if !insertAllMembers[jn] {
 				return nil, badRequest("Invalid JSON payload received. Unknown name %q: Cannot find field.", name)
 			}
+			if _, dup := top[jn]; dup {
+				return nil, badRequest("Invalid JSON payload received. Member %q repeats %q.", name, jn)
+			}
 		}
 		if rawNull(raw) {
 			continue
@@ -177,6 +285,9 @@ func parseInsertAllRows(raw json.RawMessage) ([]insertAllRow, error) {
 	if len(list) > insertAllMaxRows {
 		return nil, invalid("too many rows present in the request, limit: %d row count: %d.", insertAllMaxRows, len(list))
 	}
+	if len(list) == 0 {
+		return nil, nil
+	}
 	out := make([]insertAllRow, len(list))
 	for i, el := range list {
 		path := fmt.Sprintf("rows[%d]", i)
@@ -189,6 +300,9 @@ func parseInsertAllRows(raw json.RawMessage) ([]insertAllRow, error) {
 			if !insertAllRowMembers[jn] {
 				if jn = camelName(name); !insertAllRowMembers[jn] {
 					return nil, badRequest("Invalid JSON payload received. Unknown name %q at '%s': Cannot find field.", name, path)
+				}
+				if _, dup := m[jn]; dup {
+					return nil, badRequest("Invalid JSON payload received. Member %q at '%s' repeats %q.", name, path, jn)
 				}
 			}
 			if rawNull(v) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -73,7 +75,23 @@ func FuzzInsertAllRequest(f *testing.F) {
 		if len(body) > 1<<16 {
 			return
 		}
-		req, err := parseInsertAll(body, pathParams{project: "p", dataset: "d", table: "t"})
+		pp := pathParams{project: "p", dataset: "d", table: "t"}
+		req, err := parseInsertAll(body, pp)
+		// The one-pass decoder and the member-by-member check agree,
+		// but for names in another case, which only the first takes.
+		slow, serr := checkInsertAll(body, pp)
+		switch {
+		case err == nil && serr == nil:
+			if !reflect.DeepEqual(req, slow) {
+				t.Fatalf("parsers disagree on %q:\n%+v\n%+v", body, req, slow)
+			}
+		case err == nil:
+			if !strings.Contains(serr.Error(), "Unknown name") {
+				t.Fatalf("%q: accepted, but checkInsertAll says %v", body, serr)
+			}
+		case serr == nil:
+			t.Fatalf("%q: refused (%v), but checkInsertAll accepts it", body, err)
+		}
 		if err != nil {
 			if _, ok := err.(*Error); !ok {
 				t.Fatalf("error %T %v is not a wire error", err, err)
