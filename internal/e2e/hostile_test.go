@@ -13,6 +13,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -370,11 +371,11 @@ func (h *hostile) step() {
 		"valid proto", "mutated proto rows", "mutated descriptor", "mixed row sizes",
 		"empty rows, wide table", "one row, wide table", "forged arrow schema", "arrow DAG schema",
 		"forged arrow batch", "arrow lying null count", "arrow many rows, missing columns", "valid arrow",
-		"oversized request", "many missing-value keys",
+		"oversized request", "many missing-value keys", "concurrent oversized requests",
 	}
 	k := h.rng.IntN(len(kinds))
-	if kinds[k] == "oversized request" && h.rng.IntN(4) != 0 {
-		k = 0 // rare: 11 MB each
+	if (kinds[k] == "oversized request" || kinds[k] == "concurrent oversized requests") && h.rng.IntN(4) != 0 {
+		k = 0 // rare: 11 MB each, or 6 x 15 MiB
 	}
 	kind := kinds[k]
 	h.counts[kind]++
@@ -476,7 +477,54 @@ func (h *hostile) step() {
 		if c := h.send(kind, protoReq(h.narrow, h.narrowDesc, h.validRows(1, 11<<20))); c != codes.InvalidArgument {
 			h.t.Fatalf("%s: %v", kind, c)
 		}
+	case "concurrent oversized requests":
+		// Received at once on as many streams: the receive budget admits
+		// them a few at a time (recvbudget).
+		req := protoReq(h.narrow, h.narrowDesc, h.validRows(1, 15<<20))
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s, err := h.e.wc.AppendRows(h.e.ctx)
+				if err != nil {
+					h.t.Errorf("%s: open AppendRows: %v", kind, err)
+					return
+				}
+				defer func() { _ = s.CloseSend() }()
+				if err := s.Send(req); err != nil && !errors.Is(err, io.EOF) {
+					h.t.Errorf("%s: send: %v", kind, err)
+					return
+				}
+				resp, err := s.Recv()
+				if err != nil {
+					h.t.Errorf("%s: %v", kind, err)
+				} else if c := codes.Code(resp.GetError().GetCode()); c != codes.InvalidArgument {
+					h.t.Errorf("%s: answered %v, want INVALID_ARGUMENT", kind, c)
+				}
+			}()
+		}
+		wg.Wait()
+		if h.t.Failed() {
+			h.t.FailNow()
+		}
 	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM), 0 where unknown.
+func peakRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb uint64
+			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func arrowEmptySchema(t *testing.T) []byte {
@@ -585,7 +633,7 @@ func TestHostileClient(t *testing.T) {
 	if p := peak.Load(); p > *hostileHeap {
 		overHeap(t, "reading the tables back (%d rows) took the heap to %d bytes, the bound is %d", got, p, *hostileHeap)
 	}
-	t.Logf("read back %d rows; heap peak %d MiB", got, peak.Load()>>20)
+	t.Logf("read back %d rows; heap peak %d MiB, peak RSS %d MiB (server and client)", got, peak.Load()>>20, peakRSS()>>20)
 }
 
 // scanTable reads a whole table through the Read API (Arrow, two
