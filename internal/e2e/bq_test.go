@@ -117,7 +117,7 @@ func TestBQCLI(t *testing.T) {
 	bq("mk", "-d", "--description", "made by bq", "--label", "env:ci", "bqds")
 	shell(
 		`mk -t --description "inline schema" --label k:v bqds.t1 id:INTEGER,name:STRING`,
-		`mk -t --expiration 3600 --label k:v --time_partitioning_type DAY --clustering_fields name bqds.t2 schema.json`,
+		`mk -t --expiration 3600 --label k:v --time_partitioning_type DAY --time_partitioning_expiration 86400 --clustering_fields name bqds.t2 schema.json`,
 		`ls`,
 		`ls -p`,
 		`ls bqds`,

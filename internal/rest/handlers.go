@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
-
-	bq "google.golang.org/api/bigquery/v2"
 )
 
 // ---- datasets ----
@@ -398,26 +395,20 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 	for _, m := range [...]struct {
 		name string
 		dst  **json.RawMessage
-		typ  any // the BigQuery type, to check the member's JSON types
 	}{
-		{"timePartitioning", &p.TimePartitioning, &bq.TimePartitioning{}},
-		{"rangePartitioning", &p.RangePartitioning, &bq.RangePartitioning{}},
-		{"clustering", &p.Clustering, &bq.Clustering{}},
+		{"timePartitioning", &p.TimePartitioning},
+		{"rangePartitioning", &p.RangePartitioning},
+		{"clustering", &p.Clustering},
 	} {
-		present, null, err := member(members, m.name, "table", m.typ)
-		if err != nil {
-			return p, err
-		}
+		raw, present := members[m.name]
 		if !present && !full {
 			continue
 		}
 		var v json.RawMessage // absent in a PUT, or null: cleared
-		if present && !null {
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, members[m.name]); err != nil {
-				return p, badRequest("Invalid JSON payload received. %s", jsonErrText(err))
+		if present && !rawNull(raw) {
+			if v, err = normalizeEcho("table."+m.name, raw, echoTypes[strings.ToUpper(m.name[:1])+m.name[1:]]); err != nil {
+				return p, err
 			}
-			v = buf.Bytes()
 		}
 		*m.dst = &v
 	}

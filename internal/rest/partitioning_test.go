@@ -37,10 +37,10 @@ func TestPartitioningEcho(t *testing.T) {
 			t.Errorf("%s: timePartitioning %s rangePartitioning %s clustering %s\nwant %s %s %s", what, got.TimePartitioning, got.RangePartitioning, got.Clustering, tp, rp, cl)
 		}
 	}
-	tp := `{"type":"DAY","field":"ts","expirationMs":"3600000"}`
+	tp := `{"expirationMs":"3600000","field":"ts","type":"DAY"}` // int64 as a string, as BigQuery writes it
 	code, b := do(t, base, "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"t"},
 		"schema":{"fields":[{"name":"ts","type":"TIMESTAMP"},{"name":"s","type":"STRING"}]},
-		"timePartitioning": {"type": "DAY", "field": "ts", "expirationMs": "3600000"},
+		"timePartitioning": {"type": "DAY", "field": "ts", "expirationMs": 3600000},
 		"clustering": {"fields": ["s"]}}`)
 	check("insert", code, b, tp, "", `{"fields":["s"]}`)
 	code, b = do(t, base, "GET", "/projects/p/datasets/d/tables/t", "")
@@ -56,8 +56,8 @@ func TestPartitioningEcho(t *testing.T) {
 	check("patch clustering", code, b, tp, "", `{"fields":["s","ts"]}`)
 	code, b = do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"timePartitioning":null,"description":"x"}`)
 	check("patch timePartitioning null", code, b, "", "", `{"fields":["s","ts"]}`)
-	code, b = do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"rangePartitioning":{"field":"n","range":{"start":"0","end":"100","interval":"10"}}}`)
-	rp := `{"field":"n","range":{"start":"0","end":"100","interval":"10"}}`
+	code, b = do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"rangePartitioning":{"field":"n","range":{"start":0,"end":"100","interval":10}}}`)
+	rp := `{"field":"n","range":{"end":"100","interval":"10","start":"0"}}`
 	check("patch rangePartitioning", code, b, "", rp, `{"fields":["s","ts"]}`)
 
 	// Restart: the catalog keeps them.
@@ -75,6 +75,12 @@ func TestPartitioningEcho(t *testing.T) {
 
 	if code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"timePartitioning":{"type":true}}`); code != 400 {
 		t.Errorf("timePartitioning.type true: %d %s, want 400", code, b)
+	}
+	if code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"timePartitioning":{"expirationMs":"soon"}}`); code != 400 {
+		t.Errorf("timePartitioning.expirationMs soon: %d %s, want 400", code, b)
+	}
+	if code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"clustering":{"fields":"s"}}`); code != 400 {
+		t.Errorf("clustering.fields a string: %d %s, want 400", code, b)
 	}
 	if code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"clustering":{"columns":["s"]}}`); code != 400 {
 		t.Errorf("clustering.columns: %d %s, want 400", code, b)
