@@ -39,7 +39,8 @@ var ErrDeadLettersInUse = errors.New("ingest: dead-letter file belongs to anothe
 // deadLetter is one line of the dead-letter file.
 type deadLetter struct {
 	Partition string          `json:"partition"`
-	Offset    int64           `json:"offset"` // byte/record offset of the record's start
+	Offset    int64           `json:"offset"`         // byte/record offset of the record's start
+	Line      int64           `json:"line,omitempty"` // files: the record's 1-based line number
 	Reason    string          `json:"reason"`
 	Record    json.RawMessage `json:"record,omitempty"`
 	Raw       string          `json:"raw,omitempty"` // the record when it is not valid JSON
@@ -88,9 +89,10 @@ func (d *DeadLetters) bind(owner string) error {
 	return nil
 }
 
-// Write appends one dead letter (not yet durable: see Sync).
-func (d *DeadLetters) Write(partition string, offset int64, rec []byte, reason string) error {
-	dl := deadLetter{Partition: partition, Offset: offset, Reason: reason}
+// Write appends one dead letter (not yet durable: see Sync); line is the
+// record's line number in a file (0: none).
+func (d *DeadLetters) Write(partition string, offset, line int64, rec []byte, reason string) error {
+	dl := deadLetter{Partition: partition, Offset: offset, Line: line, Reason: reason}
 	if json.Valid(rec) {
 		dl.Record = json.RawMessage(rec)
 	} else {

@@ -63,6 +63,7 @@ func (w *worker) deadLetter(at int64, rec []byte, reason string) pendingDeadLett
 			d.key = append([]byte{}, k...)
 		}
 	}
+	w.position(&d)
 	return d
 }
 

@@ -297,7 +297,12 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if (errors.Is(err, ErrFenced) && !p.single) || (err != nil && ctx.Err() != nil) {
 			// The partition moved to another member (or was revoked):
-			// whatever it left is resolved by its next owner.
+			// whatever it left is resolved by its next owner. When the
+			// run itself was stopped (Ctrl-C), the caller says so once.
+			if parent.Err() != nil {
+				p.log.Debug("partition stopped", "partition", part.Key(), "reason", err)
+				return nil
+			}
 			p.log.Info("partition released", "partition", part.Key(), "reason", err)
 			return nil
 		}

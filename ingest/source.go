@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -138,10 +139,17 @@ func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error)
 			return nil, errors.New("ingest: no standard input")
 		}
 		r := &lineReader{r: bufio.NewReaderSize(p.s.Stdin, 1<<20), path: "standard input", complete: p.s.Complete}
-		if _, err := io.CopyN(io.Discard, r.r, from); err != nil {
+		if from == 0 {
+			if err := refuseCompressed(r.r, "standard input"); err != nil {
+				return nil, err
+			}
+		}
+		lines := &lineCounter{}
+		if _, err := io.CopyN(lines, r.r, from); err != nil {
 			return nil, fmt.Errorf("ingest: skip %d bytes of standard input already ingested: %w", from, err)
 		}
-		r.off = from
+		r.off, r.start = from, from
+		r.base, r.baseKnown = lines.n, true
 		return r, nil
 	}
 	f, err := os.Open(p.s.Path)
@@ -157,11 +165,16 @@ func (p filePartition) Open(_ context.Context, from int64) (RecordReader, error)
 		f.Close()
 		return nil, fmt.Errorf("ingest: %s is %d bytes, shorter than the ingested offset %d (file replaced?)", p.s.Path, st.Size(), from)
 	}
+	if err := refuseCompressed(io.NewSectionReader(f, 0, st.Size()), p.s.Path); err != nil {
+		f.Close()
+		return nil, err
+	}
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
-	return &lineReader{r: bufio.NewReaderSize(f, 1<<20), c: f, off: from, path: p.s.Path, complete: p.s.Complete}, nil
+	return &lineReader{r: bufio.NewReaderSize(f, 1<<20), c: f, f: f, off: from, start: from, baseKnown: from == 0,
+		path: p.s.Path, complete: p.s.Complete}, nil
 }
 
 // MaxRecordBytes bounds one record (BigQuery's row size limit is 10 MB).
@@ -170,10 +183,20 @@ const MaxRecordBytes = 10 << 20
 type lineReader struct {
 	r        *bufio.Reader
 	c        io.Closer
+	f        io.ReaderAt // the file, to count the lines before start (nil: standard input)
 	off      int64
 	buf      []byte
 	path     string
 	complete bool // a last line without a newline is a record
+
+	// Line numbers (Position): lines counts the lines read since start;
+	// base is the number of lines before start, counted only when first
+	// asked for (a resumed file does not pay for it otherwise).
+	start     int64
+	lines     int64
+	base      int64
+	baseKnown bool
+	recStart  int64 // byte offset of the record Next returned last
 }
 
 func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
@@ -186,7 +209,7 @@ func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
 			chunk, err := l.r.ReadSlice('\n')
 			l.buf = append(l.buf, chunk...)
 			if len(l.buf) > MaxRecordBytes {
-				return nil, l.off, fmt.Errorf("ingest: record at byte %d is longer than %d bytes", l.off, MaxRecordBytes)
+				return nil, l.off, fmt.Errorf("ingest: %s line %d (byte %d): the record is longer than %d bytes", l.path, l.lineAt(1), l.off, MaxRecordBytes)
 			}
 			if err == bufio.ErrBufferFull {
 				continue
@@ -208,13 +231,106 @@ func (l *lineReader) Next(ctx context.Context) ([]byte, int64, error) {
 			}
 			break
 		}
+		l.recStart = l.off
 		l.off += int64(len(l.buf))
+		l.lines++
 		rec := trimEOL(l.buf)
 		if len(trimSpace(rec)) == 0 {
 			continue // blank lines are not records
 		}
 		return rec, l.off, nil
 	}
+}
+
+// Position implements Positioner.
+func (l *lineReader) Position() (line, start int64) {
+	return l.lineAt(0), l.recStart
+}
+
+// lineAt is the 1-based number of the line read last, plus next (0 when it
+// cannot be told).
+func (l *lineReader) lineAt(next int64) int64 {
+	if !l.baseKnown {
+		n, err := countLines(l.f, l.start)
+		if err != nil {
+			return 0
+		}
+		l.base, l.baseKnown = n, true
+	}
+	return l.base + l.lines + next
+}
+
+// countLines counts the newlines in r's first n bytes.
+func countLines(r io.ReaderAt, n int64) (int64, error) {
+	if r == nil {
+		return 0, errors.New("ingest: no file")
+	}
+	c := &lineCounter{}
+	_, err := io.Copy(c, io.NewSectionReader(r, 0, n))
+	return c.n, err
+}
+
+// lineCounter is an io.Writer that counts the newlines written to it.
+type lineCounter struct{ n int64 }
+
+func (c *lineCounter) Write(p []byte) (int, error) {
+	c.n += int64(bytes.Count(p, []byte{'\n'}))
+	return len(p), nil
+}
+
+// Positioner is implemented by readers that can tell where the record Next
+// returned last is (files): its 1-based line number (0 if unknown) and the
+// byte offset of its line (blank lines before it excluded), for dead
+// letters and errors.
+type Positioner interface {
+	Position() (line, start int64)
+}
+
+// compressed are the magic numbers of compressed formats a user may hand
+// over by mistake: bqstore reads newline-delimited JSON only.
+var compressed = []struct {
+	magic []byte
+	name  string
+}{
+	{[]byte{0x1f, 0x8b}, "gzip"},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd"},
+	{[]byte("BZh"), "bzip2"},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0}, "xz"},
+	{[]byte{0x04, 0x22, 0x4d, 0x18}, "lz4"},
+	{[]byte("PK\x03\x04"), "zip"},
+}
+
+// ErrCompressed means the input is compressed: it is refused rather than
+// read as lines of garbage that would all become dead letters.
+var ErrCompressed = errors.New("ingest: compressed input")
+
+// refuseCompressed returns an ErrCompressed error when the input starts
+// with the magic number of a compressed format. r is a *bufio.Reader
+// (peeked, nothing consumed) or an io.ReaderAt.
+func refuseCompressed(r any, name string) error {
+	head := make([]byte, 6)
+	var n int
+	switch r := r.(type) {
+	case *bufio.Reader:
+		// What one read brings (a pipe may hold less than a magic number
+		// for a long time): Peek(1) fills the buffer once.
+		_, _ = r.Peek(1)
+		b, _ := r.Peek(min(len(head), r.Buffered()))
+		n = copy(head, b)
+	case io.ReaderAt:
+		n, _ = r.ReadAt(head, 0)
+	}
+	head = head[:n]
+	for _, c := range compressed {
+		if bytes.HasPrefix(head, c.magic) {
+			hint := "decompress it first"
+			if c.name == "gzip" {
+				hint = "decompress it first (gunzip -k), or pipe it in: gunzip -c FILE | bqstore ingest --source file:- ..."
+			}
+			return fmt.Errorf("%w: %s is %s-compressed, and ingest reads newline-delimited JSON only: %s", ErrCompressed, name, c.name, hint)
+		}
+	}
+	return nil
 }
 
 func trimEOL(rec []byte) []byte {

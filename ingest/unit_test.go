@@ -230,14 +230,14 @@ func TestDeadLettersTruncate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Write("p", 0, []byte(`{"x":1}`), "why"); err != nil {
+	if err := d.Write("p", 0, 0, []byte(`{"x":1}`), "why"); err != nil {
 		t.Fatal(err)
 	}
 	size, err := d.Sync()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Write("p", 10, []byte(`not json`), "why2"); err != nil {
+	if err := d.Write("p", 10, 0, []byte(`not json`), "why2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.Truncate(size); err != nil {

@@ -107,7 +107,7 @@ func (w *worker) run(ctx context.Context) error {
 			return err
 		}
 	}
-	w.p.log.Info("partition state", "partition", w.key, "state", st.String())
+	w.p.log.Info(describeState(w.key, st), "partition", w.key)
 	st, err = w.resolve(ctx, st)
 	if err != nil {
 		return err
@@ -593,7 +593,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			// The server refused this record's row on an earlier attempt
 			// of this range: a dead letter now, so the range can commit.
 			if !p.hasDeadLetterSink() {
-				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
+				return nil, fmt.Errorf("ingest: %s: %s (no dead-letter sink configured)", w.where(recAt), reason)
 			}
 			dls = append(dls, w.deadLetter(recAt, rec, reason))
 			continue
@@ -612,7 +612,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		}
 		if err != nil {
 			if !p.hasDeadLetterSink() {
-				return nil, fmt.Errorf("ingest: %s offset %d: %w (no dead-letter sink configured)", w.key, recAt, err)
+				return nil, fmt.Errorf("ingest: %s: %w (no dead-letter sink configured)", w.where(recAt), err)
 			}
 			dls = append(dls, w.deadLetter(recAt, rec, err.Error()))
 			continue
@@ -624,7 +624,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 			buf = buf[:rowAt]
 			reason := fmt.Sprintf("the row is %d bytes serialized, over the %d bytes one AppendRows request can carry", rowLen, maxRow)
 			if !p.hasDeadLetterSink() {
-				return nil, fmt.Errorf("ingest: %s offset %d: %s (no dead-letter sink configured)", w.key, recAt, reason)
+				return nil, fmt.Errorf("ingest: %s: %s (no dead-letter sink configured)", w.where(recAt), reason)
 			}
 			dls = append(dls, w.deadLetter(recAt, rec, reason))
 			continue
@@ -894,6 +894,7 @@ func (w *worker) rowErrors(app *appender, srcOf []int64, err error) error {
 type pendingDeadLetter struct {
 	offset int64
 	key    []byte // the Kafka record key (nil: none)
+	line   int64  // files: the record's line number (0: unknown)
 	rec    []byte
 	reason string
 }
@@ -909,7 +910,7 @@ func (w *worker) writeDeadLetters(dls []pendingDeadLetter, prev int64) (int64, e
 		return prev, nil
 	}
 	for _, d := range dls {
-		if err := sink.Write(w.key, d.offset, d.rec, d.reason); err != nil {
+		if err := sink.Write(w.key, d.offset, d.line, d.rec, d.reason); err != nil {
 			return 0, err
 		}
 	}

@@ -88,6 +88,11 @@ func MainEnv(ctx context.Context, args []string, env *Env) int {
 			if err == nil || errors.Is(err, flag.ErrHelp) {
 				return 0
 			}
+			var ie *interruptedError
+			if errors.As(err, &ie) {
+				fmt.Fprintf(env.Stderr, "bqstore %s: %s\n", c.name, ie.msg)
+				return ExitInterrupted
+			}
 			fmt.Fprintf(env.Stderr, "bqstore %s: %s\n", c.name, oneLine(err.Error()))
 			var ue *usageError
 			if errors.As(err, &ue) {

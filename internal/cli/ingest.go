@@ -36,8 +36,8 @@ const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --so
 	"time. The run refuses to guess without --start, so a lost state is never a\n" +
 	"silent replay; once a partition has a state, --start is ignored."
 
-// runIngest runs the exactly-once ingestion pipeline into one table.
-func runIngest(ctx context.Context, env *Env, args []string) error {
+// runIngestCmd runs the exactly-once ingestion pipeline into one table.
+func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "ingest", ingestUsage)
 	g := addGRPCFlags(env, fs)
 	tableFlag := fs.String("table", "", "destination table as [project:]dataset.table")
@@ -131,7 +131,7 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		if path == "" {
 			return usagef("--source %q: empty path", *sourceFlag)
 		}
-		src = &ingest.FileSource{Path: path, Stdin: env.Stdin, Complete: *complete}
+		src = &ingest.FileSource{Path: path, Stdin: newCtxReader(ctx, env.Stdin), Complete: *complete}
 	case strings.HasPrefix(*sourceFlag, "kafka://"):
 		ks, err := ingest.ParseKafkaURL(*sourceFlag)
 		if err != nil {
@@ -205,6 +205,9 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 	if w, ok := env.Stderr.(io.Reader); ok && isTerminal(w) && strings.HasPrefix(*sourceFlag, "file:") {
 		stop := showProgress(env, metrics, t0)
 		defer stop()
+	} else {
+		stop := logProgress(logger, metrics, t0, ingestProgressEvery)
+		defer stop()
 	}
 	err = ingest.Run(ctx, ingest.Config{
 		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl, DeadLetterTable: dlTable, Start: start,
@@ -212,12 +215,12 @@ func runIngest(ctx context.Context, env *Env, args []string) error {
 		Metrics: metrics, Logger: logger,
 	})
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			logger.Info("interrupted; run the same command again to continue")
-		}
 		return kafkaAuthHint(err, src)
 	}
-	logger.Info("done", "elapsed", time.Since(t0).Round(time.Millisecond).String())
+	elapsed := time.Since(t0)
+	c := readCounts(metrics)
+	logger.Info(ingestSummary(c, elapsed, *deadLetter), "rows", int64(c.rows), "batches", int64(c.batches),
+		"bytes", int64(c.bytes), "dead_letters", int64(c.deadLetters), "elapsed", elapsed.Round(time.Millisecond).String())
 	return nil
 }
 
