@@ -110,8 +110,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// One line with both chosen addresses, for tests and scripts.
-	logger.Info(fmt.Sprintf("listening grpc=%s http=%s admin=%s", srv.GRPCAddr(), srv.HTTPAddr(), srv.AdminAddr()))
+	// server.Start logged the listening addresses and the data dir.
 	<-ctx.Done()
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)

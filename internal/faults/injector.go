@@ -131,12 +131,17 @@ func (in *Injector) Set(spec Spec, seed int64) error {
 	in.mu.spec = spec
 	in.mu.state = state
 	in.mu.installed = in.now()
-	in.nfaults.Store(int64(len(spec.Faults)))
+	prev := in.nfaults.Swap(int64(len(spec.Faults)))
 	in.mu.Unlock()
 	if len(spec.Faults) > 0 {
 		in.armed.Store(true)
 	}
-	in.log.Info("faults installed", "seed", seed, "spec", spec.String())
+	switch {
+	case len(spec.Faults) > 0:
+		in.log.Info("faults installed", "seed", seed, "spec", spec.String())
+	case prev > 0:
+		in.log.Info("faults cleared")
+	}
 	return nil
 }
 

@@ -286,6 +286,11 @@ func Start(cfg Config) (_ *Server, err error) {
 	// looks at the request.
 	unary := []grpc.UnaryServerInterceptor{guard.UnaryInterceptor}
 	streams := []grpc.StreamServerInterceptor{guard.StreamInterceptor}
+	if reqLogEnabled(s.log) {
+		// Outermost: it sees the final code and the whole duration.
+		unary = append([]grpc.UnaryServerInterceptor{logUnary(s.log)}, unary...)
+		streams = append([]grpc.StreamServerInterceptor{logStream(s.log)}, streams...)
+	}
 	if auth != nil {
 		unary = append(unary, auth.unary)
 		streams = append(streams, auth.stream)
@@ -366,9 +371,13 @@ func Start(cfg Config) (_ *Server, err error) {
 	if auth != nil {
 		public = auth.httpAuth(mux, s.rest)
 	}
+	public = publicHandler(public, s.rest, cfg.AllowedHosts)
+	if reqLogEnabled(s.log) {
+		public = logHTTP(s.log, public)
+	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.httpSrv = &http.Server{
-		Handler:           publicHandler(public, s.rest, cfg.AllowedHosts),
+		Handler:           public,
 		ReadHeaderTimeout: 30 * time.Second,
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
@@ -412,8 +421,14 @@ func Start(cfg Config) (_ *Server, err error) {
 		}
 	}()
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.log.Info("bqstore serving",
-		"grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "admin", s.AdminAddr(), "data_dir", cfg.DataDir, "project", cfg.Project)
+	dataDir := cfg.DataDir
+	if abs, err := filepath.Abs(dataDir); err == nil {
+		dataDir = abs
+	}
+	// The one line with the chosen addresses, for people, tests and
+	// scripts (internal/testkit reads it).
+	s.log.Info("listening",
+		"grpc", s.GRPCAddr(), "http", s.HTTPAddr(), "admin", s.AdminAddr(), "data_dir", dataDir, "project", cfg.Project)
 	return s, nil
 }
 
