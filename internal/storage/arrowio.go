@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -271,20 +270,6 @@ func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int
 	return array.NewRecordBatch(sv.schema, cols, r.rows), nil
 }
 
-// appendBatchIPC appends rec as one encapsulated Arrow IPC record batch
-// message (8-byte aligned buffers, uncompressed) to dst.
-func appendBatchIPC(dst []byte, rec arrow.Record) ([]byte, error) {
-	if schemaHasDictionary(rec.Schema()) {
-		return nil, errDictionary
-	}
-	m, err := encodeBatch(rec)
-	if err != nil {
-		return nil, err
-	}
-	defer m.release()
-	return m.appendTo(slices.Grow(dst, m.size))
-}
-
 // staticMessages feeds prepared messages to an ipc.Reader.
 type staticMessages struct {
 	msgs []*ipc.Message
@@ -300,13 +285,6 @@ func (m *staticMessages) Message() (*ipc.Message, error) {
 }
 func (m *staticMessages) Retain()  {}
 func (m *staticMessages) Release() {}
-
-// decodeBatchIPC decodes an encapsulated record batch message against a
-// schema (given as its encoded IPC stream). The record's buffers alias b
-// (zero-copy).
-func decodeBatchIPC(schemaIPC, b []byte) (arrow.Record, error) {
-	return decodeBatchIPCBuf(schemaIPC, memory.NewBufferBytes(b), len(b))
-}
 
 // decodeBatchIPCBuf decodes the encapsulated record batch message in the
 // first n bytes of parent; the record's buffers are slices of parent,

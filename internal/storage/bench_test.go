@@ -60,6 +60,26 @@ func benchBatch(from int64) arrow.Record {
 
 func batchBytes(rec arrow.Record) int64 { return int64(recordBytes(rec)) }
 
+// recordBytes estimates the IPC size of a record.
+func recordBytes(rec arrow.Record) int {
+	n := 0
+	var walk func(d arrow.ArrayData)
+	walk = func(d arrow.ArrayData) {
+		for _, b := range d.Buffers() {
+			if b != nil {
+				n += b.Len() + 8
+			}
+		}
+		for _, c := range d.Children() {
+			walk(c)
+		}
+	}
+	for _, c := range rec.Columns() {
+		walk(c.Data())
+	}
+	return n
+}
+
 func BenchmarkRawGroupCommit(b *testing.B) {
 	for _, writers := range []int{1, 4, 16} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {

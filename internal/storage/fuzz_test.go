@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -141,4 +143,18 @@ func TestWriteRecordSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// appendBatchIPC (the ROWS layout: every column) appends rec as one encapsulated Arrow IPC record batch
+// message (8-byte aligned buffers, uncompressed) to dst.
+func appendBatchIPC(dst []byte, rec arrow.Record) ([]byte, error) {
+	if schemaHasDictionary(rec.Schema()) {
+		return nil, errDictionary
+	}
+	m, err := encodeBatch(rec)
+	if err != nil {
+		return nil, err
+	}
+	defer m.release()
+	return m.appendTo(slices.Grow(dst, m.size))
 }

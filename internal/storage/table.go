@@ -388,26 +388,6 @@ type AppendResult struct {
 	Time time.Time
 }
 
-// recordBytes estimates the IPC size of a record.
-func recordBytes(rec arrow.Record) int {
-	n := 0
-	var walk func(d arrow.ArrayData)
-	walk = func(d arrow.ArrayData) {
-		for _, b := range d.Buffers() {
-			if b != nil {
-				n += b.Len() + 8
-			}
-		}
-		for _, c := range d.Children() {
-			walk(c)
-		}
-	}
-	for _, c := range rec.Columns() {
-		walk(c.Data())
-	}
-	return n
-}
-
 // Append appends a batch to a stream and returns once it is durable.
 // The offset check (equal: append; below: ErrOffsetExists; above:
 // ErrOffsetOutOfRange) is atomic with the append.
