@@ -198,7 +198,7 @@ func (r *logRecord) apply(st *state) error {
 		if cur, ok := st.tables[k]; ok && cur.ID != t.ID {
 			return fmt.Errorf("table %s is id %s, and id %s", t.FullID(), cur.ID, t.ID)
 		}
-		if err := checkTable(t, st); err != nil {
+		if err := checkTable(t, st, td.KeepSchemas); err != nil {
 			return err
 		}
 		st.tables[k] = t

@@ -196,7 +196,7 @@ func decodeFile(b []byte) (*state, int64, error) {
 		st.datasets[dsKey{d.ProjectID, d.DatasetID}] = d
 	}
 	for _, t := range doc.Tables {
-		if err := checkTable(t, st); err != nil {
+		if err := checkTable(t, st, 0); err != nil {
 			return nil, 0, fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if _, dup := st.byID[t.ID]; dup {
@@ -222,14 +222,19 @@ func checkDataset(d *Dataset) error {
 	return nil
 }
 
-// checkTable checks a table entry of st (its dataset must be in st).
-func checkTable(t *Table, st *state) error {
+// checkTable checks a table entry of st (its dataset must be in st); the
+// first valid schema versions were checked before (kept from an entry
+// it replaces).
+func checkTable(t *Table, st *state, valid int) error {
 	if t == nil || validateTableRef(t.ProjectID, t.DatasetID, t.TableID) != nil || len(t.Schemas) == 0 || !validInternalID(t.ID) {
 		return errors.New("invalid table entry")
 	}
 	for i, v := range t.Schemas {
 		if v.Version != i+1 || v.Schema == nil {
 			return fmt.Errorf("table %s: bad schema version %d", t.FullID(), v.Version)
+		}
+		if i < valid {
+			continue
 		}
 		if err := schema.Validate(v.Schema); err != nil {
 			return fmt.Errorf("table %s: schema version %d: %v", t.FullID(), v.Version, err)
