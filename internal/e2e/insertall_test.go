@@ -372,4 +372,22 @@ func TestInsertAllJSONValues(t *testing.T) {
 	check("r2.r", rv != nil && rv.Start == civil.Date{Year: 2026, Month: 1, Day: 1} && rv.End == nil, r2[12])
 	check("r2.s", r2[13] == "true", r2[13])
 	check("r3.ts", check3, r3[1])
+
+	// After a column is added, rows with it are taken at once (the
+	// converters are per schema version).
+	tbl := e.bq.Dataset("d").Table("vals")
+	md, err := tbl.Metadata(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Update(e.ctx, bigquery.TableMetadataToUpdate{
+		Schema: append(md.Schema, &bigquery.FieldSchema{Name: "added", Type: bigquery.StringFieldType})}, md.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.postInsertAll("vals", []byte(`{"rows":[{"json":{"id":4,"added":"yes"}}]}`)); code != 200 || out["insertErrors"] != nil {
+		t.Fatalf("insert after adding a column: %d %v", code, out)
+	}
+	if rows := e.readRows("vals"); len(rows) != 4 || rows[3][14] != "yes" {
+		t.Fatalf("rows after adding a column: %v", rows)
+	}
 }

@@ -390,10 +390,12 @@ func (h *Handler) insertAll(w http.ResponseWriter, r *http.Request, db *storage.
 		return nil, err
 	}
 	cur := ct.Schemas[len(ct.Schemas)-1]
-	conv, err := newRowConverter(cur.Schema, req.ignoreUnknown)
+	ck := convKey{table: ct.ID, version: cur.Version, ignore: req.ignoreUnknown}
+	conv, err := h.converters.get(ck, cur.Schema)
 	if err != nil {
 		return nil, err
 	}
+	defer h.converters.put(ck, conv)
 
 	out := &tableDataInsertAllResponse{Kind: "bigquery#tableDataInsertAllResponse"}
 	bad := map[int][]errorProto{}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/bqstore/bqstore/internal/schema"
 )
 
 func TestInsertIDWindow(t *testing.T) {
@@ -110,4 +112,34 @@ func FuzzInsertAllRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestConverterCache: a converter is handed out to one request at a time,
+// reused after put, and the idle ones are bounded.
+func TestConverterCache(t *testing.T) {
+	sch := &schema.Schema{Fields: []*schema.Field{{Name: "id", Type: schema.Integer}}}
+	var c converters
+	k := convKey{table: "t", version: 1}
+	a, err := c.get(k, sch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := c.get(k, sch)
+	if a == b {
+		t.Fatal("one converter handed out twice")
+	}
+	c.put(k, a)
+	if got, _ := c.get(k, sch); got != a {
+		t.Fatal("idle converter not reused")
+	}
+	for i := 0; i < 3*maxIdleConverters; i++ {
+		conv, _ := c.get(convKey{table: fmt.Sprint(i)}, sch)
+		c.put(convKey{table: fmt.Sprint(i)}, conv)
+	}
+	if c.n > maxIdleConverters {
+		t.Fatalf("%d idle converters, the bound is %d", c.n, maxIdleConverters)
+	}
+	if _, err := c.get(convKey{table: "empty"}, &schema.Schema{}); err == nil {
+		t.Fatal("converter for a table without columns")
+	}
 }

@@ -77,7 +77,8 @@ type Handler struct {
 	mux    *http.ServeMux
 	served []*route // the routes registered, in table order
 
-	insertIDs *insertIDs // tabledata.insertAll's insertId window
+	insertIDs  *insertIDs // tabledata.insertAll's insertId window
+	converters converters // tabledata.insertAll's idle row converters
 
 	docOnce sync.Once
 	doc     map[string]any // the discovery document, without its URLs
