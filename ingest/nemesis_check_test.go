@@ -94,6 +94,27 @@ func (n *nemesis) processState(clientID string) string {
 	return fmt.Sprintf("%s (pid %d) exited %v ago", clientID, m.cmd.Process.Pid, time.Since(m.exitedAt).Round(time.Millisecond))
 }
 
+// committedEpochs lists the leader epoch of each partition's committed
+// state (KIP-320; a leader election raises it).
+func (n *nemesis) committedEpochs(ctx context.Context) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(n.k.c.ListenAddrs()...))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, n.group)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for p := range n.k.parts {
+		if o, ok := offs.Lookup(n.k.topic, p); ok {
+			fmt.Fprintf(&b, " %d:%d", p, o.LeaderEpoch)
+		}
+	}
+	return "[" + strings.TrimSpace(b.String()) + "]"
+}
+
 // readNemesisDeadLetters counts the dead-letter table's rows by the
 // poison record's id (poison-N) and lists the rows that are not a poison
 // record's.

@@ -15,7 +15,8 @@ package ingest_test
 // applied, dropped connections), server faults through PUT /admin/faults
 // (append.reset before and after durability, append.stall,
 // commit.drop_reply, finalize.drop_reply), server kill -9 and restart,
-// and a schema change (a column added, then filled by new records).
+// a schema change (a column added, then filled by new records) and leader
+// elections (leader epochs go up).
 //
 // Then the nemesis stops (faults removed, every member slot up) and the
 // checker requires, within a bounded time: lag zero on every partition (no
@@ -58,7 +59,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -177,99 +177,6 @@ func TestNemesis(t *testing.T) {
 	for _, s := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprintf("seed=%d", s), func(t *testing.T) { runNemesis(t, s, dur) })
 	}
-}
-
-// nemesisEvent is one step of the schedule.
-type nemesisEvent struct {
-	At   time.Duration
-	Kind string // kill9, leave, join, kfake, drop, server-faults, server-kill9
-	// Arg picks the member (kill9, leave, join) when the event applies:
-	// the Arg-th (mod) of the slots it can apply to, so every event acts.
-	Arg int
-	// kfake: the request key and the error; Count requests.
-	Key   kmsg.Key
-	Err   *kerr.Error
-	Count int
-	Spec  string        // server-faults: the fault spec
-	Down  time.Duration // kill9 and server-kill9: time until the restart
-}
-
-func (e nemesisEvent) String() string {
-	switch e.Kind {
-	case "kill9":
-		return fmt.Sprintf("%7v kill -9 a member (#%d), restart after %v", e.At, e.Arg, e.Down)
-	case "leave", "join":
-		return fmt.Sprintf("%7v a member (#%d) %ss", e.At, e.Arg, e.Kind)
-	case "pause":
-		return fmt.Sprintf("%7v SIGSTOP a member (#%d) for %v (a GC pause)", e.At, e.Arg, e.Down)
-	case "kfake":
-		return fmt.Sprintf("%7v kfake: %s answers %s (%d requests)", e.At, e.Key.Name(), e.Err.Message, e.Count)
-	case "drop":
-		return fmt.Sprintf("%7v kfake: drop the connection of the next %s", e.At, e.Key.Name())
-	case "server-faults":
-		return fmt.Sprintf("%7v server faults %q", e.At, e.Spec)
-	case "server-kill9":
-		return fmt.Sprintf("%7v kill -9 the server, restart after %v", e.At, e.Down)
-	case "schema":
-		return fmt.Sprintf("%7v add a column to the table; records then fill it", e.At)
-	}
-	return fmt.Sprintf("%7v %s", e.At, e.Kind)
-}
-
-const nemesisSlots = 3
-
-// nemesisSchedule draws the schedule of one run from the seed.
-func nemesisSchedule(rng *rand.Rand, dur time.Duration) []nemesisEvent {
-	kfakeFaults := map[kmsg.Key][]*kerr.Error{
-		kmsg.OffsetCommit: {kerr.IllegalGeneration, kerr.RebalanceInProgress, kerr.NotCoordinator, kerr.CoordinatorLoadInProgress, kerr.RequestTimedOut},
-		kmsg.OffsetFetch:  {kerr.NotCoordinator, kerr.CoordinatorLoadInProgress},
-		kmsg.Heartbeat:    {kerr.RebalanceInProgress, kerr.NotCoordinator, kerr.IllegalGeneration},
-		kmsg.JoinGroup:    {kerr.NotCoordinator, kerr.CoordinatorLoadInProgress},
-		kmsg.SyncGroup:    {kerr.NotCoordinator, kerr.RebalanceInProgress},
-		kmsg.Fetch:        {kerr.RequestTimedOut, kerr.NotLeaderForPartition},
-	}
-	keys := []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.Heartbeat, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Fetch}
-	serverSpecs := []string{
-		"append.reset:when=before,times=2",
-		"append.reset:when=after,times=2",
-		"append.stall:duration=1500ms,times=1",
-		"commit.drop_reply:times=2",
-		"finalize.drop_reply:times=2",
-		"commit.drop_reply:p=0.3;finalize.drop_reply:p=0.3;append.reset:when=after,p=0.05",
-	}
-	var ev []nemesisEvent
-	n := int(dur/(400*time.Millisecond)) + 1
-	for range n {
-		e := nemesisEvent{At: time.Duration(rng.Int64N(int64(dur)))}
-		switch r := rng.IntN(100); {
-		case r < 18:
-			e.Kind, e.Arg, e.Down = "kill9", rng.IntN(nemesisSlots), time.Duration(100+rng.IntN(1500))*time.Millisecond
-		case r < 24:
-			// Longer than the session (2 s) half of the time: the member
-			// comes back as a zombie of an older generation.
-			e.Kind, e.Arg, e.Down = "pause", rng.IntN(nemesisSlots), time.Duration(500+rng.IntN(3500))*time.Millisecond
-		case r < 30:
-			e.Kind, e.Arg = "leave", rng.IntN(nemesisSlots)
-		case r < 40:
-			e.Kind, e.Arg = "join", rng.IntN(nemesisSlots)
-		case r < 62:
-			e.Kind = "kfake"
-			e.Key = keys[rng.IntN(len(keys))]
-			errs := kfakeFaults[e.Key]
-			e.Err, e.Count = errs[rng.IntN(len(errs))], 1+rng.IntN(3)
-		case r < 70:
-			e.Kind, e.Key = "drop", keys[rng.IntN(len(keys))]
-		case r < 88:
-			e.Kind, e.Spec = "server-faults", serverSpecs[rng.IntN(len(serverSpecs))]
-		case r < 95:
-			e.Kind, e.Down = "server-kill9", time.Duration(100+rng.IntN(1000))*time.Millisecond
-		default:
-			e.Kind = "schema"
-		}
-		ev = append(ev, e)
-	}
-	sort.SliceStable(ev, func(i, j int) bool { return ev[i].At < ev[j].At })
-	return ev
 }
 
 // nemesis is one run's world.
@@ -619,6 +526,11 @@ func (n *nemesis) apply(e nemesisEvent, restarts chan<- func()) {
 		n.k.c.ControlKey(int16(e.Key), func(kmsg.Request) (kmsg.Response, error, bool) {
 			return nil, errors.New("nemesis: connection dropped"), true
 		})
+	case "leader":
+		p := int32(e.Arg) % n.k.parts
+		if err := n.k.c.MoveTopicPartition(n.k.topic, p, n.k.c.LeaderFor(n.k.topic, p)); err != nil {
+			n.logf("nemesis: leader election failed: %v", err)
+		}
 	case "server-faults":
 		if err := n.putServerFaults(e.Spec); err != nil {
 			n.logf("nemesis: server faults not installed: %v", err)
@@ -765,6 +677,9 @@ func produceTxn(ctx context.Context, tx *kgo.Client, recs []*kgo.Record, commit 
 func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65))
 	schedule := nemesisSchedule(rng, dur)
+	// Leader elections come from their own stream, so adding them left
+	// every seed's other events as they were.
+	schedule = withLeaderElections(schedule, rand.New(rand.NewPCG(seed, 0x6c656164)), dur)
 	replay := fmt.Sprintf("INGEST_NEMESIS_SEED=%d INGEST_NEMESIS_DURATION=%v go test ./ingest/ -run 'TestNemesis$' -v", seed, dur)
 	if !nemesisTxns {
 		replay = "INGEST_NEMESIS_TXNS=0 " + replay
@@ -974,8 +889,8 @@ drain:
 	n.mu.Lock()
 	reaped := n.mu.reaped
 	n.mu.Unlock()
-	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d; dead members kfake kept: %d",
-		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), reaped)
+	t.Logf("seed %d: %d valid records, %d aborted, %d poison; table %d rows; dead letters %d; dead members kfake kept: %d; committed leader epochs %s",
+		seed, len(pr.p.valid), len(pr.p.aborted), len(pr.p.poison), len(got), len(dls), reaped, n.committedEpochs(ctx))
 	if len(missing)+len(dup)+len(aborted)+len(other)+len(dlMissing)+len(dlDup)+len(dlOther) > 0 {
 		failed = true
 		t.Errorf("exactly-once violated: missing %v, duplicated %v, aborted-transaction rows %v, other rows %v; "+
