@@ -54,7 +54,10 @@ type KafkaSource struct {
 	mu struct {
 		sync.Mutex
 		parts map[int32]*kafkaPartition
-		wake  context.CancelFunc // interrupts the current poll
+		// leaving: partitions being released whose worker still runs
+		// (a revoke's grace): its stores still need their epochs.
+		leaving map[int32]*kafkaPartition
+		wake    context.CancelFunc // interrupts the current poll
 		// woken: a wake came since the polling goroutine last applied
 		// seeks and pauses; the next poll must not block (a wake between
 		// two polls would otherwise be lost, and a seek wait for records
@@ -119,6 +122,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.parts = map[int32]*kafkaPartition{}
+	s.mu.leaving = map[int32]*kafkaPartition{}
 	ready := make(chan struct{}) // closed once cl, adm and topicID are set
 	fail := func(err error) {
 		s.mu.Lock()
@@ -268,10 +272,20 @@ func (s *KafkaSource) release(ps []int32, why string) {
 	for _, p := range ps {
 		if kp := s.mu.parts[p]; kp != nil {
 			delete(s.mu.parts, p)
+			s.mu.leaving[p] = kp
 			stopped = append(stopped, kp)
 		}
 	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		for _, kp := range stopped {
+			if s.mu.leaving[kp.p] == kp {
+				delete(s.mu.leaving, kp.p)
+			}
+		}
+		s.mu.Unlock()
+	}()
 	if why == "revoked" {
 		// A cooperative revoke: this member still owns the partitions
 		// (the group gives them to another member only in the next
@@ -318,11 +332,15 @@ func (s *KafkaSource) releaseAll() {
 	s.release(ps, "released")
 }
 
-// part returns partition p if this member has it.
+// part returns partition p if this member has it, or is releasing it
+// and its worker still runs.
 func (s *KafkaSource) part(p int32) *kafkaPartition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.mu.parts[p]
+	if kp := s.mu.parts[p]; kp != nil {
+		return kp
+	}
+	return s.mu.leaving[p]
 }
 
 func (s *KafkaSource) wake() {
@@ -353,7 +371,16 @@ func (s *KafkaSource) applySeeksAndPauses() {
 		if kp.mu.seekTo >= 0 {
 			seeks[kp.p] = kgo.EpochOffset{Epoch: kp.mu.seekEpoch, Offset: kp.mu.seekTo}
 			kp.mu.queue, kp.mu.queued = nil, 0
-			kp.mu.outOfRange, kp.mu.diverged = nil, nil
+			kp.mu.outOfRange = nil
+			// A truncation found earlier (the client's own start from the
+			// committed offset may find it before this seek) still holds
+			// for any offset past where the log diverged; the client,
+			// already moved back, would not check a seek it sees as
+			// unchanged again.
+			var lost *kgo.ErrDataLoss
+			if d := kp.mu.diverged; d != nil && !(errors.As(d, &lost) && kp.mu.seekTo > lost.ResetTo) {
+				kp.mu.diverged = nil
+			}
 			kp.mu.epoch = kp.mu.wantEpoch
 			kp.mu.seekTo = -1
 		}
@@ -403,10 +430,11 @@ type kafkaPartition struct {
 		// seek: the client does not reset (NoResetOffset), so fetching of
 		// this partition stops until the next seek.
 		outOfRange error
-		// diverged is the client's ErrDataLoss since the last seek: the
-		// leader's log ends below the offset the seek named under its
-		// epoch (KIP-320: truncated by an unclean election), and the
-		// client moved its cursor back. The reader fails closed.
+		// diverged is the client's ErrDataLoss: the leader's log ends
+		// below the offset a seek named under its epoch (KIP-320:
+		// truncated by an unclean election), and the client moved its
+		// cursor back. The reader fails closed; only a seek to where the
+		// log diverged or before clears it.
 		diverged error
 		// epochs: the leader epoch of the records read, as marks in
 		// ascending end order (a mark holds for the records up to the

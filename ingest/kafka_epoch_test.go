@@ -223,3 +223,106 @@ func TestKafkaEpochMarks(t *testing.T) {
 	read(500, 502, 7)
 	check(502, 7)
 }
+
+// TestKafkaRevokeCommitsEpoch: a state stored while a cooperative revoke
+// lets the worker finish (crash table row 13) carries its leader epoch
+// too, although the partition is already being given up.
+func TestKafkaRevokeCommitsEpoch(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("events"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for p := range int32(2) {
+		for range 3 {
+			if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fast := []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond)}
+	a := &KafkaSource{Brokers: c.ListenAddrs(), Topic: "events", Group: "g", Opts: fast}
+	stored := make(chan error, 2)
+	read := make(chan struct{}, 2)
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.Run(actx, func(pctx context.Context, p Partition) error {
+			r, err := p.Open(pctx, 0)
+			if err != nil {
+				return err
+			}
+			for range 3 {
+				if _, _, err := r.Next(pctx); err != nil {
+					return err
+				}
+			}
+			read <- struct{}{}
+			select {
+			case <-p.(Revoker).Revoking():
+			case <-pctx.Done():
+				return nil
+			}
+			stored <- a.Ledger().Store(pctx, p.Key(), State{Batch: 1, Offset: 3, DeadLetterEnd: -1})
+			return nil
+		})
+	}()
+	// Member A has both partitions and read them; member B joins, and the
+	// cooperative rebalance revokes one of them from A.
+	for range 2 {
+		select {
+		case <-read:
+		case <-ctx.Done():
+			t.Fatal("member A never read both partitions")
+		}
+	}
+	b := &KafkaSource{Brokers: c.ListenAddrs(), Topic: "events", Group: "g", Opts: fast}
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	bDone := make(chan error, 1)
+	go func() {
+		bDone <- b.Run(bctx, func(pctx context.Context, p Partition) error { <-pctx.Done(); return nil })
+	}()
+	select {
+	case err := <-stored:
+		if err != nil {
+			t.Fatalf("store during the revoke: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("no partition was revoked from member A")
+	}
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	offs, err := kadm.NewClient(adm).FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.At == 3 {
+			n++
+			if o.LeaderEpoch != 0 {
+				t.Errorf("partition %d: the state stored during the revoke has leader epoch %d, want 0", o.Partition, o.LeaderEpoch)
+			}
+		}
+	})
+	if n == 0 {
+		t.Fatal("no state stored at offset 3")
+	}
+	acancel()
+	bcancel()
+	<-aDone
+	<-bDone
+}
