@@ -426,7 +426,15 @@ func (o *outParser) write(c *Conn, p []byte) error {
 		i += n
 		o.left = left
 	}
-	return flush(len(p))
+	if err := flush(len(p)); err != nil {
+		return err
+	}
+	if o.atBoundary() && c.hasInject.Load() {
+		// p ended at a boundary: what the injector could not send
+		// mid-frame goes now, not at some later write.
+		return c.flushInjectLocked()
+	}
+	return nil
 }
 
 // need is how many bytes of the buffered frame start must be seen to

@@ -212,3 +212,35 @@ func TestAdmissionReturned(t *testing.T) {
 		d.Close()
 	}
 }
+
+// TestInjectMidFrame: a WINDOW_UPDATE released while gRPC's writer is in
+// the middle of a frame goes out right after that frame, even when no
+// other write follows.
+func TestInjectMidFrame(t *testing.T) {
+	const n = 2 << 20
+	g := New(CostFactor*n, 16<<20)
+	fa, fb := newFake(clientOpen(1, n, false), 41), newFake(clientOpen(1, n, false), 42)
+	a, b := g.Wrap(fa), g.Wrap(fb)
+	readAll(t, a)
+	readAll(t, b)
+	if _, err := b.Write(windowUpdate(1, n)); err != nil { // held back
+		t.Fatal(err)
+	}
+	data := frame(frameData, 0, 1, []byte("response"))
+	if _, err := b.Write(data[:11]); err != nil {
+		t.Fatal(err)
+	}
+	a.done(n) // B admitted while its writer is mid-frame
+	b.wg.Wait()
+	if got := fb.written(); !bytes.Equal(got, data[:11]) {
+		t.Fatalf("B wrote %x mid-frame, want %x", got, data[:11])
+	}
+	if _, err := b.Write(data[11:]); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fb.written(), append(bytes.Clone(data), windowUpdate(1, n)...); !bytes.Equal(got, want) {
+		t.Fatalf("B wrote %x, want %x", got, want)
+	}
+	a.Close()
+	b.Close()
+}
