@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 
 	storage "cloud.google.com/go/bigquery/storage/apiv1"
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -32,7 +33,11 @@ import (
 )
 
 func main() {
-	endpoint := flag.String("endpoint", "127.0.0.1:9060", "Storage API address")
+	def := "127.0.0.1:9060"
+	if e := os.Getenv("BQSTORE_ENDPOINT"); e != "" {
+		def = e
+	}
+	endpoint := flag.String("endpoint", def, "Storage API address (env BQSTORE_ENDPOINT)")
 	table := flag.String("table", "projects/local/datasets/demo/tables/events", "table")
 	flag.Parse()
 	if err := run(context.Background(), *endpoint, *table); err != nil {
