@@ -98,7 +98,7 @@ func runBenchWrite(ctx context.Context, env *Env, args []string) error {
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
 	}
-	return err
+	return credentialsHint(err, cfg.Endpoint)
 }
 
 func runBenchRead(ctx context.Context, env *Env, args []string) error {
@@ -125,7 +125,7 @@ func runBenchRead(ctx context.Context, env *Env, args []string) error {
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
 	}
-	return err
+	return credentialsHint(err, cfg.Endpoint)
 }
 
 func runBenchIngest(ctx context.Context, env *Env, args []string) error {
@@ -170,5 +170,5 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
 	}
-	return err
+	return credentialsHint(err, cfg.Endpoint)
 }

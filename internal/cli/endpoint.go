@@ -185,12 +185,30 @@ func checkEndpoint(ctx context.Context, endpoint string, plaintext bool) error {
 	if !plaintext && strings.Contains(msg, "first record does not look like a TLS handshake") {
 		return usagef("%s speaks plaintext, not TLS: add --insecure (a bqstore serve without --tls-cert)", endpoint)
 	}
+	if !plaintext && (strings.Contains(msg, "x509: ") || strings.Contains(msg, "tls: ")) {
+		return fmt.Errorf("TLS with %s failed: %s (is it a gRPC server over TLS whose certificate this system trusts?)", endpoint, msg)
+	}
 	if plaintext {
+		if speaksTLS(ctx, endpoint) {
+			return usagef("%s speaks TLS: use --insecure=false (a bqstore serve with --tls-cert, whose certificate the system must trust)", endpoint)
+		}
 		if proto := sniffHTTP1(ctx, endpoint); proto != "" {
 			return usagef("%s answers %s, not gRPC: it looks like the REST port (bqstore serve --http-addr, default 127.0.0.1:9050); --endpoint wants the gRPC port (--grpc-addr, default %s)", endpoint, proto, DefaultEndpoint)
 		}
 	}
 	return &unreachableError{fmt.Sprintf("bqstore at %s does not answer gRPC within %s (is it the Storage API port of bqstore serve? set --endpoint or BQSTORE_ENDPOINT): %s", endpoint, probeTimeout, msg)}
+}
+
+// speaksTLS reports whether endpoint completes a TLS handshake (its
+// certificate is not checked: this only tells TLS from plaintext).
+func speaksTLS(ctx context.Context, endpoint string) bool {
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // protocol detection only, no data sent
+	c, err := d.DialContext(ctx, "tcp", endpoint)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // sniffHTTP1 sends an HTTP/1.1 request to endpoint and returns the

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -109,5 +111,25 @@ func TestCredentialsHint(t *testing.T) {
 	}
 	if got := credentialsHint(err, "bigquerystorage.googleapis.com:443").Error(); strings.Contains(got, "--insecure") {
 		t.Errorf("remote: %q suggests --insecure", got)
+	}
+}
+
+// TestCheckEndpointTLS: a TLS port dialled in plaintext says so, and an
+// untrusted certificate is an error at once (ingest does not retry it).
+func TestCheckEndpointTLS(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	err := checkEndpoint(context.Background(), addr, true)
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "speaks TLS: use --insecure=false") {
+		t.Errorf("plaintext to a TLS port: %v", err)
+	}
+	err = checkEndpoint(context.Background(), addr, false)
+	var unreachable *unreachableError
+	if err == nil || errors.As(err, &unreachable) || !strings.Contains(err.Error(), "x509") {
+		t.Errorf("an untrusted certificate: %v", err)
 	}
 }
