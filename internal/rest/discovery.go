@@ -103,6 +103,18 @@ func buildDiscovery(served []*route) map[string]any {
 			"description": rt.desc,
 			"parameters":  params,
 		}
+		if rt.stub {
+			m["description"] = "Not implemented by bqstore: every call is answered 501 notImplemented."
+		}
+		if rt.upload {
+			// googleapiclient sends every upload to the simple path.
+			up := "/upload/" + servicePath + rt.path
+			m["supportsMediaUpload"] = true
+			m["mediaUpload"] = map[string]any{"accept": []string{"*/*"}, "protocols": map[string]any{
+				"simple":    map[string]any{"multipart": true, "path": up},
+				"resumable": map[string]any{"multipart": true, "path": up},
+			}}
+		}
 		if len(order) > 0 {
 			m["parameterOrder"] = order
 		}

@@ -38,6 +38,10 @@ type route struct {
 	needsDB bool
 	// serve handles the method.
 	serve func(h *Handler, w http.ResponseWriter, r *http.Request)
+	// stub: a method bqstore does not serve (see stubs in notimpl.go),
+	// described so that discovery clients call it and get its 501;
+	// upload: it takes a media upload too (jobs.insert).
+	stub, upload bool
 }
 
 // param is a query parameter of a method.
@@ -153,12 +157,18 @@ var routes = []route{
 func (h *Handler) register() {
 	allow := map[string][]string{}
 	var paths []string
-	for i := range routes {
-		rt := &routes[i]
+	for i := range len(routes) + len(stubs) {
+		rt := &routes[min(i, len(routes)-1)]
+		if i >= len(routes) {
+			rt = &stubs[i-len(routes)]
+		}
 		if rt.needsDB && h.opts.DB == nil {
 			continue
 		}
 		h.served = append(h.served, rt)
+		if rt.stub {
+			continue // answered by serveNotServed
+		}
 		for _, p := range prefixes {
 			h.mux.HandleFunc(rt.method+" "+p+"/"+rt.path, func(w http.ResponseWriter, r *http.Request) { rt.serve(h, w, r) })
 		}
