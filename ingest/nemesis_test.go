@@ -117,7 +117,11 @@ func runNemesisMemberIfRequested() {
 			return err
 		}
 		defer conn.Close()
+		// RevokeGrace well under the rebalance timeout, as KafkaSource
+		// asks: a member finishing a sealed batch in its revoke must
+		// rejoin before the group gives up on it.
 		src := &ingest.KafkaSource{Brokers: s.Brokers, Topic: s.Topic, Group: s.Group, Logger: log,
+			RevokeGrace: nemesisRebalance / 3,
 			Opts: []kgo.Opt{kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
 				kgo.RebalanceTimeout(nemesisRebalance)}}
 		return ingest.Run(ctx, ingest.Config{
