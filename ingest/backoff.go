@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -113,4 +114,20 @@ func (tb *TokenBucket) Wait(ctx context.Context) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// leaseOver reports whether err ended a batch because its lease ran out:
+// the lease's context is done, or its deadline has passed, or err is a
+// deadline. After a pause (GC, SIGSTOP, a stalled VM) gRPC can fail a call
+// with DEADLINE_EXCEEDED before the lease's own timer has closed its
+// context; that batch is abandoned and replayed like any other whose
+// lease ran out, it does not stop the run.
+func leaseOver(lease context.Context, err error) bool {
+	if lease.Err() != nil {
+		return true
+	}
+	if dl, ok := lease.Deadline(); ok && !time.Now().Before(dl) {
+		return true
+	}
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded
 }

@@ -462,7 +462,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	fresh := w.forceFresh
 	ws, createdAt, err := w.stream(lease)
 	if err != nil {
-		if ctx.Err() == nil && lease.Err() != nil {
+		if ctx.Err() == nil && leaseOver(lease, err) {
 			return nil, abandon("lease expired creating a stream: %v", err)
 		}
 		return nil, err
@@ -579,7 +579,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		}
 		if err != nil {
 			w.closeReader()
-			if ctx.Err() == nil && lease.Err() != nil {
+			if ctx.Err() == nil && leaseOver(lease, err) {
 				return nil, abandon("lease expired reading the source: %v", err)
 			}
 			return nil, err
@@ -855,7 +855,7 @@ func (w *worker) sendFailure(ctx context.Context, lease context.Context, err err
 	if ctx.Err() != nil || isHookError(err) {
 		return err
 	}
-	if lease.Err() != nil {
+	if leaseOver(lease, err) {
 		return abandon("lease expired appending: %v", err)
 	}
 	if app != nil {
