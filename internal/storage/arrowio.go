@@ -203,14 +203,30 @@ func subRecord(rec arrow.Record, cols []int) arrow.Record {
 	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
 }
 
-// decodeRows decodes the Arrow part of a ROWS or ROWS_SPARSE (typ)
-// payload, the first n bytes of parent, as a record of sv's schema; r is
-// the payload's decoded header (splitRows). Columns absent from a
-// ROWS_SPARSE record are all null. The record's buffers slice parent
+// decodeRows decodes rows [lo, hi) of a ROWS or ROWS_SPARSE (typ)
+// payload, whose Arrow part is the first n bytes of parent, as a record
+// of sv's schema; r is the payload's decoded header (splitRows), and
+// 0 <= lo <= hi <= r.rows. Columns absent from a ROWS_SPARSE record are
+// all null, made hi-lo rows long: reading a page of a large batch of
+// nulls costs the page, not the batch. The record's buffers slice parent
 // (see decodeBatchIPCBuf). The caller releases the record.
-func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int) (arrow.Record, error) {
+func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int, lo, hi int64) (arrow.Record, error) {
+	if lo < 0 || lo > hi || hi > r.rows {
+		return nil, fmt.Errorf("storage: decode batch: rows [%d, %d) of a batch of %d", lo, hi, r.rows)
+	}
+	dense := func(sipc []byte) (arrow.Record, error) {
+		rec, err := decodeBatchIPCBuf(sipc, parent, n)
+		if err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		if rec.NumRows() != r.rows {
+			return nil, fmt.Errorf("storage: decode batch: %d rows, record says %d", rec.NumRows(), r.rows)
+		}
+		return rec.NewSlice(lo, hi), nil
+	}
 	if typ == recRows {
-		return decodeBatchIPCBuf(sv.ipc, parent, n)
+		return dense(sv.ipc)
 	}
 	nf := sv.schema.NumFields()
 	if r.stats.Len() != nf {
@@ -219,7 +235,7 @@ func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int
 	var buf [64]int
 	present := r.stats.StoredCols(buf[:0])
 	if len(present) == nf {
-		return decodeBatchIPCBuf(sv.ipc, parent, n)
+		return dense(sv.ipc)
 	}
 	var sub arrow.Record
 	if len(present) > 0 {
@@ -231,13 +247,10 @@ func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int
 		if err != nil {
 			return nil, err
 		}
-		if sub, err = decodeBatchIPCBuf(sipc, parent, n); err != nil {
+		if sub, err = dense(sipc); err != nil {
 			return nil, err
 		}
 		defer sub.Release()
-		if sub.NumRows() != r.rows {
-			return nil, fmt.Errorf("storage: decode batch: %d rows, record says %d", sub.NumRows(), r.rows)
-		}
 	}
 	// All-null columns of one type share one array.
 	nulls := map[string]arrow.Array{}
@@ -258,7 +271,7 @@ func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int
 		fp := dt.Fingerprint()
 		a, ok := nulls[fp]
 		if !ok || fp == "" {
-			a = array.MakeArrayOfNull(memory.DefaultAllocator, dt, int(r.rows))
+			a = array.MakeArrayOfNull(memory.DefaultAllocator, dt, int(hi-lo))
 			if fp == "" {
 				defer a.Release()
 			} else {
@@ -267,7 +280,7 @@ func decodeRows(sv schemaVer, typ wal.Type, r *rec, parent *memory.Buffer, n int
 		}
 		cols[j] = a
 	}
-	return array.NewRecordBatch(sv.schema, cols, r.rows), nil
+	return array.NewRecordBatch(sv.schema, cols, hi-lo), nil
 }
 
 // staticMessages feeds prepared messages to an ipc.Reader.

@@ -333,7 +333,7 @@ func (t *Table) writeGroup1(w *fileWriter, g []batchRef, schemas map[int]schemaV
 		if err != nil {
 			return segment.Batch{}, &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset, Reason: err.Error()}
 		}
-		rec, err := decodeRows(sv, fr.Type, r, memory.NewBufferBytes(fr.Payload), len(msg))
+		rec, err := decodeRows(sv, fr.Type, r, memory.NewBufferBytes(fr.Payload), len(msg), 0, r.rows)
 		if err != nil {
 			return segment.Batch{}, &wal.CorruptionError{File: br.f.name, Offset: br.b.Offset, Reason: err.Error()}
 		}

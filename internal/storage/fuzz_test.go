@@ -119,7 +119,7 @@ func FuzzRecordDecode(f *testing.F) {
 		case recRows, recRowsSparse:
 			msg, r, err := splitRows(wal.Type(typ), p)
 			if err == nil {
-				if rec, err := decodeRows(sv, wal.Type(typ), r, memory.NewBufferBytes(p), len(msg)); err == nil {
+				if rec, err := decodeRows(sv, wal.Type(typ), r, memory.NewBufferBytes(p), len(msg), 0, r.rows); err == nil {
 					rec.Release()
 				}
 			}

@@ -238,17 +238,14 @@ func (s *Snapshot) ReadChunk(ctx context.Context, c Chunk, rowStart, rowEnd int6
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}
-	rec, err := decodeRows(bsv, fr.Type, r, parent, len(msg))
+	if r.rows < c.hi {
+		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: fmt.Sprintf("batch has %d rows, index says %d", r.rows, c.hi)}
+	}
+	rec, err := decodeRows(bsv, fr.Type, r, parent, len(msg), c.lo+rowStart, c.lo+rowEnd)
 	if err != nil {
 		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: err.Error()}
 	}
-	if rec.NumRows() < c.hi {
-		rec.Release()
-		return nil, &wal.CorruptionError{File: c.f.name, Offset: c.off, Reason: fmt.Sprintf("batch has %d rows, index says %d", rec.NumRows(), c.hi)}
-	}
-	rec = conform(rec, s.sv.schema)
-	out := rec.NewSlice(c.lo+rowStart, c.lo+rowEnd)
-	rec.Release()
+	out := conform(rec, s.sv.schema)
 	if columns == nil {
 		return out, nil
 	}

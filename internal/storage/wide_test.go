@@ -308,6 +308,26 @@ func TestSparseRowsRoundTrip(t *testing.T) {
 		if got := readRendered(t, tb); strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("%s: read\n%s\nwant\n%s", when, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
+		// Row by row: absent columns are made as long as the rows read.
+		snap, err := tb.Snapshot(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer snap.Release()
+		var got []string
+		for _, c := range snap.Chunks() {
+			for i := range c.NumRows {
+				rec, err := snap.ReadChunk(ctx, c, i, i+1, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, renderRows(rec)...)
+				rec.Release()
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s: read row by row\n%s\nwant\n%s", when, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 	check(tb, "live")
 	if err := db.Close(); err != nil {
@@ -339,5 +359,73 @@ func TestSparseRowsRoundTrip(t *testing.T) {
 		if tr.Err != nil {
 			t.Fatalf("fsck: %v", tr.Err)
 		}
+	}
+}
+
+// TestAllNullRows: a batch of a million rows with every column null (the
+// empty proto rows of issue 12, finding 5) costs a few bytes of log, and
+// reading a page of it allocates in proportion to the page, not to the
+// batch: absent columns are made as long as the rows read.
+func TestAllNullRows(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := wideSchema(20)
+	tb, err := db.CreateTable(ctx, "empty", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rows = 1_000_000
+	cols := make([]arrow.Array, s.NumFields())
+	for j := range cols {
+		cols[j] = array.MakeArrayOfNull(memory.DefaultAllocator, s.Field(j).Type, rows)
+	}
+	rec := array.NewRecordBatch(s, cols, rows)
+	for _, c := range cols {
+		c.Release()
+	}
+	before := logBytes(t, dir)
+	_, err = tb.Append(ctx, AppendRequest{Stream: DefaultStreamID, Offset: -1, Batch: rec})
+	rec.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := logBytes(t, dir) - before
+	t.Logf("log bytes of %d all-null rows of %d columns: %d", rows, s.NumFields(), written)
+	if written > 1024 {
+		t.Errorf("log bytes of %d all-null rows = %d, want <= 1 KiB", rows, written)
+	}
+	snap, err := tb.Snapshot(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	cs := snap.Chunks()
+	if len(cs) != 1 || cs[0].NumRows != rows {
+		t.Fatalf("chunks %+v, want one of %d rows", cs, rows)
+	}
+	read := func() {
+		out, err := snap.ReadChunk(ctx, cs[0], 500_000, 500_100, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.NumRows() != 100 || out.NumCols() != 20 || out.Column(7).NullN() != 100 {
+			t.Fatalf("read %d rows x %d columns, %d nulls in column 7", out.NumRows(), out.NumCols(), out.Column(7).NullN())
+		}
+		out.Release()
+	}
+	read()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	read()
+	runtime.ReadMemStats(&m1)
+	alloc := m1.TotalAlloc - m0.TotalAlloc
+	t.Logf("bytes allocated reading 100 of %d all-null rows: %d", rows, alloc)
+	if alloc > 256<<10 {
+		t.Errorf("reading 100 of %d all-null rows allocated %d bytes, want <= 256 KiB", rows, alloc)
 	}
 }
