@@ -17,6 +17,9 @@ import (
 	"cloud.google.com/go/bigquery"
 	"cloud.google.com/go/civil"
 	"google.golang.org/api/iterator"
+
+	"github.com/bqstore/bqstore/internal/server"
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 // insertSchema covers the JSON value conventions insertAll reads.
@@ -389,5 +392,40 @@ func TestInsertAllJSONValues(t *testing.T) {
 	}
 	if rows := e.readRows("vals"); len(rows) != 4 || rows[3][14] != "yes" {
 		t.Fatalf("rows after adding a column: %v", rows)
+	}
+}
+
+// TestInsertAllDiskQuota: with --max-disk-bytes, an insertAll that would
+// take the data directory past the limit is refused 403 quotaExceeded
+// (REST's RESOURCE_EXHAUSTED, which the Go client does not retry),
+// nothing of it stored.
+func TestInsertAllDiskQuota(t *testing.T) {
+	const limit = 2 << 20
+	srv := testkit.Start(t, func(c *server.Config) { c.MaxDiskBytes = limit })
+	e := dial(t, t.Context(), srv)
+	e.table("q", insertSchema)
+	body := []byte(`{"rows":[{"json":{"id":1,"tags":["` + strings.Repeat("x", 100<<10) + `"]}}]}`)
+	acked := 0
+	for {
+		if acked > 2*limit/(100<<10) {
+			t.Fatalf("%d inserts of 100 KiB acknowledged under a %d-byte disk limit", acked, limit)
+		}
+		code, out := e.postInsertAll("q", body)
+		if code == 200 && out["insertErrors"] == nil {
+			acked++
+			continue
+		}
+		errs, _ := out["error"].(map[string]any)["errors"].([]any)
+		if code != 403 || len(errs) != 1 || errs[0].(map[string]any)["reason"] != "quotaExceeded" ||
+			!strings.Contains(errMessage(out), "--max-disk-bytes") {
+			t.Fatalf("insert %d: %d %v, want 403 quotaExceeded naming the flag", acked, code, out)
+		}
+		break
+	}
+	if acked == 0 {
+		t.Fatal("the first insert was refused")
+	}
+	if n := len(e.readRows("q")); n != acked {
+		t.Fatalf("%d rows read back, %d acknowledged", n, acked)
 	}
 }

@@ -456,6 +456,12 @@ func (h *Handler) insertAll(w http.ResponseWriter, r *http.Request, db *storage.
 				rec.Release()
 				break
 			}
+			if h.opts.Admit != nil {
+				if err := h.opts.Admit(); err != nil {
+					rec.Release()
+					return nil, err
+				}
+			}
 			_, err = st.Append(r.Context(), storage.AppendRequest{
 				Stream: storage.DefaultStreamID, Offset: -1, Batch: rec,
 				SchemaVersion: cur.Version, Reservation: res,

@@ -66,6 +66,11 @@ type Options struct {
 	InsertIDWindow time.Duration
 	// Clock is the time source of the insertId window. Default: time.Now.
 	Clock func() time.Time
+	// Admit, when set, is asked before the rows of a tabledata.insertAll
+	// request are appended (the data directory's disk quota); its error
+	// refuses the request, nothing of it stored. It should return an
+	// *Error (internal errors are logged and answered 500).
+	Admit func() error
 }
 
 // Handler is the REST v2 handler. Its methods are the routes table

@@ -33,6 +33,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 
@@ -357,7 +358,19 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 
 	mux := http.NewServeMux()
-	s.rest = rest.New(s.cat, rest.Options{Stats: s.tableStats, DB: s.db, Logger: s.log})
+	restOpts := rest.Options{Stats: s.tableStats, DB: s.db, Logger: s.log}
+	if admit := wopts.Admit; admit != nil {
+		// tabledata.insertAll is refused as an AppendRows request is,
+		// with REST's form of RESOURCE_EXHAUSTED: 403 quotaExceeded.
+		restOpts.Admit = func() error {
+			if err := admit(); err != nil {
+				return &rest.Error{Code: http.StatusForbidden, Reason: "quotaExceeded", Status: "RESOURCE_EXHAUSTED",
+					Msg: status.Convert(apierr.Err(err, "")).Message()}
+			}
+			return nil
+		}
+	}
+	s.rest = rest.New(s.cat, restOpts)
 	mux.Handle("/", s.rest)
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
