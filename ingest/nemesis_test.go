@@ -39,7 +39,9 @@ package ingest_test
 //
 // runs seeds one after another for that long (INGEST_NEMESIS_SEED=N
 // starts at N; INGEST_NEMESIS_DURATION sets each seed's nemesis phase,
-// default 8s) and stops at the first failure.
+// default 8s) and stops at the first failure. A failure keeps the member
+// logs (the pipeline's and the Kafka client's); INGEST_NEMESIS_KEEP_LOGS=1
+// keeps them for passing seeds too.
 
 import (
 	"context"
@@ -122,7 +124,11 @@ func runNemesisMemberIfRequested() {
 		// rejoin before the group gives up on it.
 		src := &ingest.KafkaSource{Brokers: s.Brokers, Topic: s.Topic, Group: s.Group, Logger: log,
 			RevokeGrace: nemesisRebalance / 3,
-			Opts: []kgo.Opt{kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
+			// The client's own log (joins, syncs, heartbeats, revokes) goes
+			// to the member's log too: a stall's story is in the group.
+			Opts: []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
+				return time.Now().UTC().Format("time=2006-01-02T15:04:05.000Z kgo ")
+			})), kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
 				kgo.RebalanceTimeout(nemesisRebalance)}}
 		return ingest.Run(ctx, ingest.Config{
 			Start:  ingest.StartEarliest,
@@ -726,6 +732,9 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	failed := false
 	defer func() {
 		if !failed && !t.Failed() {
+			if os.Getenv("INGEST_NEMESIS_KEEP_LOGS") != "" {
+				t.Logf("member logs kept in %s", keepLogs(n.dir, seed))
+			}
 			if testing.Verbose() {
 				n.mu.Lock()
 				t.Logf("schedule:\n%shistory:\n  %s", sched.String(), strings.Join(n.mu.history, "\n  "))
