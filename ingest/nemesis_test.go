@@ -173,15 +173,16 @@ func TestNemesis(t *testing.T) {
 		if os.Getenv("INGEST_NEMESIS_DURATION") == "" {
 			dur = 8 * time.Second
 		}
-		end := time.Now().Add(soak)
+		start, first := time.Now(), seed
+		end := start.Add(soak)
 		n := 0
 		for ; time.Now().Before(end); seed++ {
 			if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runNemesis(t, seed, dur) }) {
-				t.Fatalf("soak: seed %d failed after %d clean seeds", seed, n)
+				t.Fatalf("soak: seed %d failed after %d clean seeds (seeds %d-%d, %v)", seed, n, first, seed, time.Since(start).Round(time.Second))
 			}
 			n++
 		}
-		t.Logf("soak: %d seeds clean in %v (from %s)", n, soak, os.Getenv("INGEST_NEMESIS_SEED"))
+		t.Logf("soak: %d seeds clean (seeds %d-%d, nemesis %v each) in %v of wall time", n, first, seed-1, dur, time.Since(start).Round(time.Second))
 		return
 	}
 	if os.Getenv("INGEST_NEMESIS_SEED") != "" {
