@@ -1,6 +1,11 @@
 package rest
 
-import "net/http"
+import (
+	"net/http"
+	"slices"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+)
 
 // projects.list: GET /projects.
 //
@@ -8,7 +13,8 @@ import "net/http"
 // list is every project the catalog knows: the server's default project
 // (serve --project, "local" unless set), which exists from the start, and
 // every project a dataset was ever created in (deleting its datasets does
-// not forget it). That is what `bq ls -p` shows. Projects have no display
+// not forget it). That is what `bq ls -p` shows. With --auth-tokens a
+// caller sees only the projects its token may use (Options.ProjectVisible). Projects have no display
 // name or number here, so friendlyName and numericId are left out.
 
 type projectRef struct {
@@ -31,6 +37,9 @@ type projectList struct {
 // listProjects serves projects.list.
 func (h *Handler) listProjects(w http.ResponseWriter, r *http.Request) {
 	all := h.cat.Projects()
+	if visible := h.opts.ProjectVisible; visible != nil {
+		all = slices.DeleteFunc(all, func(p catalog.Project) bool { return !visible(r, p.ID) })
+	}
 	start, end, next, err := page(r, len(all), func(i int) string { return all[i].ID })
 	if err != nil {
 		h.writeError(w, r, err)

@@ -58,6 +58,10 @@ type Options struct {
 	// methods that read or write table data (tabledata.*) are served,
 	// and described in the discovery document, only when it is set.
 	DB *storage.DB
+	// ProjectVisible reports whether projects.list shows project to the
+	// caller of r (with --auth-tokens, the projects its token may use).
+	// Nil shows every project.
+	ProjectVisible func(r *http.Request, project string) bool
 	// Logger receives internal errors. Default: discard.
 	Logger *slog.Logger
 	// InsertIDWindow is how long tabledata.insertAll remembers a row's

@@ -99,6 +99,13 @@ func (t *tokens) lookup(auth string) (principal, string, bool) {
 
 func (p principal) may(project string) bool { return p.projects["*"] || p.projects[project] }
 
+// visible reports whether the caller of r may use project; for
+// projects.list (rest.Options.ProjectVisible).
+func (t *tokens) visible(r *http.Request, project string) bool {
+	p, _, ok := t.lookup(r.Header.Get("Authorization"))
+	return ok && p.may(project)
+}
+
 // projectOf returns the project a resource name names
 // ("projects/P/..."), or "".
 func projectOf(name string) string {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,6 +70,24 @@ func TestAuthTokens(t *testing.T) {
 			if err := json.Unmarshal([]byte(body), &we); err != nil || we.Error.Status != tc.status || we.Error.Code != tc.code || len(we.Error.Errors) != 1 {
 				t.Errorf("POST %s token %q: body %s, want BigQuery's error shape with %s", tc.path, tc.token, body, tc.status)
 			}
+		}
+	}
+	// projects.list shows a token the projects it may use, as BigQuery
+	// lists the projects the caller has access to.
+	for token, want := range map[string]string{"alpha": "[local]", "omega": "[local other]"} {
+		code, body := rest("GET", "/bigquery/v2/projects", token, "")
+		var l struct {
+			Projects []struct{ ID string }
+		}
+		if err := json.Unmarshal([]byte(body), &l); code != 200 || err != nil {
+			t.Fatalf("projects.list token %s: %d %s", token, code, body)
+		}
+		var got []string
+		for _, p := range l.Projects {
+			got = append(got, p.ID)
+		}
+		if fmt.Sprint(got) != want {
+			t.Errorf("projects.list token %s: %v, want %s", token, got, want)
 		}
 	}
 	if code, _ := get(t, base+"/healthz"); code != 200 {

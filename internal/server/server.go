@@ -370,6 +370,9 @@ func Start(cfg Config) (_ *Server, err error) {
 			return nil
 		}
 	}
+	if auth != nil {
+		restOpts.ProjectVisible = auth.visible
+	}
 	s.rest = rest.New(s.cat, restOpts)
 	mux.Handle("/", s.rest)
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
