@@ -143,7 +143,7 @@ type unreachableError struct{ msg string }
 func (e *unreachableError) Error() string { return e.msg }
 
 // checkEndpoint makes one gRPC call (grpc.health.v1.Health/Check) to the
-// endpoint within probeTimeout. Any answer, even UNIMPLEMENTED or
+// endpoint within probeTimeout, through grpc-go as the clients dial. Any answer, even UNIMPLEMENTED or
 // PERMISSION_DENIED, means a gRPC server is there. Otherwise the error
 // says what is wrong: nothing listening (an *unreachableError), an HTTP/1
 // server such as bqstore's REST port, or TLS against a plaintext server.
@@ -151,15 +151,6 @@ func checkEndpoint(ctx context.Context, endpoint string, plaintext bool) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	host, _, _ := net.SplitHostPort(endpoint)
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", endpoint)
-	if err != nil {
-		if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
-			return ctx.Err()
-		}
-		return &unreachableError{fmt.Sprintf("cannot reach bqstore at %s (is bqstore serve running? set --endpoint or BQSTORE_ENDPOINT): %v", endpoint, err)}
-	}
-	c.Close()
 	creds := insecure.NewCredentials()
 	if !plaintext {
 		creds = credentials.NewTLS(&tls.Config{ServerName: host})
@@ -182,6 +173,18 @@ func checkEndpoint(ctx context.Context, endpoint string, plaintext bool) error {
 		return nil
 	}
 	msg := status.Convert(err).Message()
+	// The call failed: find out why. A plain TCP dial tells "nothing
+	// there" from "something there that is not what we asked for" (the
+	// call itself went through grpc-go, which honours HTTPS_PROXY).
+	var d net.Dialer
+	c, derr := d.DialContext(ctx, "tcp", endpoint)
+	if derr != nil {
+		if errors.Is(context.Cause(ctx), context.Canceled) {
+			return ctx.Err()
+		}
+		return &unreachableError{fmt.Sprintf("cannot reach bqstore at %s (is bqstore serve running? set --endpoint or BQSTORE_ENDPOINT): %v", endpoint, derr)}
+	}
+	c.Close()
 	if !plaintext && strings.Contains(msg, "first record does not look like a TLS handshake") {
 		return usagef("%s speaks plaintext, not TLS: add --insecure (a bqstore serve without --tls-cert)", endpoint)
 	}
