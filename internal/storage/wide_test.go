@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/storage/segment"
+	"github.com/bqstore/bqstore/internal/storage/vfs"
 )
 
 // wideCols is the width of the table the wide-append tests write to
@@ -427,5 +428,122 @@ func TestAllNullRows(t *testing.T) {
 	t.Logf("bytes allocated reading 100 of %d all-null rows: %d", rows, alloc)
 	if alloc > 256<<10 {
 		t.Errorf("reading 100 of %d all-null rows allocated %d bytes, want <= 256 KiB", rows, alloc)
+	}
+}
+
+// TestSparseEveryType: every column type the API maps to reads back from
+// a batch where it is absent (all null) as an all-null array of its type
+// that validates, in whole batches and in pages, and present columns of
+// those types in the same batch keep their values.
+func TestSparseEveryType(t *testing.T) {
+	ctx := context.Background()
+	types := []arrow.DataType{
+		arrow.PrimitiveTypes.Int64, arrow.PrimitiveTypes.Float64, arrow.BinaryTypes.String,
+		arrow.BinaryTypes.Binary, arrow.FixedWidthTypes.Boolean, arrow.FixedWidthTypes.Date32,
+		arrow.FixedWidthTypes.Time64us, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"},
+		&arrow.TimestampType{Unit: arrow.Microsecond}, &arrow.Decimal128Type{Precision: 38, Scale: 9},
+		&arrow.Decimal256Type{Precision: 76, Scale: 38}, arrow.FixedWidthTypes.MonthDayNanoInterval,
+		arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}),
+		arrow.ListOf(arrow.PrimitiveTypes.Int64),
+		arrow.ListOf(arrow.StructOf(arrow.Field{Name: "x", Type: arrow.FixedWidthTypes.Boolean, Nullable: true})),
+	}
+	fields := []arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}
+	for i, dt := range types {
+		fields = append(fields, arrow.Field{Name: fmt.Sprintf("c%d", i), Type: dt, Nullable: true})
+	}
+	s := arrow.NewSchema(fields, nil)
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, err := db.CreateTable(ctx, "t", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batch k sets column c_i (in row 1 only) when i%3 == k; the rest
+	// of the batch is null.
+	var want []string
+	for k := range 4 {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, s)
+		for r := range 3 {
+			b.Field(0).(*array.Int64Builder).Append(int64(3*k + r))
+			for i := range types {
+				fb := b.Field(i + 1)
+				if i%3 != k || r != 1 {
+					fb.AppendNull()
+					continue
+				}
+				switch fb := fb.(type) {
+				case *array.Int64Builder:
+					fb.Append(42)
+				case *array.StringBuilder:
+					fb.Append("s")
+				case *array.BinaryBuilder:
+					fb.Append([]byte{1, 2})
+				case *array.BooleanBuilder:
+					fb.Append(true)
+				case *array.Float64Builder:
+					fb.Append(1.5)
+				case *array.StructBuilder:
+					fb.Append(true)
+					for j := range fb.NumField() {
+						fb.FieldBuilder(j).AppendNull()
+					}
+				case *array.ListBuilder:
+					fb.Append(true)
+					fb.ValueBuilder().AppendNull()
+				default:
+					fb.AppendEmptyValue()
+				}
+			}
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		want = append(want, renderRows(rec)...)
+		_, err := tb.Append(ctx, AppendRequest{Stream: DefaultStreamID, Offset: -1, Batch: rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := tb.Snapshot(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var got, paged []string
+	for _, c := range snap.Chunks() {
+		for _, rg := range [][2]int64{{0, c.NumRows}, {0, 1}, {1, 3}} {
+			rec, err := snap.ReadChunk(ctx, c, rg[0], rg[1], nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rec.Schema().Equal(s) {
+				t.Fatalf("read schema %v, want %v", rec.Schema(), s)
+			}
+			for j, col := range rec.Columns() {
+				if v, ok := col.(interface{ ValidateFull() error }); ok {
+					if err := v.ValidateFull(); err != nil {
+						t.Fatalf("column %d (%v): %v", j, col.DataType(), err)
+					}
+				}
+				if col.Len() != int(rec.NumRows()) {
+					t.Fatalf("column %d (%v): %d rows of %d", j, col.DataType(), col.Len(), rec.NumRows())
+				}
+			}
+			if rg[1] == c.NumRows && rg[0] == 0 {
+				got = append(got, renderRows(rec)...)
+			} else {
+				paged = append(paged, renderRows(rec)...)
+			}
+			rec.Release()
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.Join(paged, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("read in pages\n%s\nwant\n%s", strings.Join(paged, "\n"), strings.Join(want, "\n"))
 	}
 }
