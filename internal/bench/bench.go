@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,9 @@ type Target struct {
 	// four times it for the connection), instead of grpc-go's dynamic
 	// default.
 	Window int
+	// Cleanup drops the table at the end of the run when the run created
+	// it, so benchmark tables do not pile up.
+	Cleanup bool
 }
 
 func (t Target) grpcOptions() []option.ClientOption {
@@ -97,7 +101,10 @@ type Result struct {
 	ServerCPU   float64 `json:"server_cpu_s,omitempty"`
 	ServerRSSMB float64 `json:"server_peak_rss_mb,omitempty"`
 	Verified    bool    `json:"verified"`
-	Table       string  `json:"table"`
+	// VerifyError says why the verification failed ("" when it passed or
+	// did not run).
+	VerifyError string `json:"verify_error,omitempty"`
+	Table       string `json:"table"`
 }
 
 // Print writes the human summary, or one JSON line.
@@ -122,8 +129,11 @@ func (r *Result) Print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(w, "  server CPU %.2fs (%.0f%% of one core), peak RSS %.0f MB\n", r.ServerCPU, 100*r.ServerCPU/r.Seconds, r.ServerRSSMB)
 	}
 	verified := "yes"
-	if !r.Verified {
-		verified = "no (skipped)"
+	switch {
+	case r.VerifyError != "":
+		verified = "FAILED: " + r.VerifyError
+	case !r.Verified:
+		verified = "no (--verify=false)"
 	}
 	fmt.Fprintf(w, "  verified   %s\n", verified)
 	return nil
@@ -157,27 +167,62 @@ func (r *Result) finish(start time.Time, cpu0 time.Duration, srv0 procSample, pi
 	}
 }
 
-// ensureTable creates the dataset (if missing) and the table.
-func ensureTable(ctx context.Context, t *Target, sch bigquery.Schema) error {
+// ensureTable creates the dataset (if missing) and the table (if
+// missing: created says so).
+func ensureTable(ctx context.Context, t *Target, sch bigquery.Schema) (created bool, err error) {
 	bq, err := bigquery.NewClient(ctx, t.Project, t.restOptions()...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer bq.Close()
 	ds := bq.Dataset(t.Dataset)
 	if _, err := ds.Metadata(ctx); err != nil {
 		if err := ds.Create(ctx, &bigquery.DatasetMetadata{}); err != nil && !strings.Contains(err.Error(), "409") {
-			return fmt.Errorf("create dataset %s: %w", t.Dataset, err)
+			return false, fmt.Errorf("create dataset %s: %w", t.Dataset, err)
 		}
 	}
 	if t.Table == "" {
 		t.Table = fmt.Sprintf("bench_%d", time.Now().UnixNano())
 	}
 	if _, err := ds.Table(t.Table).Metadata(ctx); err == nil {
-		return nil
+		return false, nil
 	}
 	if err := ds.Table(t.Table).Create(ctx, &bigquery.TableMetadata{Schema: sch}); err != nil {
-		return fmt.Errorf("create table %s: %w", t.Table, err)
+		return false, fmt.Errorf("create table %s: %w", t.Table, err)
+	}
+	return true, nil
+}
+
+// dropTable deletes the table (Target.Cleanup).
+func dropTable(t Target) error {
+	// Also after the run's context ended (Ctrl-C): the table goes anyway.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bq, err := bigquery.NewClient(ctx, t.Project, t.restOptions()...)
+	if err != nil {
+		return err
+	}
+	defer bq.Close()
+	if err := bq.Dataset(t.Dataset).Table(t.Table).Delete(ctx); err != nil {
+		return fmt.Errorf("cleanup: delete table %s.%s: %w", t.Dataset, t.Table, err)
+	}
+	return nil
+}
+
+// CheckServerPID says why pid cannot be the server whose CPU and memory
+// a run samples (nil when it can): no such process, or a go command
+// (after `go run ./cmd/bqstore serve &`, $! names go run, not the server
+// it started). Any other process may be the server under test (another
+// emulator, too).
+func CheckServerPID(pid int) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return fmt.Errorf("--server-pid %d: no process to sample (%v)", pid, err)
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if filepath.Base(args[0]) == "go" {
+		return fmt.Errorf("--server-pid %d is %q, not the server: $! after `go run ./cmd/bqstore serve &` names the go command; build the server (go build -o bin/bqstore ./cmd/bqstore) and give its pid",
+			pid, strings.Join(args, " "))
 	}
 	return nil
 }

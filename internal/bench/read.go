@@ -156,9 +156,13 @@ func readTable(ctx context.Context, t Target, cfg ReadConfig, v readVisitor) (*r
 	return tot, g.Wait()
 }
 
-// verifyIDs checks through the Read API that the table holds exactly the
-// ids 0..n-1, each once (count, sum and sum of squares).
-func verifyIDs(ctx context.Context, t Target, n int64) error {
+// idSums are the count, sum and sum of squares of a table's ids, in
+// wrapping int64 arithmetic (the closed forms overflow past ~1.6M rows).
+type idSums struct{ count, sum, sq int64 }
+
+// readIDSums reads the table's ids through the Read API (zero sums for a
+// table that does not exist yet is not its job: the table must exist).
+func readIDSums(ctx context.Context, t Target) (idSums, error) {
 	var count, sum, sumSq atomic.Int64
 	_, err := readTable(ctx, t, ReadConfig{Columns: []string{"id"}}, readVisitor{record: func(rec arrow.Record) {
 		col, ok := rec.Column(0).(*array.Int64)
@@ -174,19 +178,31 @@ func verifyIDs(ctx context.Context, t Target, n int64) error {
 		sum.Add(s)
 		sumSq.Add(sq)
 	}})
+	return idSums{count.Load(), sum.Load(), sumSq.Load()}, err
+}
+
+// verifyIDs checks through the Read API that the run added exactly the
+// ids 0..n-1, each once, to what the table held before it (base: the
+// sums of an existing table read before the run, zero for a new one).
+func verifyIDs(ctx context.Context, t Target, base idSums, n int64) error {
+	got, err := readIDSums(ctx, t)
 	if err != nil {
 		return err
 	}
-	// The expected sums with the same wrapping int64 arithmetic as the
-	// observed ones (the closed forms overflow past ~1.6M rows).
-	var wantSum, wantSq int64
+	got = idSums{got.count - base.count, got.sum - base.sum, got.sq - base.sq}
+	var want idSums
+	want.count = n
 	for i := int64(0); i < n; i++ {
-		wantSum += i
-		wantSq += i * i
+		want.sum += i
+		want.sq += i * i
 	}
-	if count.Load() != n || sum.Load() != wantSum || sumSq.Load() != wantSq {
-		return fmt.Errorf("table holds %d rows (id sum %d, squares %d), want %d rows with ids 0..%d (sum %d, squares %d)",
-			count.Load(), sum.Load(), sumSq.Load(), n, n-1, wantSum, wantSq)
+	if got != want {
+		before := ""
+		if base.count > 0 {
+			before = fmt.Sprintf(" besides the %d it held before the run", base.count)
+		}
+		return fmt.Errorf("the run added %d rows (id sum %d, squares %d)%s, want %d rows with ids 0..%d (sum %d, squares %d)",
+			got.count, got.sum, got.sq, before, n, n-1, want.sum, want.sq)
 	}
 	return nil
 }

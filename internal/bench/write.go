@@ -125,8 +125,19 @@ func Write(ctx context.Context, cfg WriteConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureTable(ctx, &cfg.Target, benchSchema); err != nil {
+	created, err := ensureTable(ctx, &cfg.Target, benchSchema)
+	if err != nil {
 		return nil, err
+	}
+	// Into an existing table, the run verifies what it adds to it.
+	var base idSums
+	if !created && cfg.Verify {
+		if base, err = readIDSums(ctx, cfg.Target); err != nil {
+			return nil, fmt.Errorf("verify: the table's rows before the run: %w", err)
+		}
+	}
+	if created && cfg.Cleanup {
+		defer func() { _ = dropTable(cfg.Target) }()
 	}
 	desc, err := benchDescriptor()
 	if err != nil {
@@ -256,7 +267,8 @@ func Write(ctx context.Context, cfg WriteConfig) (*Result, error) {
 	res.percentiles(lats)
 
 	if cfg.Verify {
-		if err := verifyIDs(ctx, cfg.Target, cfg.Rows); err != nil {
+		if err := verifyIDs(ctx, cfg.Target, base, cfg.Rows); err != nil {
+			res.VerifyError = err.Error()
 			return res, fmt.Errorf("verify: %w", err)
 		}
 		res.Verified = true

@@ -16,6 +16,10 @@ const benchUsage = "usage: bqstore bench write|read|ingest [flags]\n\n" +
 	"  ingest  run the ingest pipeline from an in-process Kafka\n\n" +
 	"Run 'bqstore bench WORKLOAD -h' for the flags of a workload."
 
+// benchPipelineExample is --pipeline-cmd's example (it must work as is:
+// TestBenchPipelineExample).
+const benchPipelineExample = "bqstore ingest --endpoint {endpoint} --table {table} --source {source} --start earliest"
+
 func runBench(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
 		return usagef("want a workload: write, read or ingest (see bqstore bench -h)")
@@ -36,8 +40,9 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 
 // benchFlags are the flags that say where the server and the table are.
 type benchFlags struct {
-	g *grpcFlags
-	t *bench.Target
+	g   *grpcFlags
+	t   *bench.Target
+	env *Env
 }
 
 // targetFlags registers the flags that say where the server is.
@@ -48,7 +53,12 @@ func targetFlags(fs *flag.FlagSet, env *Env, t *bench.Target) *benchFlags {
 	fs.StringVar(&t.Table, "table", "", "table, or [project:]dataset.table (write: created if missing, default a new bench_<time> table; read: default the dataset's newest table)")
 	fs.IntVar(&t.ServerPID, "server-pid", 0, "pid of a local server to sample for CPU and peak RSS")
 	fs.IntVar(&t.Window, "grpc-window", 0, "client HTTP/2 stream window in bytes (0: grpc-go's dynamic default)")
-	return &benchFlags{g: g, t: t}
+	return &benchFlags{g: g, t: t, env: env}
+}
+
+// cleanupFlag registers --cleanup (workloads that create tables).
+func cleanupFlag(fs *flag.FlagSet, t *bench.Target) {
+	fs.BoolVar(&t.Cleanup, "cleanup", false, "drop the table at the end when the run created it (benchmark tables otherwise stay in the data dir)")
 }
 
 // resolve fills in the target from the flags and checks that both the
@@ -69,6 +79,12 @@ func (b *benchFlags) resolve(ctx context.Context) error {
 		}
 		b.t.Project, b.t.Dataset, b.t.Table = r.project, r.dataset, r.table
 	}
+	if b.t.ServerPID > 0 {
+		if err := bench.CheckServerPID(b.t.ServerPID); err != nil {
+			fmt.Fprintf(b.env.Stderr, "bqstore bench: warning: %v; the server's CPU and memory are not reported\n", err)
+			b.t.ServerPID = 0
+		}
+	}
 	if err := checkAPI(ctx, b.t.API); err != nil {
 		return err
 	}
@@ -84,6 +100,7 @@ func runBenchWrite(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&cfg.RequestBytes, "request-bytes", 1<<20, "bytes per AppendRows request")
 	fs.IntVar(&cfg.Streams, "streams", 1, "concurrent write streams")
 	fs.StringVar(&cfg.Mode, "mode", "default", "stream type: default, committed, pending, buffered")
+	cleanupFlag(fs, &cfg.Target)
 	fs.BoolVar(&cfg.Verify, "verify", true, "read the table back through the Read API and check every row is there once")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if pos, err := parseFlags(fs, args); err != nil {
@@ -136,6 +153,7 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	fs.IntVar(&cfg.RowBytes, "row-bytes", 1200, "bytes of one JSON event")
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the producer runs")
 	fs.IntVar(&cfg.Partitions, "partitions", 4, "topic partitions")
+	cleanupFlag(fs, &cfg.Target)
 	memory := fs.String("memory-budget", "", "pipeline memory budget, e.g. 256MiB (default: the pipeline's)")
 	fs.DurationVar(&cfg.BatchAge, "batch-age", 0, "pipeline batch age bound (default: the pipeline's, 1s)")
 	fs.IntVar(&cfg.Conns, "conns", 0, "gRPC connections (default 4)")
@@ -144,7 +162,7 @@ func runBenchIngest(ctx context.Context, env *Env, args []string) error {
 	fs.BoolVar(&cfg.External, "external", false, "run no pipeline: print the kafka:// source on stderr for another process (bqstore ingest) and measure it through the group's committed offsets")
 	fs.IntVar(&cfg.KafkaPort, "kafka-port", 0, "the in-process Kafka's port on 127.0.0.1 (default: ephemeral)")
 	fs.IntVar(&cfg.PipelinePID, "pipeline-pid", 0, "pid of an external pipeline to sample for CPU and peak RSS")
-	pipelineCmd := fs.String("pipeline-cmd", "", "with --external: a command the bench starts as the pipeline, {source} and {table} replaced (e.g. \"bqstore ingest --insecure --table {table} --source {source} --state-dir DIR --start earliest\")")
+	pipelineCmd := fs.String("pipeline-cmd", "", "with --external: a command the bench starts as the pipeline, {source}, {endpoint} and {table} replaced (e.g. \""+benchPipelineExample+"\")")
 	asJSON := fs.Bool("json", false, "print one JSON line")
 	if pos, err := parseFlags(fs, args); err != nil {
 		return err

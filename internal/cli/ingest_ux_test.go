@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -228,4 +229,39 @@ func TestIngestInterrupted(t *testing.T) {
 func lastLine(s string) string {
 	s = strings.TrimRight(s, "\n")
 	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+// TestBenchPipelineExample: bench ingest --help's --pipeline-cmd example
+// is an ingest command line that parses once its placeholders are
+// replaced (it named --state-dir DIR, a placeholder the bench never
+// fills, and no endpoint).
+func TestBenchPipelineExample(t *testing.T) {
+	var stderr bytes.Buffer
+	env := &Env{Stdout: &bytes.Buffer{}, Stderr: &stderr, LookupEnv: func(string) (string, bool) { return "", false }}
+	_ = runBench(context.Background(), env, []string{"ingest", "-h"})
+	help := stderr.String()
+	i := strings.Index(help, `(e.g. "`)
+	if i < 0 {
+		t.Fatalf("no example in:\n%s", help)
+	}
+	example := help[i+len(`(e.g. "`):]
+	example = example[:strings.IndexByte(example, '"')]
+	args := strings.Fields(strings.NewReplacer("{endpoint}", "127.0.0.1:1", "{table}", "p:d.t",
+		"{source}", "kafka://127.0.0.1:2/events?group=bench").Replace(example))
+	if args[0] != "bqstore" || args[1] != "ingest" {
+		t.Fatalf("example %q is not a bqstore ingest command", example)
+	}
+	for _, a := range args {
+		if strings.ContainsAny(a, "{}") || a == strings.ToUpper(a) && strings.Trim(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "" {
+			t.Errorf("example %q keeps the placeholder %q", example, a)
+		}
+	}
+	// Parsing and validation only: the endpoint does not answer, so the
+	// run must fail on it, not on the command line.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ue *usageError
+	if err := runIngestCmd(ctx, env, args[2:]); errors.As(err, &ue) {
+		t.Errorf("example %q: %v", example, err)
+	}
 }

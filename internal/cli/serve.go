@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -97,9 +98,15 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 			cfg.AllowedHosts = append(cfg.AllowedHosts, h)
 		}
 	}
+	flagSeed := cfg.FaultSeed
 	if err := serveFaultsAndQuotas(&cfg, *faultSpec, *createMode, *connTput, *projTput); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "fault-seed" {
+			cfg.FaultSeed = flagSeed // given: wins over a --faults document's seed
+		}
+	})
 	logger, err := newLogger(env, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -131,11 +138,17 @@ func serveFaultsAndQuotas(cfg *server.Config, spec, createMode, connTput, projTp
 		}
 		spec = string(b)
 	}
-	s, err := faults.Parse(spec)
+	// The JSON docs/faults.md shows and GET /admin/faults returns, with
+	// its seed (which --fault-seed, when given, overrides: the caller
+	// sets it after).
+	s, seed, err := faults.ParseDocument(spec)
 	if err != nil {
 		return usagef("--faults: %v", err)
 	}
 	cfg.Faults = s
+	if seed != nil {
+		cfg.FaultSeed = *seed
+	}
 	switch createMode {
 	case "reject":
 	case "delay":

@@ -33,6 +33,24 @@ func TestServeFaultAndQuotaFlags(t *testing.T) {
 		t.Fatalf("from file: %q %+v", got, cfg.Quota)
 	}
 
+	// What docs/faults.md shows and GET /admin/faults returns reads back
+	// from a file, seed included.
+	for _, doc := range []string{
+		`{"seed":7,"faults":[{"kind":"quota","rpc":"AppendRows","for":"10s"}]}`,
+		`{"seed":7,"faults":[{"kind":"quota","rpc":"AppendRows","for":"10s"}],"installed":"2026-12-01T18:00:00Z","stats":[{"calls":3,"injected":1}]}`,
+	} {
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg = server.Config{}
+		if err := serveFaultsAndQuotas(&cfg, "@"+file, "reject", "", ""); err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if len(cfg.Faults.Faults) != 1 || cfg.FaultSeed != 7 {
+			t.Errorf("%s: faults %q seed %d", doc, cfg.Faults.String(), cfg.FaultSeed)
+		}
+	}
+
 	for _, tc := range []struct {
 		spec, mode, conn, want string
 	}{

@@ -55,28 +55,42 @@ func (in *Injector) put(r *http.Request) error {
 			return fmt.Errorf("faults: seed %q: %w", q, err)
 		}
 	}
-	text := strings.TrimSpace(string(body))
-	if strings.HasPrefix(text, "{") {
-		var doc struct {
-			Seed   *int64  `json:"seed"`
-			Faults []Fault `json:"faults"`
-			// What GET adds, so that its output can be PUT back.
-			Installed json.RawMessage `json:"installed"`
-			Stats     json.RawMessage `json:"stats"`
-		}
-		dec := json.NewDecoder(strings.NewReader(text))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&doc); err != nil {
-			return fmt.Errorf("faults: JSON body: %w", err)
-		}
-		if doc.Seed != nil {
-			seed = *doc.Seed
-		}
-		return in.Set(Spec{Faults: doc.Faults}, seed)
-	}
-	spec, err := Parse(text)
+	spec, docSeed, err := ParseDocument(string(body))
 	if err != nil {
 		return err
 	}
+	if docSeed != nil {
+		seed = *docSeed
+	}
 	return in.Set(spec, seed)
+}
+
+// ParseDocument parses a fault set as PUT /admin/faults and
+// `serve --faults` take it: the text form, a bare JSON array, or a JSON
+// document {"seed":N,"faults":[...]}, which may be GET /admin/faults's
+// output (its "installed" and "stats" are ignored). seed is the
+// document's seed (nil: none given).
+func ParseDocument(s string) (spec Spec, seed *int64, err error) {
+	text := strings.TrimSpace(s)
+	if !strings.HasPrefix(text, "{") {
+		spec, err = Parse(text)
+		return spec, nil, err
+	}
+	var doc struct {
+		Seed   *int64  `json:"seed"`
+		Faults []Fault `json:"faults"`
+		// What GET adds, so that its output can be PUT back.
+		Installed json.RawMessage `json:"installed"`
+		Stats     json.RawMessage `json:"stats"`
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return Spec{}, nil, fmt.Errorf("faults: JSON: %w", err)
+	}
+	spec = Spec{Faults: doc.Faults}
+	if err := spec.Validate(); err != nil {
+		return Spec{}, nil, err
+	}
+	return spec, doc.Seed, nil
 }
