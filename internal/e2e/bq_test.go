@@ -143,6 +143,7 @@ func TestBQCLI(t *testing.T) {
 		`insert bqds.t1 rows.json`,
 		`insert bqds.t1 bad.json`,
 		`head -n 5 bqds.t1`,
+		`head -n 1 -s 1 -c extra,id bqds.t1`,
 		`show bqds.t2`,
 		`show --schema bqds.t2`,
 		`head -n 2 bqds.t2`,

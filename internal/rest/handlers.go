@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/rowjson"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
 )
@@ -463,7 +464,29 @@ func (h *Handler) getTable(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.tableOut(r, t))
+	out := h.tableOut(r, t)
+	if sel := selectedFields(r); len(sel) > 0 {
+		// The schema of the selected fields only, as BigQuery answers:
+		// bq head -c pairs tabledata.list's cells with it.
+		s, err := rowjson.SelectFields(t.Schema(), sel)
+		if err != nil {
+			h.writeError(w, r, invalid("Invalid value for selectedFields: %s", strings.TrimPrefix(err.Error(), "rowjson: ")))
+			return
+		}
+		out.Schema = s
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// selectedFields returns the request's comma-separated selectedFields.
+func selectedFields(r *http.Request) []string {
+	var out []string
+	for _, f := range strings.Split(r.URL.Query().Get("selectedFields"), ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // updateTable serves tables.patch (PATCH) and tables.update (PUT).

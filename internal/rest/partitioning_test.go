@@ -3,6 +3,7 @@ package rest_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/bqstore/bqstore/internal/catalog"
@@ -85,4 +86,59 @@ func TestPartitioningEcho(t *testing.T) {
 	if code, b := do(t, base, "PATCH", "/projects/p/datasets/d/tables/t", `{"clustering":{"columns":["s"]}}`); code != 400 {
 		t.Errorf("clustering.columns: %d %s, want 400", code, b)
 	}
+}
+
+// TestGetTableSelectedFields: tables.get with selectedFields returns the
+// schema of those fields only, as BigQuery does; bq head -c relies on it
+// (it pairs tabledata.list's cells with this schema).
+func TestGetTableSelectedFields(t *testing.T) {
+	e := newEnv(t)
+	base := e.srv.URL
+	if code, b := do(t, base, "POST", "/projects/p/datasets", `{"datasetReference":{"datasetId":"d"}}`); code != 200 {
+		t.Fatalf("create dataset: %d %s", code, b)
+	}
+	if code, b := do(t, base, "POST", "/projects/p/datasets/d/tables", `{"tableReference":{"tableId":"t"},
+		"schema":{"fields":[{"name":"a","type":"INTEGER"},{"name":"r","type":"RECORD","fields":[{"name":"x","type":"STRING"},{"name":"y","type":"STRING"}]},{"name":"c","type":"STRING"}]}}`); code != 200 {
+		t.Fatalf("create table: %d %s", code, b)
+	}
+	for _, tc := range []struct{ sel, want string }{
+		{"", "a r(x y) c"},
+		{"c,a", "a c"},
+		{"r.y", "r(y)"},
+		{"C", "c"},
+	} {
+		code, b := do(t, base, "GET", "/bigquery/v2/projects/p/datasets/d/tables/t?selectedFields="+tc.sel, "")
+		if code != 200 {
+			t.Fatalf("selectedFields=%s: %d %s", tc.sel, code, b)
+		}
+		var tb struct {
+			Schema struct{ Fields []field }
+		}
+		if err := json.Unmarshal(b, &tb); err != nil {
+			t.Fatal(err)
+		}
+		if got := fieldNames(tb.Schema.Fields); got != tc.want {
+			t.Errorf("selectedFields=%s: schema %s, want %s", tc.sel, got, tc.want)
+		}
+	}
+	if code, b := do(t, base, "GET", "/projects/p/datasets/d/tables/t?selectedFields=nope", ""); code != 400 {
+		t.Errorf("selectedFields=nope: %d %s, want 400", code, b)
+	}
+}
+
+type field struct {
+	Name   string
+	Fields []field
+}
+
+func fieldNames(fs []field) string {
+	var out []string
+	for _, f := range fs {
+		s := f.Name
+		if len(f.Fields) > 0 {
+			s += "(" + fieldNames(f.Fields) + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, " ")
 }

@@ -120,7 +120,7 @@ var routes = []route{
 		desc: "Creates a new empty table (type TABLE only)."},
 	{id: "tables.get", method: "GET", path: "projects/{projectId}/datasets/{datasetId}/tables/{tableId}",
 		query: []param{
-			{"selectedFields", "string", "Accepted and ignored: the whole schema is returned."},
+			{"selectedFields", "string", "Comma-separated list of fields (a.b for a nested one): the schema returned has only those."},
 			{"view", "string", "Accepted and ignored: the whole table resource is returned."},
 		},
 		response: tTable, serve: (*Handler).getTable,

@@ -102,13 +102,7 @@ func parseTableDataQuery(r *http.Request) (tableDataQuery, error) {
 		// other.
 		out.at, out.start = at, next
 	}
-	if s := q.Get("selectedFields"); s != "" {
-		for _, f := range strings.Split(s, ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out.selected = append(out.selected, f)
-			}
-		}
-	}
+	out.selected = selectedFields(r)
 	if s := q.Get("formatOptions.useInt64Timestamp"); s != "" {
 		v, err := strconv.ParseBool(s)
 		if err != nil {
