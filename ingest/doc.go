@@ -71,7 +71,14 @@
 // state (the dead-letter file is bound to the ledger's identity). Kafka is
 // read committed. Rows the server refuses (row_errors) are replayed as
 // dead letters; a batch abandoned Config.MaxReplays times in a row without
-// progress stops the run.
+// progress fails its partition.
+//
+// A failed partition of a Kafka source is paused, not the run (Health):
+// it stays assigned, stops fetching and is reported on /healthz, while
+// the other partitions go on; stopping the member would hand the
+// partition to the next member, which would fail and stop in turn.
+// Configuration errors (ErrNoStart, ErrConfigChanged) and a file source's
+// errors stop the run.
 //
 // # Rejected alternatives
 //

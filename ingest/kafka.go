@@ -152,6 +152,11 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 			for _, p := range m[s.Topic] {
 				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
 				kp.mu.seekTo = -1
+				// The client's pauses outlive an assignment: one paused
+				// under an earlier assignment (buffer full, halted) would
+				// never be fetched again. Marked paused, it is resumed by
+				// the first applySeeksAndPauses.
+				kp.mu.paused = true
 				kp.ctx, kp.cancel = context.WithCancel(ctx)
 				s.mu.Lock()
 				s.mu.parts[p] = kp
@@ -385,6 +390,11 @@ func (s *KafkaSource) applySeeksAndPauses() {
 			kp.mu.seekTo = -1
 		}
 		switch {
+		case kp.mu.halted:
+			if !kp.mu.paused {
+				kp.mu.paused = true
+				pause = append(pause, kp.p)
+			}
 		case !kp.mu.paused && kp.mu.queued > s.MaxBuffered:
 			kp.mu.paused = true
 			pause = append(pause, kp.p)
@@ -425,6 +435,7 @@ type kafkaPartition struct {
 		epoch     int64 // seeks applied
 		wantEpoch int64 // seeks requested
 		paused    bool
+		halted    bool  // the partition is paused by an error (halt): fetch nothing
 		hwm       int64 // last stable offset (else high watermark) from the last fetch
 		// outOfRange is the fetch's OFFSET_OUT_OF_RANGE since the last
 		// seek: the client does not reset (NoResetOffset), so fetching of
@@ -504,8 +515,22 @@ func (kp *kafkaPartition) signal() {
 	}
 }
 
+// halt stops fetching the partition for good (its worker failed: the
+// pipeline pauses it while it stays assigned) and drops what is buffered.
+func (kp *kafkaPartition) halt() {
+	kp.mu.Lock()
+	kp.mu.halted = true
+	kp.mu.queue, kp.mu.queued = nil, 0
+	kp.mu.Unlock()
+	kp.s.wake()
+}
+
 func (kp *kafkaPartition) push(recs []*kgo.Record) {
 	kp.mu.Lock()
+	if kp.mu.halted {
+		kp.mu.Unlock()
+		return
+	}
 	for _, r := range recs {
 		kp.mu.queue = append(kp.mu.queue, r)
 		kp.mu.queued += int64(len(r.Value))

@@ -23,6 +23,8 @@ type Metrics struct {
 	Fenced           prometheus.Counter     // read-backs that found another owner's state
 	StoreRetries     prometheus.Counter     // state writes retried (not stored, partition still owned)
 	RowsRejected     prometheus.Counter     // rows the server refused (row_errors), replayed as dead letters
+	PartitionPaused  *prometheus.GaugeVec   // by partition: 1 while paused by an error (Health)
+	PartitionEvents  *prometheus.CounterVec // by event: assigned, revoked, released (rebalances)
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil: not registered).
@@ -61,11 +63,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "bqstore_ingest_state_store_retries_total", Help: "State writes (seal, DONE) refused or lost and written again while the partition is still owned (ILLEGAL_GENERATION in a cooperative rebalance, REBALANCE_IN_PROGRESS, coordinator moves)."}),
 		RowsRejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "bqstore_ingest_rows_rejected_total", Help: "Rows the server refused in AppendRows row_errors; their records are replayed as dead letters."}),
+		PartitionPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "bqstore_ingest_partition_paused", Help: "1 while the partition is paused by an error of its worker (reason on /healthz); the other partitions go on."}, []string{"partition"}),
+		PartitionEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "bqstore_ingest_partition_events_total", Help: "Partitions assigned to this run, revoked (cooperatively, sealed batches finished) and released (lost, or the run ended), by event: each rebalance counts its partitions."}, []string{"event"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.ActiveStreams, m.AppendLatency, m.CommitFailures, m.RowsCommitted, m.BytesCommitted,
 			m.CommitLatency, m.EventToVisible, m.Lag, m.BudgetPaused, m.DeadLetters, m.BatchesAbandoned, m.Retries, m.SourceGaps,
-			m.Fenced, m.StoreRetries, m.RowsRejected)
+			m.Fenced, m.StoreRetries, m.RowsRejected, m.PartitionPaused, m.PartitionEvents)
 	}
 	return m
 }

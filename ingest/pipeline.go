@@ -100,6 +100,13 @@ type Config struct {
 	// (row_errors, replayed as dead letters) counts as progress.
 	MaxReplays int
 
+	// Health receives the partitions paused by an error (nil: a private
+	// one). A source of several partitions (Kafka) pauses a partition
+	// whose worker fails instead of stopping the run, except for the
+	// configuration errors ErrNoStart and ErrConfigChanged and injected
+	// crashes (Hooks); a single-partition source (a file) stops the run.
+	Health *Health
+
 	Hooks   Hooks
 	Metrics *Metrics     // nil: unregistered collectors
 	Logger  *slog.Logger // nil: discard
@@ -255,6 +262,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if p.metrics == nil {
 		p.metrics = NewMetrics(nil)
 	}
+	if p.cfg.Health == nil {
+		p.cfg.Health = NewHealth()
+	}
 	p.single = cfg.Source.Single()
 	p.tables = tables
 	p.configID = configID(tables...)
@@ -279,12 +289,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}()
 	}
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
+		p.metrics.PartitionEvents.WithLabelValues("assigned").Inc()
 		w := &worker{p: p, part: part, key: part.Key()}
 		err := w.run(ctx)
 		if errors.Is(err, errRevoked) {
+			p.metrics.PartitionEvents.WithLabelValues("revoked").Inc()
 			p.log.Info("partition revoked; sealed batches finished", "partition", part.Key())
 			return nil
 		}
+		defer p.metrics.PartitionEvents.WithLabelValues("released").Inc()
 		if errors.Is(err, ErrFenced) && ctx.Err() == nil && !p.single {
 			// Another owner wrote the partition's state, so it is ours no
 			// longer, though the group has not told this member yet. Commit
@@ -293,6 +306,11 @@ func Run(ctx context.Context, cfg Config) error {
 			// leave it assigned here with no worker.
 			p.log.Warn("partition fenced; waiting for the group to take it away", "partition", part.Key(), "err", err)
 			<-ctx.Done()
+			return nil
+		}
+		if err != nil && ctx.Err() == nil && !p.single && !isHookError(err) &&
+			!errors.Is(err, ErrNoStart) && !errors.Is(err, ErrConfigChanged) && !errors.Is(err, ErrFenced) {
+			p.pausePartition(ctx, part, err)
 			return nil
 		}
 		if (errors.Is(err, ErrFenced) && !p.single) || (err != nil && ctx.Err() != nil) {
@@ -314,6 +332,31 @@ func Run(ctx context.Context, cfg Config) error {
 		return parent.Err()
 	}
 	return err
+}
+
+// halter is a Partition that can stop fetching (Kafka) while it stays
+// assigned.
+type halter interface {
+	halt()
+}
+
+// pausePartition keeps a failed partition assigned, without a worker and
+// without fetching, until its context ends (revoked, lost, the end of the
+// run), and reports it on Health and in the partition-paused metric: one
+// partition's error does not stop the others, nor, by stopping this
+// member, cascade through the group as each next owner fails in turn.
+func (p *pipeline) pausePartition(ctx context.Context, part Partition, err error) {
+	key := part.Key()
+	p.log.Error("partition paused: its worker failed; the other partitions go on (it is retried when the group moves it or the member restarts)",
+		"partition", key, "err", err)
+	p.cfg.Health.pause(key, err)
+	p.metrics.PartitionPaused.WithLabelValues(key).Set(1)
+	if h, ok := part.(halter); ok {
+		h.halt()
+	}
+	<-ctx.Done()
+	p.metrics.PartitionPaused.DeleteLabelValues(key)
+	p.cfg.Health.resume(key)
 }
 
 // hasDeadLetterSink reports whether records that do not fit the table

@@ -65,11 +65,11 @@ func TestKafkaRecordsGoneBeforeReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Default: fail closed.
+	// Default: fail closed (the partition pauses).
 	cfg, _ = k.config(e, table, "gone", nil)
 	m := ingest.NewMetrics(nil)
 	cfg.Metrics = m
-	err = ingest.Run(ctx, cfg)
+	err = runUntilPaused(t, cfg, "kafka:events/0").Err
 	var gone *ingest.RecordsGoneError
 	if !errors.As(err, &gone) {
 		t.Fatalf("second run: %v, want a RecordsGoneError", err)

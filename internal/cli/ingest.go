@@ -45,7 +45,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
 	deadLetterTable := fs.String("dead-letter-table", "", "table (project:dataset.table) receiving records that do not fit, committed with the data in the same seal: exactly once for Kafka too; columns source STRING, partition INTEGER, offset INTEGER, key BYTES, raw BYTES, error STRING, time TIMESTAMP")
-	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics on this address (e.g. 127.0.0.1:9464)")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics and /healthz (JSON: paused partitions and why; 503 while one is) on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
 	startFlag := fs.String("start", "", "where a partition with no stored state begins: earliest, latest, an offset (Kafka: record offset; files: byte offset of a line) or an RFC 3339 time (Kafka); required on a first run, ignored once a state exists")
@@ -168,6 +168,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := ingest.NewMetrics(reg)
+	health := ingest.NewHealth()
 	if *metricsAddr != "" {
 		ln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
@@ -175,6 +176,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.Handle("GET /healthz", health)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		done := make(chan struct{})
 		go func() {
@@ -212,7 +214,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	err = ingest.Run(ctx, ingest.Config{
 		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl, DeadLetterTable: dlTable, Start: start,
 		Unknown: uf, SkipDeletedRecords: *skipDeleted, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
-		Metrics: metrics, Logger: logger,
+		Metrics: metrics, Health: health, Logger: logger,
 	})
 	if err != nil {
 		return kafkaAuthHint(err, src)
