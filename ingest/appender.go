@@ -108,7 +108,7 @@ func (a *appender) receive() {
 // send appends rows (serialized, each rows[i] a slice of buf) at the next
 // offset. It blocks while the memory budget is exhausted.
 func (a *appender) send(ctx context.Context, buf []byte, rows [][]byte) error {
-	size := min(int64(len(buf)), a.p.cfg.MemoryBudget)
+	size := min(int64(len(buf)), a.p.appendBudget)
 	if !a.p.budget.TryAcquire(size) {
 		t0 := time.Now()
 		if err := a.p.budget.Acquire(ctx, size); err != nil {

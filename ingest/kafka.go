@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -35,6 +36,19 @@ type KafkaSource struct {
 	// MaxBuffered is the bytes fetched and not yet read per partition
 	// before its fetching pauses (default 8 MiB).
 	MaxBuffered int64
+	// MemoryBudget bounds the client's fetch buffers and the records
+	// fetched and not yet read, over all partitions (0: no bound but
+	// MaxBuffered per partition). ingest.Run sets it, when zero, to half
+	// of Config.MemoryBudget. Of it: a quarter for the client's fetches
+	// (MaxConcurrentFetches 2 of FetchMaxBytes MemoryBudget/8 each,
+	// FetchMaxPartitionBytes at most that), a quarter for fetches that
+	// arrive while fetching pauses, and half for records buffered for the
+	// workers: above that, every partition's fetching pauses until the
+	// workers read it down to a quarter.
+	// A broker may still return one record batch larger than
+	// FetchMaxBytes, and compressed batches take more once decompressed
+	// (franz-go cannot bound that).
+	MemoryBudget int64
 	// RevokeGrace bounds how long a cooperative revoke waits for a
 	// partition's worker to finish a sealed batch (default 10 s; keep it
 	// well under the group's rebalance timeout).
@@ -66,6 +80,13 @@ type KafkaSource struct {
 		runErr error
 	}
 	wg sync.WaitGroup // assign goroutines
+
+	// queued is the bytes buffered over all partitions (kafkaPartition
+	// queued); overBudget is set while it is over queueBudget and until
+	// it is read down to half.
+	queued      atomic.Int64
+	overBudget  atomic.Bool
+	queueBudget int64
 
 	// beforePoll, if set (tests), runs on the polling goroutine before
 	// each poll.
@@ -116,13 +137,30 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	if s.MaxBuffered <= 0 {
 		s.MaxBuffered = 8 << 20
 	}
+	var budgetOpts []kgo.Opt
+	if s.MemoryBudget > 0 {
+		// Two fetches of MemoryBudget/8 buffered in the client, and as
+		// much again arriving while the pause is being applied, leave
+		// half for the records buffered for the workers.
+		fetch := min(s.MemoryBudget/8, 50<<20) // each of two concurrent fetches
+		fetch = max(fetch, 16<<10)
+		budgetOpts = []kgo.Opt{
+			kgo.MaxConcurrentFetches(2),
+			kgo.FetchMaxBytes(int32(fetch)),
+			kgo.FetchMaxPartitionBytes(int32(min(fetch, 1<<20))),
+		}
+		s.queueBudget = max(s.MemoryBudget/2, 1)
+		s.MaxBuffered = min(s.MaxBuffered, s.queueBudget)
+	}
 	if err := s.Secure(nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.mu.Lock()
 	s.mu.parts = map[int32]*kafkaPartition{}
 	s.mu.leaving = map[int32]*kafkaPartition{}
+	s.mu.Unlock()
 	ready := make(chan struct{}) // closed once cl, adm and topicID are set
 	fail := func(err error) {
 		s.mu.Lock()
@@ -180,7 +218,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "revoked") }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "lost") }),
-	}, s.Opts...)
+	}, append(budgetOpts, s.Opts...)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("ingest: kafka client: %w", err)
@@ -267,6 +305,14 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	return err
 }
 
+// takeMemoryBudget implements memoryBudgeter.
+func (s *KafkaSource) takeMemoryBudget(offer int64) int64 {
+	if s.MemoryBudget <= 0 {
+		s.MemoryBudget = offer
+	}
+	return s.MemoryBudget
+}
+
 // release stops the workers of revoked or lost partitions and waits for
 // them. A revoked partition's worker first gets RevokeGrace to finish a
 // sealed batch (Revoker); a lost one stops at once, leaving its seal to
@@ -313,6 +359,7 @@ func (s *KafkaSource) release(ps []int32, why string) {
 	for _, kp := range stopped {
 		kp.cancel()
 		<-kp.done
+		kp.drop() // its buffer no longer counts against the budget
 		s.log.Info("partition "+why, "partition", s.key(kp.p))
 	}
 }
@@ -371,10 +418,22 @@ func (s *KafkaSource) applySeeksAndPauses() {
 	s.mu.Unlock()
 	seeks := map[int32]kgo.EpochOffset{}
 	var pause, resume []int32
+	// The memory budget: every partition pauses while the records
+	// buffered over all of them are over it, until read down to half.
+	if s.queueBudget > 0 {
+		switch total := s.queued.Load(); {
+		case total > s.queueBudget:
+			s.overBudget.Store(true)
+		case total <= s.queueBudget/2:
+			s.overBudget.Store(false)
+		}
+	}
+	over := s.overBudget.Load()
 	for _, kp := range parts {
 		kp.mu.Lock()
 		if kp.mu.seekTo >= 0 {
 			seeks[kp.p] = kgo.EpochOffset{Epoch: kp.mu.seekEpoch, Offset: kp.mu.seekTo}
+			s.queued.Add(-kp.mu.queued)
 			kp.mu.queue, kp.mu.queued = nil, 0
 			kp.mu.outOfRange = nil
 			// A truncation found earlier (the client's own start from the
@@ -389,16 +448,13 @@ func (s *KafkaSource) applySeeksAndPauses() {
 			kp.mu.epoch = kp.mu.wantEpoch
 			kp.mu.seekTo = -1
 		}
+		want := kp.mu.halted || over || kp.mu.queued > s.MaxBuffered ||
+			(kp.mu.paused && kp.mu.queued > s.MaxBuffered/2)
 		switch {
-		case kp.mu.halted:
-			if !kp.mu.paused {
-				kp.mu.paused = true
-				pause = append(pause, kp.p)
-			}
-		case !kp.mu.paused && kp.mu.queued > s.MaxBuffered:
+		case want && !kp.mu.paused:
 			kp.mu.paused = true
 			pause = append(pause, kp.p)
-		case kp.mu.paused && kp.mu.queued <= s.MaxBuffered/2:
+		case !want && kp.mu.paused:
 			kp.mu.paused = false
 			resume = append(resume, kp.p)
 		}
@@ -518,11 +574,17 @@ func (kp *kafkaPartition) signal() {
 // halt stops fetching the partition for good (its worker failed: the
 // pipeline pauses it while it stays assigned) and drops what is buffered.
 func (kp *kafkaPartition) halt() {
+	kp.drop()
+	kp.s.wake()
+}
+
+// drop empties the partition's buffer for good (halted or released).
+func (kp *kafkaPartition) drop() {
 	kp.mu.Lock()
 	kp.mu.halted = true
+	kp.s.queued.Add(-kp.mu.queued)
 	kp.mu.queue, kp.mu.queued = nil, 0
 	kp.mu.Unlock()
-	kp.s.wake()
 }
 
 func (kp *kafkaPartition) push(recs []*kgo.Record) {
@@ -534,6 +596,7 @@ func (kp *kafkaPartition) push(recs []*kgo.Record) {
 	for _, r := range recs {
 		kp.mu.queue = append(kp.mu.queue, r)
 		kp.mu.queued += int64(len(r.Value))
+		kp.s.queued.Add(int64(len(r.Value)))
 	}
 	kp.mu.Unlock()
 	kp.signal()
@@ -603,12 +666,14 @@ func (r *kafkaReader) Next(ctx context.Context) ([]byte, int64, error) {
 				kp.mu.queue[0] = nil
 				kp.mu.queue = kp.mu.queue[1:]
 				kp.mu.queued -= int64(len(rec.Value))
+				total := kp.s.queued.Add(-int64(len(rec.Value)))
 				if rec.Offset < r.next {
 					continue // fetched before a seek, or a re-delivery
 				}
 				r.next, r.key = rec.Offset+1, rec.Key
 				kp.noteEpochLocked(r.next, rec.LeaderEpoch)
-				wasPaused := kp.mu.paused && kp.mu.queued <= kp.s.MaxBuffered/2
+				wasPaused := kp.mu.paused && kp.mu.queued <= kp.s.MaxBuffered/2 &&
+					(!kp.s.overBudget.Load() || total <= kp.s.queueBudget/2)
 				kp.mu.Unlock()
 				if wasPaused {
 					kp.s.wake()

@@ -75,7 +75,10 @@ type Config struct {
 	// mapping with a schema that predates a table change.
 	MaxSpareAge time.Duration
 	// MemoryBudget bounds the bytes read, mapped and in flight (256 MiB).
-	// At the budget, partitions pause reading.
+	// At the budget, partitions pause reading. A Kafka source takes half
+	// of it for its fetch buffers and the records fetched and not yet
+	// read (KafkaSource.MemoryBudget, unless set there); appends in
+	// flight get the rest.
 	MemoryBudget int64
 	// SkipDeletedRecords makes a partition step over source records that
 	// were deleted before they were committed (Kafka retention or
@@ -148,7 +151,10 @@ type pipeline struct {
 	log         *slog.Logger
 	metrics     *Metrics
 	createLimit *TokenBucket
-	budget      *semaphore.Weighted
+	budget      *semaphore.Weighted // appendBudget bytes: requests in flight
+	// appendBudget is what Config.MemoryBudget leaves for appends once
+	// the source took its share (memoryBudgeter).
+	appendBudget int64
 	// tables are the destinations a seal's SealedStream.Table indexes:
 	// 0 the data table, 1 the dead-letter table when configured.
 	tables []string
@@ -237,8 +243,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.MemoryBudget <= 0 {
 		cfg.MemoryBudget = 256 << 20
 	}
-	if cfg.MemoryBudget < int64(2*cfg.RequestBytes) {
-		return fmt.Errorf("ingest: memory budget %d is below two requests (%d bytes)", cfg.MemoryBudget, 2*cfg.RequestBytes)
+	appendBudget := cfg.MemoryBudget
+	if b, ok := cfg.Source.(memoryBudgeter); ok {
+		appendBudget -= b.takeMemoryBudget(cfg.MemoryBudget / 2)
+	}
+	if appendBudget < int64(2*cfg.RequestBytes) {
+		return fmt.Errorf("ingest: memory budget %d leaves %d bytes for appends, below two requests (%d bytes)", cfg.MemoryBudget, appendBudget, 2*cfg.RequestBytes)
 	}
 	if cfg.MaxCommitStreams <= 0 {
 		cfg.MaxCommitStreams = 100
@@ -250,11 +260,12 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.CreateRate = 20
 	}
 	p := &pipeline{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		metrics:     cfg.Metrics,
-		createLimit: NewTokenBucket(cfg.CreateRate, 1),
-		budget:      semaphore.NewWeighted(cfg.MemoryBudget),
+		cfg:          cfg,
+		log:          cfg.Logger,
+		metrics:      cfg.Metrics,
+		createLimit:  NewTokenBucket(cfg.CreateRate, 1),
+		budget:       semaphore.NewWeighted(appendBudget),
+		appendBudget: appendBudget,
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -332,6 +343,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return parent.Err()
 	}
 	return err
+}
+
+// memoryBudgeter is a Source with buffers of its own (Kafka): it takes a
+// share of Config.MemoryBudget (offered, unless configured on the source)
+// and returns what it took.
+type memoryBudgeter interface {
+	takeMemoryBudget(offer int64) int64
 }
 
 // halter is a Partition that can stop fetching (Kafka) while it stays
