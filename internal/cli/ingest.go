@@ -44,7 +44,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC?group=G")
 	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
-	deadLetterTable := fs.String("dead-letter-table", "", "table (project:dataset.table) receiving records that do not fit, committed with the data in the same seal: exactly once for Kafka too; columns source STRING, partition INTEGER, offset INTEGER, key BYTES, raw BYTES, error STRING, time TIMESTAMP")
+	deadLetterTable := fs.String("dead-letter-table", "", "table ([project:]dataset.table) receiving records that do not fit, committed with the data in the same seal: exactly once for Kafka too; columns source STRING, partition INTEGER, offset INTEGER, key BYTES, raw BYTES, error STRING, time TIMESTAMP")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus /metrics and /healthz (JSON: paused partitions and why; 503 while one is) on this address (e.g. 127.0.0.1:9464)")
 	budget := fs.String("memory-budget", "256MiB", "bytes read, mapped and in flight at most (suffixes KiB, MiB, GiB, KB, MB, GB)")
 	unknown := fs.String("unknown-fields", "reject", "JSON keys naming no column: reject (dead letter) or ignore")
@@ -92,12 +92,12 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		if *deadLetter != "" {
 			return usagef("--dead-letter and --dead-letter-table: give one")
 		}
-		dr, err := parseRef(*deadLetterTable, "")
+		dr, err := parseRef(*deadLetterTable, g.project)
 		if err != nil {
 			return err
 		}
-		if dr.project == "" || dr.table == "" {
-			return usagef("--dead-letter-table %q: want project:dataset.table", *deadLetterTable)
+		if dr.table == "" {
+			return usagef("--dead-letter-table %q: want [project:]dataset.table", *deadLetterTable)
 		}
 		dlTable = fmt.Sprintf("projects/%s/datasets/%s/tables/%s", dr.project, dr.dataset, dr.table)
 	}
