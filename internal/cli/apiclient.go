@@ -118,6 +118,8 @@ type apiDataset struct {
 	Location         string            `json:"location,omitempty"`
 	CreationTime     schema.Int64      `json:"creationTime,omitempty"`
 	LastModifiedTime schema.Int64      `json:"lastModifiedTime,omitempty"`
+	// DefaultTableExpirationMs is the lifetime of new tables (0: none).
+	DefaultTableExpirationMs schema.Int64 `json:"defaultTableExpirationMs,omitempty"`
 }
 
 type apiTable struct {

@@ -30,22 +30,32 @@ const DefaultAPI = "http://127.0.0.1:9050"
 // apiFlags are the flags every catalog verb has.
 type apiFlags struct {
 	api, project, format string
+	csv                  bool // the command takes --format csv
 }
 
 func addAPIFlags(env *Env, fs *flag.FlagSet) *apiFlags {
 	f := &apiFlags{}
 	fs.StringVar(&f.api, "api", envDefault(env, "BQSTORE_API", DefaultAPI), "REST address of the bqstore server (env BQSTORE_API)")
 	fs.StringVar(&f.project, "project", envDefault(env, "BQSTORE_PROJECT", "local"), "default project for references without one (env BQSTORE_PROJECT)")
-	fs.StringVar(&f.format, "format", "pretty", "output format: pretty or json")
+	fs.StringVar(&f.format, "format", "pretty", "output format: pretty, json or prettyjson (as bq's)")
 	return f
 }
 
 func (f *apiFlags) client() (*apiClient, error) {
-	if f.format != "pretty" && f.format != "json" {
-		return nil, usagef("--format: unknown format %q (pretty, json)", f.format)
+	switch f.format {
+	case "pretty", "json", "prettyjson":
+	case "csv":
+		if !f.csv {
+			return nil, usagef("--format csv is for head; here: pretty, json or prettyjson")
+		}
+	default:
+		return nil, usagef("--format: unknown format %q (pretty, json, prettyjson)", f.format)
 	}
 	return newAPIClient(f.api)
 }
+
+// json reports whether the output is JSON (json or prettyjson).
+func (f *apiFlags) json() bool { return f.format == "json" || f.format == "prettyjson" }
 
 // ref is a parsed [project:]dataset[.table] reference.
 type ref struct {
@@ -163,7 +173,7 @@ func runMk(ctx context.Context, env *Env, args []string) error {
 		if err := c.call(ctx, http.MethodPost, "/bigquery/v2/projects/"+pathEscape(r.project)+"/datasets", nil, &in, &out); err != nil {
 			return err
 		}
-		if af.format == "json" {
+		if af.json() {
 			return printJSON(env.Stdout, &out)
 		}
 		fmt.Fprintf(env.Stdout, "Dataset '%s' successfully created.\n", r)
@@ -189,7 +199,7 @@ func runMk(ctx context.Context, env *Env, args []string) error {
 	if err := c.call(ctx, http.MethodPost, datasetPath(r.project, r.dataset)+"/tables", nil, &in, &out); err != nil {
 		return err
 	}
-	if af.format == "json" {
+	if af.json() {
 		return printJSON(env.Stdout, &out)
 	}
 	fmt.Fprintf(env.Stdout, "Table '%s' successfully created.\n", r)
@@ -232,7 +242,7 @@ func runLs(ctx context.Context, env *Env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if af.format == "json" {
+		if af.json() {
 			return printJSON(env.Stdout, nonNil(all))
 		}
 		if len(all) == 0 {
@@ -264,7 +274,7 @@ func runLs(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if af.format == "json" {
+	if af.json() {
 		return printJSON(env.Stdout, nonNil(all))
 	}
 	if len(all) == 0 {
@@ -328,8 +338,9 @@ func msTime(v schema.Int64) string {
 // ---- show ----
 
 func runShow(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "show", "[project:]dataset[.table]")
+	fs := newFlagSet(env, "show", "[--schema] [project:]dataset[.table]")
 	af := addAPIFlags(env, fs)
+	schemaOnly := fs.Bool("schema", false, "print only the table's schema, as bq's JSON schema (--format prettyjson: indented)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -347,11 +358,14 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	}
 	w := env.Stdout
 	if r.table == "" {
+		if *schemaOnly {
+			return usagef("--schema needs a table; %q names a dataset", pos[0])
+		}
 		var d apiDataset
 		if err := c.call(ctx, http.MethodGet, datasetPath(r.project, r.dataset), nil, nil, &d); err != nil {
 			return err
 		}
-		if af.format == "json" {
+		if af.json() {
 			return printJSON(w, &d)
 		}
 		kv := newKV(w)
@@ -360,6 +374,9 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 		kv.add("Created", msTime(d.CreationTime))
 		kv.add("Last modified", msTime(d.LastModifiedTime))
 		kv.add("Labels", labelText(d.Labels))
+		if d.DefaultTableExpirationMs > 0 {
+			kv.add("Default table expiration", (time.Duration(d.DefaultTableExpirationMs) * time.Millisecond).String())
+		}
 		kv.add("Description", d.Description)
 		return kv.flush()
 	}
@@ -367,7 +384,22 @@ func runShow(ctx context.Context, env *Env, args []string) error {
 	if err := c.call(ctx, http.MethodGet, tablePath(r.project, r.dataset, r.table), nil, nil, &t); err != nil {
 		return err
 	}
-	if af.format == "json" {
+	if *schemaOnly {
+		fields := []*schema.Field{}
+		if t.Schema != nil && t.Schema.Fields != nil {
+			fields = t.Schema.Fields
+		}
+		if af.format == "prettyjson" {
+			return printJSON(w, fields)
+		}
+		b, err := json.Marshal(fields)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	if af.json() {
 		return printJSON(w, &t)
 	}
 	kv := newKV(w)
@@ -453,13 +485,25 @@ func printSchemaTree(w io.Writer, fs []*schema.Field, indent string) {
 // ---- update ----
 
 func runUpdate(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "update", "[project:]dataset.table SCHEMA")
+	fs := newFlagSet(env, "update", "[project:]dataset.table SCHEMA | [project:]dataset [--description D] [--set_label K:V] [--clear_label K] [--default_table_expiration SECONDS]")
 	af := addAPIFlags(env, fs)
-	description := fs.String("description", "", "new description")
+	description := fs.String("description", "", "new description (table or dataset)")
 	schemaFlag := fs.String("schema", "", "new table schema: a JSON schema file or name:TYPE,... (instead of the SCHEMA argument)")
+	setLabels, clearLabels := labelsFlag{}, labelsFlag{}
+	fs.Var(setLabels, "set_label", "dataset: add or change a label KEY:VALUE (repeatable)")
+	fs.Var(clearLabels, "clear_label", "dataset: remove the label KEY (repeatable)")
+	expiration := fs.Int64("default_table_expiration", 0, "dataset: default lifetime of new tables in seconds (0: none)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 && *schemaFlag == "" {
+		if r, err := parseRef(pos[0], af.project); err == nil && r.table == "" {
+			return runUpdateDataset(ctx, env, fs, af, r, setLabels, clearLabels, *expiration)
+		}
+	}
+	if len(setLabels) > 0 || len(clearLabels) > 0 || *expiration != 0 {
+		return usagef("--set_label, --clear_label and --default_table_expiration change a dataset; give [project:]dataset")
 	}
 	if *schemaFlag != "" {
 		if len(pos) != 1 {
@@ -511,7 +555,7 @@ func runUpdate(ctx context.Context, env *Env, args []string) error {
 		}
 		return err
 	}
-	if af.format == "json" {
+	if af.json() {
 		return printJSON(env.Stdout, &out)
 	}
 	fmt.Fprintf(env.Stdout, "Table '%s' successfully updated.\n", r)

@@ -49,12 +49,14 @@ import (
 // ---- head ----
 
 func runHead(ctx context.Context, env *Env, args []string) error {
-	fs := newFlagSet(env, "head", "[-n N] [--start I] [--columns a,b] [--format pretty|json] [project:]dataset.table")
+	fs := newFlagSet(env, "head", "[-n N] [--start I] [--columns a,b] [--format pretty|json|prettyjson|csv] [--max-width W] [project:]dataset.table")
 	af := addAPIFlags(env, fs)
+	af.csv = true
 	n := fs.Int64("n", 100, "number of rows to print")
 	start := fs.Int64("start", 0, "index of the first row")
 	cols := fs.String("columns", "", "comma-separated columns to print (nested fields as rec.field); default all")
-	pos, err := parseFlags(fs, args)
+	maxWidth := fs.Int("max-width", 50, "pretty format: cut cells wider than this many characters (0: never)")
+	pos, err := parseFlags(fs, expandShortN(args))
 	if err != nil {
 		return err
 	}
@@ -135,12 +137,15 @@ func runHead(ctx context.Context, env *Env, args []string) error {
 		}
 		token = page.PageToken
 	}
-	if af.format == "json" {
+	if af.json() {
 		out := make([]orderedObject, len(rows))
 		for i, cells := range rows {
 			for k, f := range sch.Fields {
 				out[i] = append(out[i], kvPair{f.Name, cells[k]})
 			}
+		}
+		if af.format == "prettyjson" {
+			return printJSON(env.Stdout, out)
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
@@ -149,7 +154,10 @@ func runHead(ctx context.Context, env *Env, args []string) error {
 		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
 		return err
 	}
-	return printBox(env.Stdout, sch, rows)
+	if af.format == "csv" {
+		return printHeadCSV(env.Stdout, sch, rows)
+	}
+	return printBox(env.Stdout, sch, rows, *maxWidth)
 }
 
 // kvPair and orderedObject are a JSON object whose members keep schema
@@ -282,7 +290,9 @@ func cellText(v any) string {
 //	+----+-------+
 //
 // Numbers are right-aligned, everything else left-aligned.
-func printBox(w io.Writer, sch *schema.Schema, rows [][]any) error {
+//
+// Cells wider than maxWidth runes are cut (0: never).
+func printBox(w io.Writer, sch *schema.Schema, rows [][]any, maxWidth int) error {
 	width := make([]int, len(sch.Fields))
 	text := make([][]string, len(rows))
 	for i, f := range sch.Fields {
@@ -291,7 +301,7 @@ func printBox(w io.Writer, sch *schema.Schema, rows [][]any) error {
 	for r, cells := range rows {
 		text[r] = make([]string, len(cells))
 		for i, c := range cells {
-			text[r][i] = cellText(c)
+			text[r][i] = truncateCell(cellText(c), maxWidth)
 			width[i] = max(width[i], utf8.RuneCountInString(text[r][i]))
 		}
 	}

@@ -77,29 +77,28 @@ func parseSchemaJSON(b []byte) (*schema.Schema, error) {
 	return &s, nil
 }
 
-// parseInlineSchema parses "name:TYPE,name:TYPE" (bq's inline schema). A
-// name without a type is a STRING column. Types are checked here so that
+// parseInlineSchema parses "name:TYPE,name:TYPE" (bq's inline schema;
+// TYPE may be NUMERIC(10,2), STRING(8), ...). A name without a type is a
+// STRING column. Types are checked here so that
 // the error names the position.
 func parseInlineSchema(s string) (*schema.Schema, error) {
 	if s == "" {
 		return nil, errors.New("empty schema")
 	}
 	out := &schema.Schema{}
-	for i, part := range strings.Split(s, ",") {
+	for i, part := range splitInlineSchema(s) {
 		name, typ, hasType := strings.Cut(strings.TrimSpace(part), ":")
 		name = strings.TrimSpace(name)
 		if name == "" {
 			return nil, fmt.Errorf("inline schema: column %d has no name (want name:TYPE)", i+1)
 		}
-		t := schema.String
+		f := &schema.Field{Name: name, Type: schema.String, Mode: schema.Nullable}
 		if hasType {
-			ct, ok := schema.CanonicalType(typ)
-			if !ok || ct == schema.Record || ct == schema.Range {
-				return nil, fmt.Errorf("inline schema: column %d (%s): unknown or non-scalar type %q; use a JSON schema file for RECORD and RANGE", i+1, name, strings.TrimSpace(typ))
+			if err := inlineType(f, typ); err != nil {
+				return nil, fmt.Errorf("inline schema: column %d (%s): %w", i+1, name, err)
 			}
-			t = ct
 		}
-		out.Fields = append(out.Fields, &schema.Field{Name: name, Type: t, Mode: schema.Nullable})
+		out.Fields = append(out.Fields, f)
 	}
 	return out, nil
 }
