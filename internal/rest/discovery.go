@@ -16,6 +16,7 @@ package rest
 import (
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/schema"
@@ -26,6 +27,12 @@ import (
 // discoveryPaths are where the document is served: the v1 discovery
 // service path the libraries use and the $discovery path bq uses.
 var discoveryPaths = []string{"/$discovery/rest", "/discovery/v1/apis/bigquery/v2/rest"}
+
+// IsDiscoveryPath reports whether path is one the discovery document is
+// served at.
+func IsDiscoveryPath(path string) bool {
+	return slices.Contains(discoveryPaths, path)
+}
 
 // servicePath is the API root under the server's address.
 const servicePath = "bigquery/v2/"

@@ -198,12 +198,13 @@ func (s *authStream) RecvMsg(m any) error {
 	return s.t.authorize(s.Context(), m)
 }
 
-// httpAuth checks the public HTTP port's requests (all but /healthz): the
+// httpAuth checks the public HTTP port's requests (all but /healthz and
+// the discovery document, which is public as Google's are): the
 // bearer token, and the project in the URL path, with BigQuery's 401 and
 // 403 shapes.
 func (t *tokens) httpAuth(next http.Handler, rh *rest.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" {
+		if r.URL.Path == "/healthz" || rest.IsDiscoveryPath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}

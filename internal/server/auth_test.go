@@ -93,6 +93,12 @@ func TestAuthTokens(t *testing.T) {
 	if code, _ := get(t, base+"/healthz"); code != 200 {
 		t.Errorf("/healthz without a token: %d", code)
 	}
+	// The discovery document is public, as Google's are.
+	for _, path := range []string{"/$discovery/rest?version=v2", "/discovery/v1/apis/bigquery/v2/rest"} {
+		if code, body := rest("GET", path, "", ""); code != 200 {
+			t.Errorf("%s without a token: %d %s", path, code, body)
+		}
+	}
 
 	conn, err := grpc.NewClient(srv.GRPCAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
