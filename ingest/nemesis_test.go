@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -432,6 +433,45 @@ func (n *nemesis) killServer() {
 	}
 }
 
+// serverAddrs picks the server's three loopback addresses, which every
+// restart reuses, from ports below the kernel's ephemeral range: a port
+// from that range (what :0 gives) is free for any other process's
+// outgoing connection or :0 listener while the server is down, and
+// members then reach a stranger, or the restart cannot listen (seen on a
+// busy machine: "bind: address already in use", then NotFound from some
+// other test's server).
+func serverAddrs(t *testing.T) [3]string {
+	t.Helper()
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 12000 {
+				lo = v
+			}
+		}
+	}
+	var addrs [3]string
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for i, tries := 0, 0; i < len(addrs); tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free loopback port below %d", lo)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 10000+rand.IntN(lo-10000)))
+		if err != nil {
+			continue
+		}
+		held = append(held, l)
+		addrs[i] = l.Addr().String()
+		i++
+	}
+	return addrs
+}
+
 func (n *nemesis) startServer(grpcAddr, httpAddr, adminAddr string) {
 	args := []string{"--project", project}
 	if grpcAddr != "" {
@@ -713,7 +753,8 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	t.Cleanup(c.Close)
 	n := &nemesis{t: t, seed: seed, dir: t.TempDir(), k: &kafkaEnv{c: c, topic: "events", parts: 3},
 		group: "nemesis", srvDir: t.TempDir()}
-	n.startServer("", "", "")
+	addrs := serverAddrs(t)
+	n.startServer(addrs[0], addrs[1], addrs[2])
 	srv := n.server()
 	ctx := context.Background()
 	bq, err := bigquery.NewClient(ctx, project, testkit.RESTOptions(srv.HTTPAddr)...)
