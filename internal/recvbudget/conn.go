@@ -12,10 +12,13 @@ const (
 	frameData         = 0x0
 	frameHeaders      = 0x1
 	frameRSTStream    = 0x3
+	framePushPromise  = 0x5
 	frameWindowUpdate = 0x8
+	frameContinuation = 0x9
 
-	flagEndStream = 0x1
-	flagPadded    = 0x8
+	flagEndStream  = 0x1
+	flagEndHeaders = 0x4
+	flagPadded     = 0x8
 
 	frameHeaderLen = 9
 	windowFrameLen = frameHeaderLen + 4
@@ -56,6 +59,7 @@ type streamState struct {
 	pfx   [5]byte
 	pfxN  int
 	left  int64        // bytes of the current message still to come
+	cur   *admission   // the current message's admission (nil if small)
 	adms  []*admission // not yet done, in arrival order
 	await *admission   // the last admission while its window is closed
 }
@@ -137,6 +141,10 @@ func (c *Conn) data(id uint32, b []byte) {
 			k := min(int64(len(b)), st.left)
 			st.left -= k
 			b = b[k:]
+			if st.left == 0 && st.cur != nil {
+				st.cur.received = true
+				st.cur = nil
+			}
 			continue
 		}
 		k := copy(st.pfx[st.pfxN:], b)
@@ -152,6 +160,7 @@ func (c *Conn) data(id uint32, b []byte) {
 		}
 		a := &admission{c: c, stream: id, length: st.left, cost: min(CostFactor*st.left, c.g.max)}
 		st.adms = append(st.adms, a)
+		st.cur = a
 		if !c.g.acquire(a) {
 			st.await = a
 		}
@@ -203,17 +212,31 @@ func (c *Conn) grant(a *admission) {
 
 // injectLoop writes the pending WINDOW_UPDATE frames when the outgoing
 // byte stream is at a frame boundary; otherwise the writer does, at its
-// next boundary. Started by grant, at most one at a time; Close waits.
+// next boundary. Started by grant, at most one at a time; Close waits. It
+// stops only when it finds nothing pending under mu, where grant looks at
+// injecting: frames queued while it writes are its to send.
 func (c *Conn) injectLoop() {
 	defer c.wg.Done()
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.out.atBoundary() {
-		_ = c.flushInjectLocked()
+	for {
+		c.mu.Lock()
+		f := c.mu.inject
+		if len(f) == 0 || !c.out.atBoundary() {
+			c.mu.injecting = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.inject = nil
+		c.hasInject.Store(false)
+		c.mu.Unlock()
+		if _, err := c.Conn.Write(f); err != nil {
+			c.mu.Lock()
+			c.mu.injecting = false
+			c.mu.Unlock()
+			return
+		}
 	}
-	c.mu.Lock()
-	c.mu.injecting = false
-	c.mu.Unlock()
 }
 
 // flushInjectLocked writes the pending frames.
@@ -240,7 +263,9 @@ func (c *Conn) done(n int64) {
 	c.mu.Lock()
 	for _, st := range c.mu.streams {
 		for i, a := range st.adms {
-			if a.length == n && st.await != a {
+			// Only a message received whole has been handled: another
+			// stream's message of the same length may still be arriving.
+			if a.length == n && a.received && st.await != a {
 				found = a
 				st.adms = append(st.adms[:i], st.adms[i+1:]...)
 				break
@@ -349,9 +374,14 @@ type outParser struct {
 	hdr  [windowFrameLen]byte
 	hn   int
 	left uint32 // payload bytes of the current frame still to be written
+	// inBlock: a HEADERS or PUSH_PROMISE without END_HEADERS was written,
+	// and not yet the CONTINUATION with it. Nothing may be injected in
+	// between (RFC 9113 section 6.10).
+	inBlock bool
 }
 
-func (o *outParser) atBoundary() bool { return o.hn == 0 && o.left == 0 }
+// atBoundary reports whether a frame may be written now.
+func (o *outParser) atBoundary() bool { return o.hn == 0 && o.left == 0 && !o.inBlock }
 
 // write passes p through to c.Conn, frame by frame.
 // REQUIRES: c.wmu held.
@@ -394,7 +424,7 @@ func (o *outParser) write(c *Conn, p []byte) error {
 			continue
 		}
 		// At a frame boundary within p.
-		if c.hasInject.Load() {
+		if !o.inBlock && c.hasInject.Load() {
 			if err := flush(i); err != nil {
 				return err
 			}
@@ -453,6 +483,12 @@ func (o *outParser) frame(c *Conn, f []byte) (drop bool, left uint32) {
 	length := uint32(f[0])<<16 | uint32(f[1])<<8 | uint32(f[2])
 	typ, flags := f[3], f[4]
 	sid := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
+	switch typ {
+	case frameHeaders, framePushPromise:
+		o.inBlock = flags&flagEndHeaders == 0
+	case frameContinuation:
+		o.inBlock = flags&flagEndHeaders == 0
+	}
 	switch {
 	case typ == frameWindowUpdate:
 		if length == 4 && sid != 0 && c.withhold(sid, binary.BigEndian.Uint32(f[9:13])&0x7fffffff) {

@@ -130,6 +130,7 @@ type admission struct {
 	// stream while this admission waits.
 	withheld uint32
 	returned bool // returned to the Gate (guarded by Gate.mu)
+	received bool // the message has been received whole
 }
 
 // acquire grants a at once or queues it; it reports whether a was

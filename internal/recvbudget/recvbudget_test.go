@@ -73,13 +73,23 @@ func clientOpen(sid, n uint32, pad bool) []byte {
 	return append(b, frame(frameData, 0, sid, data)...)
 }
 
+// clientWhole is clientOpen with the rest of the message: all of it.
+func clientWhole(sid, n uint32, pad bool) []byte {
+	return append(clientOpen(sid, n, pad), frame(frameData, 0, sid, make([]byte, n-1000))...)
+}
+
 func readAll(t *testing.T, c net.Conn) {
 	t.Helper()
 	buf := make([]byte, 7) // small reads: frames split across them
-	for {
-		if _, err := c.Read(buf); err != nil {
+	for read := 0; ; {
+		if read > 64<<10 {
+			buf = make([]byte, 64<<10)
+		}
+		n, err := c.Read(buf)
+		if err != nil {
 			return
 		}
+		read += n
 	}
 }
 
@@ -125,7 +135,7 @@ func TestAdmission(t *testing.T) {
 	const n = 2 << 20
 	for _, pad := range []bool{false, true} {
 		g := New(CostFactor*n, 16<<20)
-		fa, fb := newFake(clientOpen(1, n, pad), 11), newFake(clientOpen(1, n, pad), 12)
+		fa, fb := newFake(clientWhole(1, n, pad), 11), newFake(clientOpen(1, n, pad), 12)
 		a, b := g.Wrap(fa), g.Wrap(fb)
 		readAll(t, a)
 		if g.InUse() != CostFactor*n || g.Waiting() != 0 {
@@ -219,7 +229,7 @@ func TestAdmissionReturned(t *testing.T) {
 func TestInjectMidFrame(t *testing.T) {
 	const n = 2 << 20
 	g := New(CostFactor*n, 16<<20)
-	fa, fb := newFake(clientOpen(1, n, false), 41), newFake(clientOpen(1, n, false), 42)
+	fa, fb := newFake(clientWhole(1, n, false), 41), newFake(clientOpen(1, n, false), 42)
 	a, b := g.Wrap(fa), g.Wrap(fb)
 	readAll(t, a)
 	readAll(t, b)
