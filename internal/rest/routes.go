@@ -157,11 +157,14 @@ var routes = []route{
 func (h *Handler) register() {
 	allow := map[string][]string{}
 	var paths []string
-	for i := range len(routes) + len(stubs) {
-		rt := &routes[min(i, len(routes)-1)]
-		if i >= len(routes) {
-			rt = &stubs[i-len(routes)]
-		}
+	all := make([]*route, 0, len(routes)+len(stubs))
+	for i := range routes {
+		all = append(all, &routes[i])
+	}
+	for i := range stubs {
+		all = append(all, &stubs[i])
+	}
+	for _, rt := range all {
 		if rt.needsDB && h.opts.DB == nil {
 			continue
 		}
