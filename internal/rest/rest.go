@@ -24,10 +24,13 @@
 // message naming the snake_case field path, as Google's JSON frontend
 // answers. Request parameters repeated at the top of a body (projectId,
 // datasetId, tableId, as the Node.js client sends) are the parameters
-// themselves: accepted when equal to the path, a 400 otherwise. Known members that bqstore does not implement (partitioning,
-// clustering, encryption, policy tags, collation, ...) are accepted and
-// ignored; members that would make the table a view, a materialized view,
-// an external, BigLake, clone or snapshot table are refused (400 invalid).
+// themselves: accepted when equal to the path, a 400 otherwise.
+// timePartitioning, rangePartitioning and clustering are stored and echoed
+// as sent (echo.go), though bqstore neither partitions nor clusters; other
+// known members that bqstore does not implement (encryption, policy tags,
+// collation, ...) are accepted and ignored; members that would make the
+// table a view, a materialized view, an external, BigLake, clone or
+// snapshot table are refused (400 invalid).
 package rest
 
 import (
