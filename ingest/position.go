@@ -51,3 +51,26 @@ func describeState(key string, st State) string {
 	return fmt.Sprintf("partition sealed batch %d (%ss %d to %d, %d streams): finishing its commit",
 		st.Batch, unit, st.Offset, st.To, len(st.Streams))
 }
+
+// unterminated is the log message for a last line left for a later run:
+// "line 7 (byte 56) has no newline yet: not ingested (--complete ingests
+// it)".
+func (w *worker) unterminated(ut *UnterminatedError) string {
+	where := fmt.Sprintf("byte %d", ut.Offset)
+	if p, ok := w.reader.(Positioner); ok {
+		if line, _ := p.Position(); line >= 0 {
+			where = fmt.Sprintf("line %d (byte %d)", line+1, ut.Offset)
+		}
+	}
+	return "the last line, " + where + ", has no newline yet: not ingested until it is complete (--complete ingests it now)"
+}
+
+// partitionDone is the log message of a finite partition read to its end:
+// "partition done at byte 48173, 3 batches".
+func partitionDone(key string, off int64, batches uint64) string {
+	unit := "batches"
+	if batches == 1 {
+		unit = "batch"
+	}
+	return fmt.Sprintf("partition done at %s %d, %d %s", offsetUnit(key), off, batches, unit)
+}

@@ -255,7 +255,7 @@ func (w *worker) run(ctx context.Context) error {
 			if err := finish(nil); err != nil {
 				return err
 			}
-			w.p.log.Info("partition done", "partition", w.key, "offset", off, "batches", batch)
+			w.p.log.Info(partitionDone(w.key, off, batch), "partition", w.key, "offset", off, "batches", batch)
 			return nil
 		}
 	}
@@ -549,7 +549,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 		if errors.Is(err, io.EOF) {
 			var ut *UnterminatedError
 			if errors.As(err, &ut) {
-				p.log.Warn("last line has no newline: not ingested", "partition", w.key, "offset", ut.Offset, "bytes", ut.Bytes)
+				p.log.Warn(w.unterminated(ut), "partition", w.key, "offset", ut.Offset, "bytes", ut.Bytes)
 			}
 			eof = true
 			break

@@ -114,16 +114,22 @@ func TestIngestTellsWhatHappened(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
+	if !strings.Contains(stderr, "partition done at byte 47, 1 batch") {
+		t.Errorf("stderr lacks the end state:\n%s", stderr)
+	}
 	if strings.Contains(stderr, "IDLE{") {
 		t.Errorf("stderr shows a raw state:\n%s", stderr)
 	}
 
 	// A second run resumes past the first's lines: a dead letter it finds
 	// still gets its line number in the whole file.
-	write(`{"id":6}`+"\n"+`{"id":[]}`+"\n", os.O_APPEND)
+	write(`{"id":6}`+"\n"+`{"id":[]}`+"\n"+`{"id":`, os.O_APPEND)
 	code, stderr = runMain(context.Background(), "", args...)
 	if code != 0 {
 		t.Fatalf("second run: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "the last line, line 8 (byte 66), has no newline yet") {
+		t.Errorf("second run: stderr does not name the unterminated line:\n%s", stderr)
 	}
 	if !strings.Contains(stderr, "partition idle at byte 47, batch 1") {
 		t.Errorf("second run: stderr lacks the resumed state:\n%s", stderr)
