@@ -560,7 +560,11 @@ func TestHostileClient(t *testing.T) {
 	t.Logf("seed %d (replay: -hostile.seed=%d)", seed, seed)
 	timeout := 5 * time.Minute
 	if *hostileSoak > 0 {
-		timeout += *hostileSoak
+		// Reading the tables back takes about as long as the soak took
+		// to write them: a 22-minute soak's wide table (1,500 all-null
+		// columns, ~2M rows) is ~27 GB of Arrow, more than 5 minutes on a
+		// loaded machine.
+		timeout += 2 * *hostileSoak
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
