@@ -26,7 +26,15 @@ import (
 // (pipelined, 1 MiB requests), finalize, seal, commit.
 //
 //	go test -run '^$' -bench BenchmarkFilePipeline -benchtime 3x ./ingest
+//
+// batch-rows=1000 is the small-batch case (per-batch latency dominates).
 func BenchmarkFilePipeline(b *testing.B) {
+	for _, rows := range []int64{5000, 1000} {
+		b.Run(fmt.Sprintf("batch-rows=%d", rows), func(b *testing.B) { benchmarkFilePipeline(b, rows) })
+	}
+}
+
+func benchmarkFilePipeline(b *testing.B, batchRows int64) {
 	const events = 20000
 	srv := testkit.Start(b)
 	ctx := context.Background()
@@ -82,7 +90,7 @@ func BenchmarkFilePipeline(b *testing.B) {
 			Start:  ingest.StartEarliest,
 			Client: write, Table: fmt.Sprintf("projects/%s/datasets/d/tables/%s", project, name),
 			Source: &ingest.FileSource{Path: src}, Ledger: ledger, Unknown: rows.UnknownReject,
-			MaxBatchRows: 5000, MaxBatchAge: time.Second, Metrics: m,
+			MaxBatchRows: batchRows, MaxBatchAge: time.Second, Metrics: m,
 		})
 		if err != nil {
 			b.Fatal(err)

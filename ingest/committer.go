@@ -71,9 +71,12 @@ func (c *committer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		// The window closes early once every running worker has a
+		// request in it: each has at most one at a time, so no other can
+		// come (a single file would otherwise wait CommitWindow per batch).
 		window := time.NewTimer(c.p.cfg.CommitWindow)
 	collect:
-		for {
+		for int64(len(batch)) < c.p.workers.Load() {
 			select {
 			case r := <-c.req:
 				batch = append(batch, r)
@@ -87,6 +90,7 @@ func (c *committer) run(ctx context.Context) {
 				return
 			}
 		}
+		window.Stop()
 		c.commitAll(ctx, batch)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -152,6 +153,10 @@ type pipeline struct {
 	metrics     *Metrics
 	createLimit *TokenBucket
 	budget      *semaphore.Weighted // appendBudget bytes: requests in flight
+	// workers counts the partitions whose worker runs: each has at most
+	// one commit request at a committer at a time, so a committer whose
+	// window holds that many requests has nothing more to wait for.
+	workers atomic.Int64
 	// appendBudget is what Config.MemoryBudget leaves for appends once
 	// the source took its share (memoryBudgeter).
 	appendBudget int64
@@ -302,7 +307,9 @@ func Run(ctx context.Context, cfg Config) error {
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
 		p.metrics.PartitionEvents.WithLabelValues("assigned").Inc()
 		w := &worker{p: p, part: part, key: part.Key()}
+		p.workers.Add(1)
 		err := w.run(ctx)
+		p.workers.Add(-1)
 		if errors.Is(err, errRevoked) {
 			p.metrics.PartitionEvents.WithLabelValues("revoked").Inc()
 			p.log.Info("partition revoked; sealed batches finished", "partition", part.Key())
