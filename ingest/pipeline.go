@@ -63,7 +63,9 @@ type Config struct {
 	// never committed, and its range replayed.
 	Lease time.Duration
 	// CommitWindow is how long the committer gathers sealed streams before
-	// one BatchCommitWriteStreams (50 ms).
+	// one BatchCommitWriteStreams (50 ms), at most: the window closes as
+	// soon as every running partition has a batch in it (one file: at
+	// once).
 	CommitWindow time.Duration
 	// MaxCommitStreams caps the streams named in one
 	// BatchCommitWriteStreams call (100); more take several calls. It
