@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 // deadLetterTable creates a dead-letter table and returns its Storage API name.
@@ -41,7 +42,7 @@ func (e *env) readDeadLetters(t *testing.T, table, wantRaw string) map[string]in
 	got := map[string]int{}
 	for {
 		var row []bigquery.Value
-		err := it.Next(&row)
+		err := testkit.NextRow(it, &row)
 		if err == iterator.Done {
 			break
 		}

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/api/iterator"
+
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 func head(ids []int64) []int64 {
@@ -126,7 +128,7 @@ func readNemesisDeadLetters(t *testing.T, e *env, table string) (map[string]int,
 	var other []string
 	for {
 		var row []bigquery.Value
-		err := it.Next(&row)
+		err := testkit.NextRow(it, &row)
 		if err == iterator.Done {
 			break
 		}

@@ -126,7 +126,7 @@ func (e *env) readIDs(t *testing.T, table string) map[int64]int {
 	got := map[int64]int{}
 	for {
 		var row []bigquery.Value
-		err := it.Next(&row)
+		err := testkit.NextRow(it, &row)
 		if err == iterator.Done {
 			break
 		}

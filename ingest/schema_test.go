@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/internal/testkit"
 )
 
 type hookFunc func(p ingest.Point, partition string, batch uint64) error
@@ -84,7 +85,7 @@ func TestSchemaChangeMidStream(t *testing.T) {
 	extras := 0
 	for {
 		var row map[string]bigquery.Value
-		err := it.Next((*valueMap)(&row))
+		err := testkit.NextRow(it, (*valueMap)(&row))
 		if err == iterator.Done {
 			break
 		}
