@@ -217,12 +217,13 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		Metrics: metrics, Health: health, Logger: logger,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted: what this run did before the one line Main prints.
+			logSummary(logger, "stopped", metrics, time.Since(t0), *deadLetter)
+		}
 		return kafkaAuthHint(err, src)
 	}
-	elapsed := time.Since(t0)
-	c := readCounts(metrics)
-	logger.Info(ingestSummary(c, elapsed, *deadLetter), "rows", int64(c.rows), "batches", int64(c.batches),
-		"bytes", int64(c.bytes), "dead_letters", int64(c.deadLetters), "elapsed", elapsed.Round(time.Millisecond).String())
+	logSummary(logger, "done", metrics, time.Since(t0), *deadLetter)
 	return nil
 }
 

@@ -66,12 +66,20 @@ func readCounts(m *ingest.Metrics) ingestCounts {
 	}
 }
 
-// ingestSummary is the message of a run's last line: "done: 1200 rows
+// logSummary logs what the run did, as ingestSummary says it, with the
+// figures as attributes too.
+func logSummary(logger *slog.Logger, verb string, m *ingest.Metrics, elapsed time.Duration, deadPath string) {
+	c := readCounts(m)
+	logger.Info(ingestSummary(verb, c, elapsed, deadPath), "rows", int64(c.rows), "batches", int64(c.batches),
+		"bytes", int64(c.bytes), "dead_letters", int64(c.deadLetters), "elapsed", elapsed.Round(time.Millisecond).String())
+}
+
+// ingestSummary is the message of a run's last log line: "done: 1200 rows
 // committed in 3 batches (48.0 KB), 2 dead letters (in dead.ndjson),
-// 1.2s".
-func ingestSummary(c ingestCounts, elapsed time.Duration, deadPath string) string {
+// 1.2s" (verb "stopped" for an interrupted run).
+func ingestSummary(verb string, c ingestCounts, elapsed time.Duration, deadPath string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "done: %.0f %s committed in %.0f %s (%s)", c.rows, plural(c.rows, "row"), c.batches, plural(c.batches, "batch"), humanBytes(c.bytes))
+	fmt.Fprintf(&b, "%s: %.0f %s committed in %.0f %s (%s)", verb, c.rows, plural(c.rows, "row"), c.batches, plural(c.batches, "batch"), humanBytes(c.bytes))
 	switch {
 	case deadPath != "":
 		fmt.Fprintf(&b, ", %.0f dead %s (in %s)", c.deadLetters, plural(c.deadLetters, "letter"), deadPath)

@@ -227,6 +227,9 @@ func TestIngestInterrupted(t *testing.T) {
 	if got, want := lastLine(out), "bqstore ingest: interrupted; run the same command to continue"; got != want {
 		t.Errorf("last line = %q, want %q\n%s", got, want, out)
 	}
+	if !strings.Contains(out, "stopped: 0 rows committed in 0 batches") {
+		t.Errorf("stderr lacks what the run did before it stopped:\n%s", out)
+	}
 	if strings.Contains(out, "context canceled") {
 		t.Errorf("stderr mentions context canceled:\n%s", out)
 	}
