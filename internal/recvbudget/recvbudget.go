@@ -42,7 +42,11 @@
 // returned by WAL syncs and never by receiving. So every admission is
 // returned in finite time once its client sends, and waiters are granted
 // in order. A client that never finishes its message holds its admission
-// until its stream or connection ends (as it would hold the buffers).
+// until its stream or connection ends, even when it sent only the prefix:
+// a message is admitted whole at its prefix, so a client announcing
+// 16 MiB and stalling holds 48 MiB of the budget with 5 bytes sent, and
+// every large message behind it waits (TestReceiveBudgetStalledPrefix,
+// skipped: issue 12).
 //
 // Rejected alternatives: a blocking mem.BufferPool (experimental.
 // BufferPool) sees only 16 KB frame buffers, without their connection or
