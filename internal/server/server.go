@@ -320,7 +320,9 @@ func Start(cfg Config) (_ *Server, err error) {
 		// about 900 MB; with 1 MiB the same load stayed under 450 MB at
 		// the same throughput (docs/PERFORMANCE.md). The engine's
 		// in-flight budget provides the pipelining depth.
-		grpc.InitialWindowSize(1<<20),
+		// The receive budget admits only messages over this window
+		// (recvbudget.Threshold): the two must not drift apart.
+		grpc.InitialWindowSize(recvbudget.Threshold),
 		grpc.InitialConnWindowSize(16<<20),
 		grpc.ReadBufferSize(1<<20),
 		grpc.WriteBufferSize(1<<20),
