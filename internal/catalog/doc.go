@@ -47,7 +47,8 @@
 // "time":"<RFC 3339>","schema":{"fields":[...]}}. A change of column
 // descriptions only edits the current version in place; any other schema
 // change adds a version. Format 1 files (no seq, written before the log)
-// are still read. A document with an unknown format number or a CRC
+// are still read; the first change replaces one with format 2 (durable.v1
+// says why). A document with an unknown format number or a CRC
 // mismatch makes Open fail with ErrCorrupt: the catalog is never silently
 // reset. CATALOG.log's frames and records are described in log.go.
 //

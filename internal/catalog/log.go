@@ -303,6 +303,13 @@ type durable struct {
 	ckpt     bool  // CATALOG exists
 	ckptSize int64 // bytes of CATALOG
 	logSize  int64 // bytes of valid records in CATALOG.log (0: no log)
+	// v1 is set when CATALOG is of format 1 (written before the log
+	// existed): the next change replaces it with a checkpoint instead
+	// of appending to the log. A bqstore older than the log reads
+	// format 1 and knows nothing of CATALOG.log: it would miss the
+	// changes in it and drop the data of the tables they created.
+	// Format 2 it refuses.
+	v1 bool
 	// broken is set when a failed log write could not be undone: the
 	// log may end in a partial record that a later record would turn
 	// into corruption, so no change is accepted until reopen.
@@ -317,11 +324,28 @@ func (c *Catalog) commitDurable(prev, next *state) error {
 	if d.broken != nil {
 		return d.broken
 	}
-	if !d.ckpt {
+	if !d.ckpt || d.v1 {
 		// The first change writes CATALOG itself, so that a data dir
 		// with tables always has one (the server refuses to start
-		// without it).
-		return c.checkpoint(next, d.seq+1)
+		// without it); and the first change on a format 1 CATALOG
+		// replaces it with format 2 (see durable.v1).
+		if err := c.checkpoint(next, d.seq+1); err != nil {
+			return err
+		}
+		if d.logSize > 0 {
+			// A log on top of format 1 (written by a bqstore of the
+			// same day as the log): the checkpoint holds it. The next
+			// record must follow the checkpoint's, not the log's last.
+			name := filepath.Join(c.dir, logFileName)
+			if err := c.opts.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				// The change is durable (in the checkpoint); the log
+				// is skipped at the next open.
+				d.broken = fmt.Errorf("catalog: remove %s after a checkpoint: %w: reopen the catalog", logFileName, err)
+				return nil
+			}
+			d.logSize = 0
+		}
+		return nil
 	}
 	r := diff(prev, next)
 	if r.empty() {
@@ -384,6 +408,7 @@ func (c *Catalog) checkpoint(st *state, seq int64) error {
 	}
 	c.dur.seq = seq
 	c.dur.ckpt = true
+	c.dur.v1 = false
 	c.dur.ckptSize = int64(len(b))
 	return nil
 }

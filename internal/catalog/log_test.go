@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -373,8 +374,8 @@ func FuzzReplayLog(f *testing.F) {
 }
 
 // TestFormat1Opens: a CATALOG file of format 1 (written before the log,
-// testdata/format1) opens with its content; changes go to the log on top
-// of it, and a checkpoint replaces it with format 2.
+// testdata/format1) opens with its content; the first change replaces it
+// with a format 2 checkpoint, and later changes go to the log.
 func TestFormat1Opens(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -415,8 +416,13 @@ func TestFormat1Opens(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := doc(t, c)
-	if b, _ := os.ReadFile(filepath.Join(dir, fileName)); !bytes.Equal(b, old) {
-		t.Fatal("a small change rewrote CATALOG")
+	// The first change writes a format 2 checkpoint instead of a log
+	// record on top of format 1: a bqstore older than the log reads
+	// format 1 and knows nothing of CATALOG.log, so it would miss the
+	// tables created since and its start-up reconciliation would drop
+	// their data; format 2 it refuses, loudly.
+	if b, _ := os.ReadFile(filepath.Join(dir, fileName)); !bytes.HasPrefix(b, []byte(`{"format":2,`)) {
+		t.Fatalf("CATALOG after the first change on a format 1 file: %.40s; want format 2", b)
 	}
 	if c, err = Open(dir, opts); err != nil {
 		t.Fatal(err)
@@ -440,5 +446,55 @@ func TestFormat1Opens(t *testing.T) {
 	}
 	if got := doc(t, c); got != want {
 		t.Fatalf("reopened after the checkpoint:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestFormat1WithLog: a format 1 CATALOG with a log on top of it (what
+// bqstore wrote on the day the log came, before its first change
+// rewrote format 1) opens with the log's changes; the next change
+// writes a format 2 checkpoint and drops the log, so that the record
+// after it follows the checkpoint (a stale log left in place would put
+// a gap between its last record and the next: ErrCorrupt at open).
+func TestFormat1WithLog(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	old, err := os.ReadFile(filepath.Join("testdata", "format1", fileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fileName), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := json.Marshal(&logRecord{Seq: 1, Projects: []*Project{{ID: "x", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, logFileName), appendLogFrame(nil, p), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"y", "z"} {
+		if err := c.EnsureProject(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, fileName)); !bytes.HasPrefix(b, []byte(`{"format":2,`)) {
+		t.Fatalf("CATALOG: %.40s; want format 2", b)
+	}
+	want := doc(t, c)
+	c, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if got := doc(t, c); got != want {
+		t.Fatalf("reopened:\n%s\nwant\n%s", got, want)
+	}
+	for _, id := range []string{"x", "y", "z"} {
+		if !slices.ContainsFunc(c.Projects(), func(p Project) bool { return p.ID == id }) {
+			t.Fatalf("project %s lost: %v", id, c.Projects())
+		}
 	}
 }

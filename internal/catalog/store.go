@@ -159,6 +159,15 @@ func encodeDocument(st *state, seq int64) ([]byte, error) {
 	return out, nil
 }
 
+// fileFormat is the "format" of a CATALOG file that decodes.
+func fileFormat(b []byte) int {
+	var env struct {
+		Format int `json:"format"`
+	}
+	_ = json.Unmarshal(b, &env)
+	return env.Format
+}
+
 // decodeFile parses a CATALOG file into a state and the sequence number
 // of the last change it holds.
 func decodeFile(b []byte) (*state, int64, error) {
@@ -292,6 +301,7 @@ func (c *Catalog) load() (*state, error) {
 		}
 		c.dur.ckpt = true
 		c.dur.ckptSize = int64(len(b))
+		c.dur.v1 = fileFormat(b) == formatVersionV1
 	}
 	if err := c.loadLog(st, seq); err != nil {
 		return nil, err
