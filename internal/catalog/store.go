@@ -16,6 +16,10 @@ import (
 // FileName is the name of the catalog file in the catalog directory.
 const FileName = fileName
 
+// LogFileName is the name of the catalog's log in the catalog directory:
+// the changes since the checkpoint in FileName.
+const LogFileName = logFileName
+
 // File names in the catalog directory (and logFileName, log.go).
 const (
 	fileName    = "CATALOG"

@@ -70,12 +70,20 @@ func runFsck(_ context.Context, env *Env, args []string) error {
 func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableReport) int {
 	name := filepath.Join(dir, catalog.FileName)
 	if _, err := os.Stat(name); errors.Is(err, fs.ErrNotExist) {
-		if len(engine) > 0 {
-			fmt.Fprintf(w, "catalog: %s is missing but the engine has %d tables: the server refuses to start; restore it\n", name, len(engine))
-			return 1
+		logName := filepath.Join(dir, catalog.LogFileName)
+		_, lerr := os.Stat(logName)
+		switch {
+		case len(engine) > 0 && lerr == nil:
+			fmt.Fprintf(w, "catalog: %s is missing but the engine has %d tables (%s, which holds only the changes since that checkpoint, is there): the server refuses to start; restore CATALOG\n", name, len(engine), logName)
+		case len(engine) > 0:
+			fmt.Fprintf(w, "catalog: %s is missing, and %s, but the engine has %d tables: the server refuses to start; restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint, and the server would drop the data of the tables they created)\n", name, logName, len(engine))
+		case lerr == nil:
+			fmt.Fprintf(w, "catalog: %s is missing but %s is there: the server refuses to open the catalog; restore CATALOG\n", name, logName)
+		default:
+			fmt.Fprintf(w, "catalog: none (an empty data dir)\n")
+			return 0
 		}
-		fmt.Fprintf(w, "catalog: none (an empty data dir)\n")
-		return 0
+		return 1
 	}
 	cat, err := catalog.Open(dir, catalog.Options{FS: readOnlyFS{}})
 	if err != nil {

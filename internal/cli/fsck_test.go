@@ -98,7 +98,28 @@ func TestFsck(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code = runFsckCmd(t, dir)
-	if code != 1 || !strings.Contains(out, "CATALOG is missing") {
+	if code != 1 || !strings.Contains(out, "CATALOG is missing") || !strings.Contains(out, "CATALOG.log, which holds only the changes since") {
 		t.Fatalf("no catalog: exit %d\n%s", code, out)
+	}
+	// CATALOG.log without CATALOG and no table data: the server refuses
+	// to open the catalog, so fsck must not call the dir empty.
+	empty := t.TempDir()
+	edb, err := storage.Open(filepath.Join(empty, "tables"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := edb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, catalog.LogFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(empty, catalog.LogFileName), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code = runFsckCmd(t, empty)
+	if code != 1 || !strings.Contains(out, "CATALOG.log") {
+		t.Fatalf("log without its checkpoint: exit %d\n%s", code, out)
 	}
 }

@@ -67,6 +67,29 @@ func TestMissingCatalogRefusesToStart(t *testing.T) {
 	if !strings.Contains(err.Error(), "CATALOG") || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("error %q does not name the missing catalog", err)
 	}
+	// The tables' creations are in CATALOG.log, which is still there:
+	// the message says that it holds only the changes since the lost
+	// checkpoint, so that restoring CATALOG is enough.
+	if !strings.Contains(err.Error(), "CATALOG.log, which holds only the changes since") {
+		t.Fatalf("error %q does not say what CATALOG.log holds", err)
+	}
+	if after := tableDirs(t, dir); len(after) != 2 {
+		t.Fatalf("table data after the refused start: %v", after)
+	}
+	// Both files missing: restoring CATALOG alone would lose the
+	// changes in the log (every table created since the checkpoint,
+	// whose data start-up would then drop): the message says so.
+	if err := os.Remove(filepath.Join(dir, "CATALOG.log")); err != nil {
+		t.Fatal(err)
+	}
+	s, err = server.Start(server.Config{DataDir: dir, GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Project: "local"})
+	if err == nil {
+		_ = s.Close(context.Background())
+		t.Fatal("server started without its CATALOG")
+	}
+	if !strings.Contains(err.Error(), "restore CATALOG and CATALOG.log together") {
+		t.Fatalf("error %q does not say to restore CATALOG.log with CATALOG", err)
+	}
 	if after := tableDirs(t, dir); len(after) != 2 {
 		t.Fatalf("table data after the refused start: %v", after)
 	}

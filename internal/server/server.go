@@ -600,8 +600,7 @@ func (s *Server) openData() error {
 	catName := filepath.Join(s.cfg.DataDir, catalog.FileName)
 	if _, err := os.Stat(catName); errors.Is(err, os.ErrNotExist) {
 		if n := len(s.db.TableIDs()) + len(s.db.Quarantined()); n > 0 {
-			return fmt.Errorf("server: data dir %s holds %d tables but its catalog file %s is missing: refusing to start, which would treat every table as deleted and drop its data; restore %s, or move %s aside to start with an empty data dir",
-				s.cfg.DataDir, n, catName, catalog.FileName, filepath.Join(s.cfg.DataDir, "tables"))
+			return missingCatalogError(s.cfg.DataDir, n)
 		}
 	} else if err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -619,6 +618,22 @@ func (s *Server) openData() error {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
+}
+
+// missingCatalogError is the refusal to start a data dir holding n
+// tables without its CATALOG. The catalog is CATALOG (a checkpoint) and
+// CATALOG.log (the changes since it): the message says which is there,
+// and that CATALOG alone lacks the log's changes.
+func missingCatalogError(dir string, n int) error {
+	catName := filepath.Join(dir, catalog.FileName)
+	logName := filepath.Join(dir, catalog.LogFileName)
+	tables := filepath.Join(dir, "tables")
+	if _, err := os.Stat(logName); err == nil {
+		return fmt.Errorf("server: data dir %s holds %d tables but its catalog checkpoint %s is missing (%s, which holds only the changes since that checkpoint, is there): refusing to start, which would treat every table as deleted and drop its data; restore %s (a copy older than the log's first change fails to open, naming the missing changes), or move %s aside to start with an empty data dir",
+			dir, n, catName, logName, catalog.FileName, tables)
+	}
+	return fmt.Errorf("server: data dir %s holds %d tables but its catalog files %s and %s are missing: refusing to start, which would treat every table as deleted and drop its data; restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint, and start-up would drop the data of the tables they created), or move %s aside to start with an empty data dir",
+		dir, n, catName, logName, tables)
 }
 
 // tableStats reports a table's visible rows and bytes (REST numRows,
