@@ -1,7 +1,7 @@
 package ingest_test
 
-// Focused tests for rows 10-16 of the crash table (EXACTLY-ONCE.md section
-// 3.6): rebalances before and after the seal, a zombie member, a
+// Focused tests for rows 10-16 of the crash table (docs/ingest-protocol.md):
+// rebalances before and after the seal, a zombie member, a
 // cooperative revoke mid-batch, ambiguous OffsetCommit replies and a broker
 // restart, and a sealed stream the server does not know. Rows 1-9 are in
 // pipeline_test.go and kafka_test.go, row 15 in kill_test.go, row 17 in

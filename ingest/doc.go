@@ -7,7 +7,7 @@
 //
 // BigQuery has no fencing tokens: anyone holding a stream name can commit
 // it. So the pipeline never tries to stop a second party from committing.
-// Instead (EXACTLY-ONCE.md in the project's design notes):
+// Instead (docs/ingest-protocol.md; docs/ingest.md for the guarantee):
 //
 //  1. A stream is committed only after it is sealed: its id, row count and
 //     the source range [X, Y) it holds are written to the partition's

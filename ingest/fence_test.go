@@ -1,6 +1,6 @@
 package ingest_test
 
-// Tests for the fencing rules of EXACTLY-ONCE.md section 3.9: a read-back
+// Tests for the fencing rules of docs/ingest-protocol.md (rules 1 and 2): a read-back
 // proves only what it names; fencing replies are not all final; a
 // coordinator that is busy or moving is retried while the worker still owns
 // the partition.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// Point names a step of the protocol (EXACTLY-ONCE.md section 3.4) where a
-// test can make the pipeline crash. Each maps to a row of the crash table.
+// Point names a step of the protocol (docs/ingest-protocol.md, "The
+// steps") where a test can make the pipeline crash. Each maps to a row of the crash table.
 type Point string
 
 const (

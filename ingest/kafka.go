@@ -22,7 +22,7 @@ import (
 // assigned partition is a Partition; its state (IDLE or SEALED) lives in
 // the group's committed offset and its metadata, written only with
 // member OffsetCommit requests carrying this member's ID and generation,
-// so a member that lost the partition cannot seal (EXACTLY-ONCE.md 3.2).
+// so a member that lost the partition cannot seal (docs/ingest-protocol.md).
 //
 // The client runs with auto-commit off and BlockRebalanceOnPoll; seeks
 // (SetOffsets) and pauses happen only on the polling goroutine, between a

@@ -308,7 +308,7 @@ func (c *crashAt) At(p ingest.Point, _ string, batch uint64) error {
 }
 
 // TestCrashTable crashes at every failure point (rows 1-9 of the crash
-// table in EXACTLY-ONCE.md), restarts, and checks that the table and the
+// table in docs/ingest-protocol.md), restarts, and checks that the table and the
 // dead-letter file hold every record exactly once.
 func TestCrashTable(t *testing.T) {
 	e := newEnv(t)

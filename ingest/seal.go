@@ -20,7 +20,8 @@ const maxOwnerBytes = 64
 var ErrStateTooLarge = errors.New("ingest: encoded partition state exceeds 4096 bytes")
 
 // State is the durable state of one source partition: the only record that
-// decides what is committed (EXACTLY-ONCE.md section 3.3).
+// decides what is committed (docs/ingest-protocol.md, "The state of a
+// partition").
 //
 // Offset is always the first source offset not yet durably in BigQuery. A
 // state is IDLE (Sealed false: start reading at Offset) or SEALED (the
@@ -41,7 +42,7 @@ type State struct {
 	Generation int32
 	// Owner is a token of the pipeline run that wrote the state (random per
 	// run). After an ambiguous Store, a read-back is ours only if it equals
-	// what we wrote, owner included (EXACTLY-ONCE.md 3.9): a new owner that
+	// what we wrote, owner included (docs/ingest-protocol.md, rule 1): a new owner that
 	// computed the same batch and offset writes its own token and streams.
 	Owner string
 

@@ -41,7 +41,7 @@ type Partition interface {
 // being given up, while this process still owns it and before the
 // partition's context ends. The worker then starts no new batch and
 // seals nothing more; a batch already sealed is committed and marked DONE
-// (EXACTLY-ONCE.md 3.6 row 13), and the worker returns.
+// (crash table row 13, docs/ingest-protocol.md), and the worker returns.
 type Revoker interface {
 	Revoking() <-chan struct{}
 }
@@ -362,7 +362,7 @@ func (l *lineReader) Close() error {
 // start moved past them (retention, DeleteRecords) or whose end is now
 // below them (the topic was recreated, or the broker lost data). The
 // pipeline fails closed on it unless Config.SkipDeletedRecords is set
-// (EXACTLY-ONCE.md 3.6, crash table row 17).
+// (crash table row 17, docs/ingest-protocol.md).
 type RecordsGoneError struct {
 	Partition string
 	// Want is the offset the reader had to read next.

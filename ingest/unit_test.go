@@ -42,7 +42,7 @@ func TestStateCodec(t *testing.T) {
 			}
 		}
 	}
-	// The compact form is what EXACTLY-ONCE.md describes.
+	// The compact form is what docs/ingest-protocol.md describes.
 	b, _ := State{Batch: 8, Offset: 10, Sealed: true, To: 20, DeadLetterEnd: -1,
 		Streams: []SealedStream{{ID: "s1", Rows: 3}}}.Encode()
 	if want := `{"v":1,"b":8,"x":10,"to":20,"s":[{"t":0,"id":"s1","n":3}]}`; string(b) != want {

@@ -15,7 +15,7 @@ import (
 	"github.com/bqstore/bqstore/ingest/rows"
 )
 
-// worker runs one partition through the protocol of EXACTLY-ONCE.md
+// worker runs one partition through the protocol of docs/ingest-protocol.md
 // section 3.4, one batch at a time:
 //
 //	S0 resolve the stored state (commit a sealed batch, then DONE)
@@ -135,7 +135,7 @@ func (w *worker) run(ctx context.Context) error {
 	off, batch := st.Offset, st.Batch
 
 	// S5-S7 of batch k run on the closer goroutine while this one appends
-	// batch k+1 (EXACTLY-ONCE.md 3.4: unsealed streams are always safe to
+	// batch k+1 (docs/ingest-protocol.md: unsealed streams are always safe to
 	// throw away). Seals stay in order: the closer handles one batch at a
 	// time, so seal k+1 is written only after k is DONE.
 	wctx, cancel := context.WithCancel(ctx)
@@ -294,7 +294,7 @@ func (w *worker) start(ctx context.Context, st State) (State, error) {
 	return next, nil
 }
 
-// resolve finishes a sealed batch (EXACTLY-ONCE.md section 3.5): streams
+// resolve finishes a sealed batch (docs/ingest-protocol.md, "Recovery"): streams
 // already committed are done; the others are finalized (idempotent) and
 // committed; a missing stream fails closed. It returns the IDLE state.
 func (w *worker) resolve(ctx context.Context, st State) (State, error) {
@@ -779,7 +779,7 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 
 // store writes st as the partition's state; prev is the state stored
 // before it. A failed Store is settled by reading the state back
-// (EXACTLY-ONCE.md 3.9: a read-back proves only what it names):
+// (docs/ingest-protocol.md, rule 1: a read-back proves only what it names):
 //
 //   - exactly st (our streams, range and owner token): stored, go on;
 //   - exactly prev: not stored; write st again, with the group's current

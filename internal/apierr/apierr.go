@@ -14,7 +14,7 @@
 //     StorageError comments).
 //   - Missing table/stream: NOT_FOUND + TABLE_NOT_FOUND / STREAM_NOT_FOUND.
 //   - Wrong stream type or state, finalized stream, extra schema fields:
-//     INVALID_ARGUMENT + the StorageError code (shared/API.md section 2).
+//     INVALID_ARGUMENT + the StorageError code, as Google's service answers.
 //   - A runtime row_restriction error (division by zero, overflow, a
 //     failed CAST: a *filter.Error from evaluation) is the caller's fault
 //     and permanent: INVALID_ARGUMENT with the filter's message, as the

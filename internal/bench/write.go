@@ -29,7 +29,7 @@ type WriteConfig struct {
 	Verify       bool   // read the table back through the Read API afterwards
 }
 
-// benchSchema is the row of ENGINE.md's measurements: two int64s, two
+// benchSchema is the reference row of docs/PERFORMANCE.md: two int64s, two
 // short strings, a double and a payload string that pads the row.
 var benchSchema = bigquery.Schema{
 	{Name: "id", Type: bigquery.IntegerFieldType, Required: true},

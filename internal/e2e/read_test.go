@@ -542,7 +542,8 @@ func TestReadEveryTypeArrowAndAvro(t *testing.T) {
 	diffRows(t, "AVRO", got, want)
 }
 
-// checkArrowTypes checks the Arrow type mapping of API.md section 3.
+// checkArrowTypes checks the Arrow type of each BigQuery type as the Read
+// API serves it (TIMESTAMP as timestamp[us, UTC], NUMERIC as decimal128(38, 9), ...).
 func checkArrowTypes(t *testing.T, s *arrow.Schema) {
 	t.Helper()
 	want := map[string]string{

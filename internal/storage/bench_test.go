@@ -27,7 +27,7 @@ import (
 	"github.com/bqstore/bqstore/internal/storage/vfs"
 )
 
-// benchSchema is the ENGINE.md row: 6 fields, ~1176 B as Arrow.
+// benchSchema is the reference row of docs/PERFORMANCE.md: 6 fields, ~1176 B as Arrow.
 var benchSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 	{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},

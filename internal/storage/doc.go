@@ -85,7 +85,7 @@
 //
 //   - An LSM (pebble) holding rows as keys: measured at 250-315 MB/s and
 //     0.9-1.2 GB/s scans here against 680 MB/s and 3 GB/s for this log
-//     (ENGINE.md), with visibility and splitting no easier.
+//     (measured when the engine was designed), with visibility and splitting no easier.
 //   - Timestamps assigned at admission: the CRC could then be finished by
 //     the appender, but a snapshot could not tell in-flight from durable
 //     records without the same wait; stamping in the writer keeps log

@@ -30,7 +30,7 @@ import (
 
 // AppendRows serves one bidirectional AppendRows connection.
 //
-// Shape (STYLE.md section 4): the handler goroutine receives, validates,
+// Shape (docs/architecture.md): the handler goroutine receives, validates,
 // decodes and submits each request to the engine in request order (so
 // offset checks see requests in the order the client sent them); a single
 // sender goroutine, owned by this call and waited for before it returns,

@@ -10,7 +10,7 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
-// benchTable is ENGINE.md's reference row: int64 id, int64 timestamp, a
+// benchTable is the reference row of docs/PERFORMANCE.md: int64 id, int64 timestamp, a
 // ~36 B string, a ~8 B string, a double and a 1100 B payload.
 func benchTable() *schema.Schema {
 	return &schema.Schema{Fields: []*schema.Field{
