@@ -31,6 +31,10 @@ type crashFS struct {
 	durable    map[string]*crashFile // as of the last SyncDir
 	pending    []nameOp              // name changes since the last SyncDir
 	fileWrites int                   // WriteFileSync calls (checkpoints)
+	// anyOrder makes crash keep a random subset of the name changes
+	// since the last SyncDir, not a prefix: a file system that writes
+	// directory entries out of order.
+	anyOrder bool
 }
 
 type crashFile struct{ data []byte }
@@ -192,7 +196,16 @@ func (c *crashFS) crash() *crashFS {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := maps.Clone(c.durable)
-	for _, op := range c.pending[:c.rng.Intn(len(c.pending)+1)] {
+	pending := c.pending[:c.rng.Intn(len(c.pending)+1)]
+	if c.anyOrder {
+		pending = nil
+		for _, op := range c.pending {
+			if c.rng.Intn(2) == 0 {
+				pending = append(pending, op)
+			}
+		}
+	}
+	for _, op := range pending {
 		if op.f == nil {
 			delete(names, op.name)
 		} else {
