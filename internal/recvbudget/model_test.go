@@ -351,8 +351,18 @@ func clientHeaders(r *rand.Rand, sid uint32) []byte {
 // sendData sends k bytes of s's messages in DATA frames (some padded,
 // some empty) and follows which large messages' prefixes arrive.
 func (mc *modelConn) sendData(r *rand.Rand, s *modelStream, k int, maxMsg int64) {
+	granted := mc.granted(s.sid)
 	for k > 0 {
 		n := min(k, 1+r.IntN(20<<10))
+		// Flow control: of a large message not yet admitted the client
+		// sends at most the stream window (Threshold bytes, its prefix
+		// included); gRPC resets a stream that sends more.
+		if cur := s.msgs[0]; cur > Threshold && cur <= maxMsg && !granted {
+			if s.sentMsg >= Threshold {
+				return
+			}
+			n = min(n, int(Threshold-s.sentMsg))
+		}
 		if r.IntN(8) == 0 {
 			mc.send(frame(frameData, 0, s.sid, nil))
 		}
@@ -376,11 +386,27 @@ func (mc *modelConn) sendData(r *rand.Rand, s *modelStream, k int, maxMsg int64)
 				}
 				s.msgs = s.msgs[1:]
 				s.sentMsg = 0
+				granted = false // the next message is not admitted yet
 			}
 		}
 		s.pending = s.pending[n:]
 		k -= n
 	}
+}
+
+// granted reports whether the current large message of stream sid is
+// admitted (false when its prefix has not arrived).
+func (mc *modelConn) granted(sid uint32) bool {
+	c := mc.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.mu.streams[sid]
+	if st == nil || st.cur == nil {
+		return false
+	}
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	return st.cur.granted
 }
 
 func (mc *modelConn) endStream(s *modelStream) {
