@@ -129,7 +129,7 @@ func runNemesisMemberIfRequested() {
 			// to the member's log too: a stall's story is in the group.
 			Opts: []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo, func() string {
 				return time.Now().UTC().Format("time=2006-01-02T15:04:05.000Z kgo ")
-			})), kgo.ClientID(s.ClientID), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
+			})), kgo.ClientID(s.ClientID), kgo.FetchMaxBytes(nemesisFetchMaxBytes), kgo.SessionTimeout(nemesisSession), kgo.HeartbeatInterval(200 * time.Millisecond),
 				kgo.RebalanceTimeout(nemesisRebalance)}}
 		return ingest.Run(ctx, ingest.Config{
 			Start:  ingest.StartEarliest,
