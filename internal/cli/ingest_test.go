@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/testkit/bqread"
+
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
@@ -108,7 +110,7 @@ func TestIngestStdinTwice(t *testing.T) {
 		it := tbl.Read(ctx)
 		for {
 			var row []bigquery.Value
-			err := it.Next(&row)
+			err := bqread.NextRow(it, &row)
 			if err == iterator.Done {
 				break
 			}

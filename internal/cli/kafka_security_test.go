@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/testkit/bqread"
+
 	"cloud.google.com/go/bigquery"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -225,7 +227,7 @@ func countRows(t *testing.T, bq *bigquery.Client, table string) int {
 	n := 0
 	for {
 		var row []bigquery.Value
-		err := it.Next(&row)
+		err := bqread.NextRow(it, &row)
 		if err == iterator.Done {
 			return n
 		}
