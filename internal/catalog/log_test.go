@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -588,5 +589,83 @@ func TestLogTornLargeRecord(t *testing.T) {
 				t.Fatalf("log after open: %v; want the torn record cut (%d bytes)", err, len(before))
 			}
 		})
+	}
+}
+
+// TestConcurrentChangesReopen: PATCHes of one table (schema and
+// metadata), creates and deletes run at once, with checkpoints among
+// them; the catalog reopened from its files is the one in memory.
+func TestConcurrentChangesReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	opts := Options{checkpointBytes: 4096}
+	c, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateDataset(ctx, Dataset{ProjectID: "p", DatasetID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateTable(ctx, TableSpec{ProjectID: "p", DatasetID: "d", TableID: "hot", Schema: cols(1, "")}); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*rounds)
+	wg.Add(4)
+	go func() { // widen the schema
+		defer wg.Done()
+		for i := range rounds {
+			if _, err := c.UpdateTable(ctx, "p", "d", "hot", TablePatch{Schema: cols(2+i, "")}, ""); err != nil {
+				errs <- err
+			}
+		}
+	}()
+	go func() { // metadata
+		defer wg.Done()
+		for i := range rounds {
+			desc := fmt.Sprintf("patch %d", i)
+			if _, err := c.UpdateTable(ctx, "p", "d", "hot", TablePatch{Description: &desc}, ""); err != nil {
+				errs <- err
+			}
+		}
+	}()
+	go func() { // creates, every other one deleted
+		defer wg.Done()
+		for i := range rounds {
+			name := fmt.Sprintf("t%d", i)
+			if _, err := c.CreateTable(ctx, TableSpec{ProjectID: "p", DatasetID: "d", TableID: name, Schema: cols(3, "")}); err != nil {
+				errs <- err
+			} else if i%2 == 0 {
+				if err := c.DeleteTable(ctx, "p", "d", name); err != nil {
+					errs <- err
+				}
+			}
+		}
+	}()
+	go func() { // readers
+		defer wg.Done()
+		for range rounds {
+			if _, err := c.Table("p", "d", "hot"); err != nil {
+				errs <- err
+			}
+			c.Tables()
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := doc(t, c)
+	c, err = Open(dir, opts)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if got := doc(t, c); got != want {
+		t.Fatalf("reopened:\n%s\nwant\n%s", got, want)
+	}
+	if tb, _ := c.Table("p", "d", "hot"); len(tb.Schema().Fields) != rounds+1 {
+		t.Fatalf("hot has %d columns, want %d", len(tb.Schema().Fields), rounds+1)
 	}
 }
