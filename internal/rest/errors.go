@@ -23,6 +23,9 @@ type Error struct {
 	Reason string
 	Msg    string
 	Status string // the google.rpc.Code name; empty: statusName(Code)
+	// Location and LocationType name the request parameter at fault
+	// (invalidQuery: "q", "parameter"); empty: none.
+	Location, LocationType string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -118,6 +121,9 @@ type wireErrorItem struct {
 	Message string `json:"message"`
 	Domain  string `json:"domain"`
 	Reason  string `json:"reason"`
+	// Location and LocationType: see Error.
+	Location     string `json:"location,omitempty"`
+	LocationType string `json:"locationType,omitempty"`
 }
 
 type wireError struct {
@@ -137,7 +143,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	var body wireError
 	body.Error.Code = e.Code
 	body.Error.Message = e.Msg
-	body.Error.Errors = []wireErrorItem{{Message: e.Msg, Domain: "global", Reason: e.Reason}}
+	body.Error.Errors = []wireErrorItem{{Message: e.Msg, Domain: "global", Reason: e.Reason, Location: e.Location, LocationType: e.LocationType}}
 	body.Error.Status = e.Status
 	if body.Error.Status == "" {
 		body.Error.Status = statusName(e.Code)

@@ -20,14 +20,7 @@ func TestNotImplemented(t *testing.T) {
 		code         int
 		want         string // the method named, or the 404 message
 	}{
-		{"POST", "/bigquery/v2/projects/p/jobs", 501, "jobs.insert"},
 		{"POST", "/upload/bigquery/v2/projects/p/jobs?uploadType=multipart", 501, "jobs.insert"},
-		{"GET", "/projects/p/jobs", 501, "jobs.list"},
-		{"GET", "/projects/p/jobs/j1", 501, "jobs.get"},
-		{"POST", "/projects/p/jobs/j1/cancel", 501, "jobs.cancel"},
-		{"DELETE", "/projects/p/jobs/j1/delete", 501, "jobs.delete"},
-		{"POST", "/projects/p/queries", 501, "jobs.query"},
-		{"GET", "/bigquery/v2/projects/p/queries/j1?maxResults=10", 501, "jobs.getQueryResults"},
 		{"GET", "/projects/p/serviceAccount", 501, "projects.getServiceAccount"},
 		{"POST", "/projects/p/datasets/d:undelete", 501, "datasets.undelete"},
 		{"POST", "/projects/p/datasets/d/tables/t:getIamPolicy", 501, "tables.getIamPolicy"},
@@ -45,11 +38,13 @@ func TestNotImplemented(t *testing.T) {
 		// No BigQuery method at these paths: still 404.
 		{"GET", "/projects/p/bogus", 404, "Not found: URL"},
 		{"GET", "/bogus", 404, "Not found: URL"},
-		{"DELETE", "/projects/p/jobs", 404, "Not found: URL"},
+		{"DELETE", "/projects/p/jobs", 405, "Method DELETE is not allowed"},
 		{"GET", "/projects/p/datasets/d/tables/t/insertAll/x", 404, "Not found: URL"},
 		{"POST", "/projects/p/datasets/d:bogus", 400, "Invalid dataset ID"},
 		// Served methods are unchanged.
 		{"GET", "/projects/p/datasets/d/tables/nope", 404, "Not found: Table p:d.nope"},
+		{"GET", "/projects/p/jobs/j1", 404, "Not found: Job p:US.j1"},
+		{"GET", "/bigquery/v2/projects/p/queries/j1?maxResults=10", 404, "Not found: Job p:US.j1"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			code, b := do(t, base, tc.method, tc.path, "{}")

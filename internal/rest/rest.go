@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/jobs"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/storage"
 )
@@ -89,8 +90,9 @@ type Handler struct {
 	mux    *http.ServeMux
 	served []*route // the routes registered, in table order
 
-	insertIDs  *insertIDs // tabledata.insertAll's insertId window
-	converters converters // tabledata.insertAll's idle row converters
+	jobs       *jobs.Store // query jobs and their results
+	insertIDs  *insertIDs  // tabledata.insertAll's insertId window
+	converters converters  // tabledata.insertAll's idle row converters
 
 	docOnce sync.Once
 	doc     map[string]any // the discovery document, without its URLs
@@ -120,6 +122,7 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 		window = DefaultInsertIDWindow
 	}
 	h.insertIDs = newInsertIDs(window, clock, insertIDMaxBytes)
+	h.jobs = jobs.New(cat, jobs.Options{DB: opts.DB, Clock: clock})
 	h.register()
 	for _, path := range discoveryPaths {
 		h.mux.HandleFunc("GET "+path, h.serveDiscovery)

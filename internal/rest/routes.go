@@ -57,6 +57,7 @@ var (
 	pPageToken  = param{"pageToken", "string", "Page token, returned by a previous call, to request the next page of results."}
 	// accessPolicyVersion is sent by bq on every dataset call; bqstore
 	// keeps no access policies, so any version reads the same.
+	pJobLocation         = param{"location", "string", "The job's location; accepted and used in messages only (bqstore has one location)."}
 	pAccessPolicyVersion = param{"accessPolicyVersion", "integer", "Accepted and ignored: bqstore keeps no dataset access policies."}
 )
 
@@ -149,6 +150,47 @@ var routes = []route{
 	{id: "tabledata.insertAll", method: "POST", path: "projects/{projectId}/datasets/{datasetId}/tables/{tableId}/insertAll",
 		request: tInsertAll, response: tInsertAllResponse, needsDB: true, serve: (*Handler).insertAllRows,
 		desc: "Streams rows into the table (the legacy streaming API): they are appended to its _default stream and visible when the call returns. insertId de-duplicates retries for a minute, best effort; templateSuffix writes to tableId+suffix, created from the table's schema."},
+
+	{id: "jobs.insert", method: "POST", path: "projects/{projectId}/jobs", upload: true,
+		request: tJob, response: tJob, serve: (*Handler).insertJob,
+		desc: "Starts a query job (GoogleSQL) and runs it to the end before answering: the job is DONE, with its errorResult if it failed. Load, copy and extract jobs, destinationTable, query parameters and dry runs answer \"not supported yet\"."},
+	{id: "jobs.list", method: "GET", path: "projects/{projectId}/jobs",
+		query: []param{
+			{"allUsers", "boolean", "Accepted and ignored: bqstore lists every job of the project."},
+			{"maxCreationTime", "string", "Only jobs created at or before this time, in milliseconds since the epoch."},
+			pMaxResults,
+			{"minCreationTime", "string", "Only jobs created at or after this time, in milliseconds since the epoch."},
+			pPageToken,
+			{"parentJobId", "string", "Accepted and ignored: bqstore has no child jobs."},
+			{"projection", "string", "Accepted and ignored: the full job is listed."},
+			{"stateFilter", "string", "Only jobs in these states (DONE, PENDING, RUNNING)."},
+		},
+		response: tJobList, serve: (*Handler).listJobs,
+		desc: "Lists the project's jobs kept by this server (24 hours, at most 1000, in memory), newest first."},
+	{id: "jobs.get", method: "GET", path: "projects/{projectId}/jobs/{jobId}",
+		query:    []param{pJobLocation},
+		response: tJob, serve: (*Handler).getJob,
+		desc: "Returns the job."},
+	{id: "jobs.cancel", method: "POST", path: "projects/{projectId}/jobs/{jobId}/cancel",
+		query:    []param{pJobLocation},
+		response: tJobCancelResp, serve: (*Handler).cancelJob,
+		desc: "Returns the job: bqstore's jobs are DONE when created, so there is nothing to cancel."},
+	{id: "jobs.delete", method: "DELETE", path: "projects/{projectId}/jobs/{jobId}/delete",
+		query: []param{pJobLocation},
+		serve: (*Handler).deleteJob,
+		desc:  "Forgets the job and its results."},
+	{id: "jobs.query", method: "POST", path: "projects/{projectId}/queries",
+		request: tQueryRequest, response: tQueryResults, serve: (*Handler).query,
+		desc: "Runs a GoogleSQL query to the end and returns its first page of rows (up to maxResults)."},
+	{id: "jobs.getQueryResults", method: "GET", path: "projects/{projectId}/queries/{jobId}",
+		query: []param{
+			{"formatOptions.useInt64Timestamp", "boolean", "TIMESTAMP cells as int64 microseconds since the epoch (strings) instead of float seconds."},
+			pJobLocation, pMaxResults, pPageToken,
+			{"startIndex", "string", "Zero-based index of the first row to return."},
+			{"timeoutMs", "integer", "Accepted: queries are complete when their job exists."},
+		},
+		response: tQueryResults, serve: (*Handler).getQueryResults,
+		desc: "Returns a page of a query job's rows; a failed query answers its error."},
 }
 
 // register adds the routes to h's mux, under every prefix, and for each

@@ -1,0 +1,138 @@
+package filter
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// This file exports the expression layer to the query engine
+// (internal/sql): a compiled expression of any type evaluated to values,
+// and the lexer's tokens. A row_restriction stays a Filter (compile.go),
+// unchanged.
+
+// Scalar is a compiled expression of any type, checked against a table
+// schema. It is immutable and safe for concurrent use.
+type Scalar struct {
+	src     string
+	root    node
+	columns []string
+}
+
+// CompileScalar parses expr and type-checks it against s, as Compile does,
+// without requiring a BOOL result. Errors are *Error naming the position
+// in expr (callers embedding an expression in a larger text pass the text
+// with everything before the expression blanked, so positions match).
+func CompileScalar(expr string, s *schema.Schema, opts ...Option) (*Scalar, error) {
+	ast, err := Parse(expr)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{src: expr, schema: s, seen: map[string]bool{}}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.now.IsZero() {
+		c.now = time.Now()
+	}
+	root, err := c.check(ast)
+	if err != nil {
+		return nil, err
+	}
+	return &Scalar{src: expr, root: root, columns: c.cols}, nil
+}
+
+// Type is the GoogleSQL name of the expression's type ("INT64", "STRING",
+// ...; "NULL" for an untyped NULL literal).
+func (x *Scalar) Type() string { return x.root.typ().String() }
+
+// Columns returns the top-level columns the expression references, in the
+// schema's spelling and in order of first reference.
+func (x *Scalar) Columns() []string { return append([]string(nil), x.columns...) }
+
+// Values evaluates the expression over rec (which holds Columns, as for
+// Filter.Eval; nil when the expression references none, with n rows) and
+// returns one Go value per row: nil for NULL; bool for BOOL; int64 for
+// INT64, DATE (days since 1970-01-01), DATETIME and TIMESTAMP (µs since
+// the epoch) and TIME (µs since midnight); float64 for FLOAT64; *big.Rat
+// for NUMERIC and BIGNUMERIC; string for STRING, BYTES, JSON and
+// GEOGRAPHY (WKT). Other types are an *Error.
+func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any, error) {
+	if rec != nil {
+		n = int(rec.NumRows())
+	}
+	ctx := &evalCtx{cx: cx, rec: rec, n: n, src: x.src, cols: map[string]*vec{}}
+	if err := ctx.check(); err != nil {
+		return nil, err
+	}
+	v, err := x.root.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := v.t
+	switch t {
+	case tStruct, tArray, tInterval, tRange:
+		return nil, newError(x.src, x.root.pos(), "not supported yet by bqstore: query results of type %s", t)
+	}
+	out := make([]any, n)
+	for i := range out {
+		val := v.get(i)
+		if val.null || t == tNull {
+			continue
+		}
+		switch {
+		case t == tBool:
+			out[i] = val.b
+		case isIntLike(t):
+			out[i] = val.i
+		case t == tFloat:
+			out[i] = val.f
+		case isDecimal(t):
+			out[i] = val.r
+		default:
+			out[i] = val.s
+		}
+	}
+	return out, nil
+}
+
+// Token is a lexical token of GoogleSQL text.
+type Token struct {
+	Pos, End int    // byte offsets of the token in the text
+	Text     string // as written
+	Ident    bool   // an identifier or keyword, unquoted
+	QIdent   bool   // a `quoted identifier`
+	Value    string // identifiers: the name; literals: the decoded value
+	Op       bool   // punctuation or an operator
+	EOF      bool
+}
+
+// Tokens splits src into tokens, the last one EOF. The error is an *Error
+// naming the position of the bad token.
+func Tokens(src string) ([]Token, error) {
+	l := lexer{src: src}
+	var out []Token
+	for {
+		t, err := l.next()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Token{Pos: t.pos, End: t.pos + len(t.text), Text: t.text,
+			Ident: t.kind == kIdent, QIdent: t.kind == kQIdent, Value: t.val,
+			Op: t.kind == kOp, EOF: t.kind == kEOF})
+		if t.kind == kEOF {
+			return out, nil
+		}
+	}
+}
+
+// NewError returns an *Error for byte offset pos of src.
+func NewError(src string, pos int, format string, args ...any) *Error {
+	return newError(src, pos, format, args...)
+}
+
+// IsReserved reports whether word is a GoogleSQL reserved keyword.
+func IsReserved(word string) bool { return isReserved(word) }

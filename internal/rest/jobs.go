@@ -1,0 +1,712 @@
+package rest
+
+// The jobs API for queries: jobs.query, jobs.insert (query jobs),
+// jobs.getQueryResults, jobs.get, jobs.list, jobs.cancel, jobs.delete.
+// Queries run synchronously in internal/jobs when the job is created, so
+// every answer has jobComplete true and state DONE; this file only
+// translates between BigQuery's JSON and internal/jobs.
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/jobs"
+	"github.com/bqstore/bqstore/internal/rowjson"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// Limits of one page of query results, as for tabledata.list.
+const (
+	queryMaxPageBytes = tableDataMaxPageBytes
+	queryMaxRows      = tableDataMaxRows
+)
+
+// defaultLocation is the location jobs report when the request names none.
+const defaultLocation = "US"
+
+type jobReference struct {
+	ProjectID string `json:"projectId"`
+	JobID     string `json:"jobId"`
+	Location  string `json:"location,omitempty"`
+}
+
+type formatOptions struct {
+	UseInt64Timestamp bool `json:"useInt64Timestamp,omitempty"`
+}
+
+// queryRequest is the body of jobs.query: every member the clients send
+// is listed (unknown names are refused); those bqstore does not act on are
+// accepted and ignored unless the comment says otherwise.
+type queryRequest struct {
+	Kind                               string            `json:"kind,omitempty"`
+	Query                              string            `json:"query"`
+	MaxResults                         *int              `json:"maxResults,omitempty"`
+	DefaultDataset                     *datasetRef       `json:"defaultDataset,omitempty"`
+	TimeoutMs                          *int              `json:"timeoutMs,omitempty"`
+	DryRun                             bool              `json:"dryRun,omitempty"` // answered "not supported yet"
+	UseQueryCache                      *bool             `json:"useQueryCache,omitempty"`
+	UseLegacySQL                       *bool             `json:"useLegacySql,omitempty"` // absent or true: 400
+	ParameterMode                      string            `json:"parameterMode,omitempty"`
+	QueryParameters                    []any             `json:"queryParameters,omitempty"` // answered "not supported yet"
+	Location                           string            `json:"location,omitempty"`
+	FormatOptions                      *formatOptions    `json:"formatOptions,omitempty"`
+	ConnectionProperties               []any             `json:"connectionProperties,omitempty"`
+	Labels                             map[string]string `json:"labels,omitempty"`
+	MaximumBytesBilled                 schema.Int64      `json:"maximumBytesBilled,omitempty"`
+	RequestID                          string            `json:"requestId,omitempty"`
+	CreateSession                      bool              `json:"createSession,omitempty"`
+	JobCreationMode                    string            `json:"jobCreationMode,omitempty"`
+	Reservation                        string            `json:"reservation,omitempty"`
+	MaxSlots                           *int              `json:"maxSlots,omitempty"`
+	JobTimeoutMs                       schema.Int64      `json:"jobTimeoutMs,omitempty"`
+	WriteIncrementalResults            bool              `json:"writeIncrementalResults,omitempty"`
+	DestinationEncryptionConfiguration any               `json:"destinationEncryptionConfiguration,omitempty"`
+	PreserveNulls                      bool              `json:"preserveNulls,omitempty"`
+}
+
+// jobJSON is the Job resource.
+type jobJSON struct {
+	Kind          string            `json:"kind"`
+	ETag          string            `json:"etag,omitempty"`
+	ID            string            `json:"id,omitempty"`
+	SelfLink      string            `json:"selfLink,omitempty"`
+	UserEmail     string            `json:"user_email,omitempty"`
+	JobReference  *jobReference     `json:"jobReference,omitempty"`
+	Configuration *jobConfiguration `json:"configuration,omitempty"`
+	Status        *jobStatus        `json:"status,omitempty"`
+	Statistics    *jobStatistics    `json:"statistics,omitempty"`
+	// Accepted in a request and ignored.
+	PrincipalSubject  string `json:"principal_subject,omitempty"`
+	JobCreationReason any    `json:"jobCreationReason,omitempty"`
+}
+
+type jobConfiguration struct {
+	JobType      string            `json:"jobType,omitempty"`
+	Query        *queryConfig      `json:"query,omitempty"`
+	Load         any               `json:"load,omitempty"`
+	Copy         any               `json:"copy,omitempty"`
+	Extract      any               `json:"extract,omitempty"`
+	DryRun       bool              `json:"dryRun,omitempty"`
+	JobTimeoutMs schema.Int64      `json:"jobTimeoutMs,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Reservation  string            `json:"reservation,omitempty"`
+	MaxSlots     *int              `json:"maxSlots,omitempty"`
+}
+
+type queryConfig struct {
+	Query                              string         `json:"query"`
+	UseLegacySQL                       *bool          `json:"useLegacySql,omitempty"`
+	DefaultDataset                     *datasetRef    `json:"defaultDataset,omitempty"`
+	DestinationTable                   *tableRef      `json:"destinationTable,omitempty"` // answered "not supported yet"
+	CreateDisposition                  string         `json:"createDisposition,omitempty"`
+	WriteDisposition                   string         `json:"writeDisposition,omitempty"`
+	Priority                           string         `json:"priority,omitempty"`
+	AllowLargeResults                  bool           `json:"allowLargeResults,omitempty"`
+	FlattenResults                     *bool          `json:"flattenResults,omitempty"`
+	UseQueryCache                      *bool          `json:"useQueryCache,omitempty"`
+	MaximumBytesBilled                 schema.Int64   `json:"maximumBytesBilled,omitempty"`
+	MaximumBillingTier                 *int           `json:"maximumBillingTier,omitempty"`
+	ParameterMode                      string         `json:"parameterMode,omitempty"`
+	QueryParameters                    []any          `json:"queryParameters,omitempty"`
+	SchemaUpdateOptions                []string       `json:"schemaUpdateOptions,omitempty"`
+	TimePartitioning                   any            `json:"timePartitioning,omitempty"`
+	RangePartitioning                  any            `json:"rangePartitioning,omitempty"`
+	Clustering                         any            `json:"clustering,omitempty"`
+	DestinationEncryptionConfiguration any            `json:"destinationEncryptionConfiguration,omitempty"`
+	UserDefinedFunctionResources       []any          `json:"userDefinedFunctionResources,omitempty"`
+	TableDefinitions                   map[string]any `json:"tableDefinitions,omitempty"`
+	ConnectionProperties               []any          `json:"connectionProperties,omitempty"`
+	CreateSession                      bool           `json:"createSession,omitempty"`
+	Continuous                         bool           `json:"continuous,omitempty"`
+	ScriptOptions                      any            `json:"scriptOptions,omitempty"`
+	PreserveNulls                      bool           `json:"preserveNulls,omitempty"`
+	WriteIncrementalResults            bool           `json:"writeIncrementalResults,omitempty"`
+}
+
+// jobError is BigQuery's ErrorProto in a job status (members omitted when empty).
+type jobError struct {
+	Reason    string `json:"reason,omitempty"`
+	Location  string `json:"location,omitempty"`
+	DebugInfo string `json:"debugInfo,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+type jobStatus struct {
+	State       string     `json:"state"`
+	ErrorResult *jobError  `json:"errorResult,omitempty"`
+	Errors      []jobError `json:"errors,omitempty"`
+}
+
+type jobStatistics struct {
+	CreationTime        schema.Int64     `json:"creationTime,omitempty"`
+	StartTime           schema.Int64     `json:"startTime,omitempty"`
+	EndTime             schema.Int64     `json:"endTime,omitempty"`
+	TotalBytesProcessed schema.Int64     `json:"totalBytesProcessed"`
+	Query               *queryStatistics `json:"query,omitempty"`
+}
+
+type queryStatistics struct {
+	TotalBytesProcessed schema.Int64   `json:"totalBytesProcessed"`
+	TotalBytesBilled    schema.Int64   `json:"totalBytesBilled"`
+	CacheHit            bool           `json:"cacheHit"`
+	StatementType       string         `json:"statementType,omitempty"`
+	ReferencedTables    []tableRef     `json:"referencedTables,omitempty"`
+	Schema              *schema.Schema `json:"schema,omitempty"`
+}
+
+// queryResultsDoc is the shape of the jobs.query and jobs.getQueryResults
+// responses (queryResults writes them), for the discovery document.
+type queryResultsDoc struct {
+	Kind         string         `json:"kind"`
+	ETag         string         `json:"etag,omitempty"`
+	Schema       *schema.Schema `json:"schema,omitempty"`
+	JobReference *jobReference  `json:"jobReference"`
+	TotalRows    schema.Int64   `json:"totalRows"`
+	PageToken    string         `json:"pageToken,omitempty"`
+	Rows         []struct {
+		F []struct {
+			V any `json:"v"`
+		} `json:"f"`
+	} `json:"rows,omitempty"`
+	TotalBytesProcessed schema.Int64 `json:"totalBytesProcessed"`
+	JobComplete         bool         `json:"jobComplete"`
+	CacheHit            bool         `json:"cacheHit"`
+	Errors              []jobError   `json:"errors,omitempty"`
+}
+
+type jobList struct {
+	Kind          string        `json:"kind"`
+	ETag          string        `json:"etag,omitempty"`
+	NextPageToken string        `json:"nextPageToken,omitempty"`
+	Jobs          []jobListItem `json:"jobs"`
+}
+
+type jobListItem struct {
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	JobReference  *jobReference     `json:"jobReference"`
+	State         string            `json:"state"`
+	ErrorResult   *jobError         `json:"errorResult,omitempty"`
+	Statistics    *jobStatistics    `json:"statistics,omitempty"`
+	Configuration *jobConfiguration `json:"configuration,omitempty"`
+	Status        *jobStatus        `json:"status,omitempty"`
+	UserEmail     string            `json:"user_email,omitempty"`
+}
+
+type jobCancelResponse struct {
+	Kind string   `json:"kind"`
+	Job  *jobJSON `json:"job"`
+}
+
+var (
+	tQueryRequest  = reflect.TypeFor[queryRequest]()
+	tQueryResults  = reflect.TypeFor[queryResultsDoc]()
+	tJob           = reflect.TypeFor[jobJSON]()
+	tJobList       = reflect.TypeFor[jobList]()
+	tJobCancelResp = reflect.TypeFor[jobCancelResponse]()
+)
+
+// legacySQL is the answer to a query that asks for legacy SQL (or does not
+// say: BigQuery's REST default is legacy SQL).
+func legacySQL() *Error {
+	return invalid("bqstore runs GoogleSQL only, not legacy SQL: send useLegacySql: false (bq query --use_legacy_sql=false; the Go and Node.js clients send it by default)")
+}
+
+// newJobID returns a job id as BigQuery generates them: "job_" and 28
+// URL-safe characters.
+func newJobID() string {
+	b := make([]byte, 21)
+	_, _ = rand.Read(b)
+	return "job_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func validJobID(id string) bool {
+	if id == "" || len(id) > 1024 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// queryError is the wire form of a failed query: invalidQuery for an
+// error in the query text (with its position), notFound for a missing
+// table.
+func queryError(err error) *Error {
+	var fe *filter.Error
+	var te *jobs.TableError
+	switch {
+	case errors.As(err, &fe):
+		return &Error{Code: http.StatusBadRequest, Reason: "invalidQuery", Msg: fe.Error(), Location: "q", LocationType: "parameter"}
+	case errors.As(err, &te) && te.NotFound:
+		return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: te.Msg}
+	case errors.As(err, &te):
+		return &Error{Code: http.StatusBadRequest, Reason: "invalid", Msg: te.Msg}
+	}
+	e, _ := fromErr(err)
+	return e
+}
+
+// jobErrorOf is a failed job's status.errorResult.
+func jobErrorOf(err error) *jobError {
+	e := queryError(err)
+	ep := &jobError{Reason: e.Reason, Message: e.Msg}
+	if e.Reason == "invalidQuery" {
+		ep.Location = "query"
+	}
+	return ep
+}
+
+// runQuery checks a query configuration and runs it as job project/id.
+func (h *Handler) runQuery(r *http.Request, project, id, location string, legacy *bool, dryRun bool, params []any, def *datasetRef, sqlText string) (*jobs.Job, error) {
+	if legacy == nil || *legacy {
+		return nil, legacySQL()
+	}
+	if dryRun {
+		return nil, notImplementedYet("dry-run queries")
+	}
+	if len(params) > 0 {
+		return nil, notImplementedYet("query parameters")
+	}
+	if strings.TrimSpace(sqlText) == "" {
+		return nil, invalid("Required parameter is missing: query")
+	}
+	q := jobs.Query{SQL: sqlText}
+	if def != nil {
+		q.DefaultProject, q.DefaultDataset = def.ProjectID, def.DatasetID
+	}
+	if location == "" {
+		location = defaultLocation
+	}
+	j, err := h.jobs.RunQuery(r.Context(), project, id, location, q)
+	if errors.Is(err, jobs.ErrDuplicate) {
+		return nil, &Error{Code: http.StatusConflict, Reason: "duplicate", Msg: fmt.Sprintf("Already Exists: Job %s:%s.%s", project, location, id)}
+	}
+	return j, err
+}
+
+// notImplementedYet is a request using a feature bqstore does not serve yet.
+func notImplementedYet(feature string) *Error {
+	return invalid("not supported yet by bqstore: %s", feature)
+}
+
+// query serves jobs.query: the query runs to the end and the answer holds
+// the first page of its rows.
+func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("projectId")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, _, err := readBody(w, r, "query request", tQueryRequest, pathParams{project: p})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in queryRequest
+	if err := decodeInto("query request", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	j, err := h.runQuery(r, p, newJobID(), in.Location, in.UseLegacySQL, in.DryRun, in.QueryParameters, in.DefaultDataset, in.Query)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if j.Err != nil {
+		h.writeError(w, r, queryError(j.Err))
+		return
+	}
+	maxRows := int64(queryMaxRows)
+	if in.MaxResults != nil && *in.MaxResults > 0 {
+		maxRows = min(maxRows, int64(*in.MaxResults))
+	}
+	int64TS := in.FormatOptions != nil && in.FormatOptions.UseInt64Timestamp
+	h.writeResults(w, r, j, "bigquery#queryResponse", 0, maxRows, int64TS)
+}
+
+// writeResults answers with rows [start, start+maxRows) of j's result.
+func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j *jobs.Job, kind string, start, maxRows int64, int64TS bool) {
+	res := j.Result
+	total := int64(len(res.Rows))
+	var rows []byte
+	pos := min(start, total)
+	end := min(total, pos+maxRows)
+	f := rowjson.NewFormatter(res.Schema, rowjson.Options{UseInt64Timestamp: int64TS})
+	for pos < end && len(rows) < queryMaxPageBytes {
+		k := min(end, pos+256)
+		if len(rows) > 0 {
+			rows = append(rows, ',')
+		}
+		var err error
+		rows, err = f.AppendRows(rows, j.Record, int(pos), int(k))
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		pos = k
+	}
+	out := queryResultsWire{
+		Kind: kind, Schema: res.Schema,
+		JobReference:        &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
+		TotalRows:           schema.Int64(total),
+		TotalBytesProcessed: schema.Int64(res.BytesProcessed),
+		JobComplete:         true,
+	}
+	if pos < total {
+		out.PageToken = encodeQueryToken(pos)
+	}
+	if len(rows) > 0 {
+		out.Rows = append(append([]byte{'['}, rows...), ']')
+	} else {
+		out.Rows = []byte("[]")
+	}
+	writeJSON(w, http.StatusOK, &out)
+}
+
+// queryResultsWire is queryResultsDoc with the rows preformatted.
+type queryResultsWire struct {
+	Kind                string         `json:"kind"`
+	Schema              *schema.Schema `json:"schema,omitempty"`
+	JobReference        *jobReference  `json:"jobReference"`
+	TotalRows           schema.Int64   `json:"totalRows"`
+	PageToken           string         `json:"pageToken,omitempty"`
+	Rows                rawJSON        `json:"rows"`
+	TotalBytesProcessed schema.Int64   `json:"totalBytesProcessed"`
+	JobComplete         bool           `json:"jobComplete"`
+	CacheHit            bool           `json:"cacheHit"`
+}
+
+type rawJSON []byte
+
+func (b rawJSON) MarshalJSON() ([]byte, error) { return b, nil }
+
+// Page tokens of query results: base64url("q1:<next row>").
+func encodeQueryToken(next int64) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "q1:%d", next))
+}
+
+func decodeQueryToken(tok string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return 0, false
+	}
+	s, ok := strings.CutPrefix(string(b), "q1:")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// jobFromPath returns the job the path names.
+func (h *Handler) jobFromPath(r *http.Request) (*jobs.Job, error) {
+	p, id := r.PathValue("projectId"), r.PathValue("jobId")
+	if err := checkProject(p); err != nil {
+		return nil, err
+	}
+	j, err := h.jobs.Get(p, id)
+	if err != nil {
+		loc := r.URL.Query().Get("location")
+		if loc == "" {
+			loc = defaultLocation
+		}
+		return nil, &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: fmt.Sprintf("Not found: Job %s:%s.%s", p, loc, id)}
+	}
+	return j, nil
+}
+
+// getQueryResults serves jobs.getQueryResults.
+func (h *Handler) getQueryResults(w http.ResponseWriter, r *http.Request) {
+	j, err := h.jobFromPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if j.Err != nil {
+		h.writeError(w, r, queryError(j.Err))
+		return
+	}
+	q := r.URL.Query()
+	maxRows := int64(queryMaxRows)
+	if s := q.Get("maxResults"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			h.writeError(w, r, invalid("Invalid value for maxResults: %q is not a non-negative integer", s))
+			return
+		}
+		if v == 0 {
+			maxRows = 0 // the clients ask for no rows to wait for completion
+		} else {
+			maxRows = min(maxRows, int64(v))
+		}
+	}
+	var start int64
+	if s := q.Get("startIndex"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 63)
+		if err != nil {
+			h.writeError(w, r, invalid("Invalid value for startIndex: %q is not a non-negative integer", s))
+			return
+		}
+		start = int64(v)
+	}
+	if tok := q.Get("pageToken"); tok != "" {
+		v, ok := decodeQueryToken(tok)
+		if !ok {
+			h.writeError(w, r, invalid("Invalid page token %q", tok))
+			return
+		}
+		start = v
+	}
+	if s := q.Get("timeoutMs"); s != "" {
+		if _, err := strconv.ParseUint(s, 10, 32); err != nil {
+			h.writeError(w, r, invalid("Invalid value for timeoutMs: %q is not a non-negative integer", s))
+			return
+		}
+	}
+	int64TS, _ := strconv.ParseBool(q.Get("formatOptions.useInt64Timestamp"))
+	h.writeResults(w, r, j, "bigquery#getQueryResultsResponse", start, maxRows, int64TS)
+}
+
+// insertJob serves jobs.insert for query jobs.
+func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("projectId")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	body, _, err := readBody(w, r, "job", tJob, pathParams{project: p})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var in jobJSON
+	if err := decodeInto("job", body, &in); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	cfg := in.Configuration
+	switch {
+	case cfg == nil:
+		h.writeError(w, r, invalid("Required parameter is missing: job.configuration"))
+		return
+	case cfg.Load != nil:
+		h.writeError(w, r, notImplementedYet("load jobs"))
+		return
+	case cfg.Copy != nil:
+		h.writeError(w, r, notImplementedYet("copy jobs"))
+		return
+	case cfg.Extract != nil:
+		h.writeError(w, r, notImplementedYet("extract jobs"))
+		return
+	case cfg.Query == nil:
+		h.writeError(w, r, invalid("Required parameter is missing: job.configuration.query"))
+		return
+	}
+	qc := cfg.Query
+	if qc.DestinationTable != nil {
+		h.writeError(w, r, notImplementedYet("query jobs with a destinationTable"))
+		return
+	}
+	id, loc := newJobID(), ""
+	if ref := in.JobReference; ref != nil {
+		if ref.ProjectID != "" && ref.ProjectID != p {
+			h.writeError(w, r, invalid("Invalid value for job.jobReference.projectId: %q does not match the project %q in the URL", ref.ProjectID, p))
+			return
+		}
+		if ref.JobID != "" {
+			if !validJobID(ref.JobID) {
+				h.writeError(w, r, invalid("Invalid job ID \"%s\". Job IDs must be alphanumeric (plus underscores and dashes) and must be at most 1024 characters long.", ref.JobID))
+				return
+			}
+			id = ref.JobID
+		}
+		loc = ref.Location
+	}
+	j, err := h.runQuery(r, p, id, loc, qc.UseLegacySQL, cfg.DryRun, qc.QueryParameters, qc.DefaultDataset, qc.Query)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobResource(j))
+}
+
+// jobResource is the Job resource of j.
+func jobResource(j *jobs.Job) *jobJSON {
+	f := false
+	out := &jobJSON{
+		Kind:         "bigquery#job",
+		ID:           fmt.Sprintf("%s:%s.%s", j.Project, j.Location, j.ID),
+		JobReference: &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
+		Configuration: &jobConfiguration{JobType: "QUERY", Query: &queryConfig{
+			Query: j.Query.SQL, UseLegacySQL: &f, Priority: "INTERACTIVE"}},
+		Status: &jobStatus{State: "RUNNING"},
+		Statistics: &jobStatistics{
+			CreationTime: schema.Int64(j.Created.UnixMilli()),
+			StartTime:    schema.Int64(j.Started.UnixMilli()),
+		},
+	}
+	if j.Query.DefaultDataset != "" {
+		out.Configuration.Query.DefaultDataset = &datasetRef{ProjectID: j.Query.DefaultProject, DatasetID: j.Query.DefaultDataset}
+		if out.Configuration.Query.DefaultDataset.ProjectID == "" {
+			out.Configuration.Query.DefaultDataset.ProjectID = j.Project
+		}
+	}
+	if j.End.IsZero() {
+		return out
+	}
+	out.Status.State = "DONE"
+	out.Statistics.EndTime = schema.Int64(j.End.UnixMilli())
+	qs := &queryStatistics{StatementType: "SELECT"}
+	if j.Err != nil {
+		ep := jobErrorOf(j.Err)
+		out.Status.ErrorResult = ep
+		out.Status.Errors = []jobError{*ep}
+		qs.StatementType = ""
+	} else {
+		res := j.Result
+		qs.TotalBytesProcessed = schema.Int64(res.BytesProcessed)
+		qs.Schema = res.Schema
+		if res.Table != nil {
+			qs.TotalBytesBilled = schema.Int64(billed(res.BytesProcessed))
+			n := *res.Table
+			p, d := n.Project, n.Dataset
+			if d == "" {
+				p, d = j.Query.DefaultProject, j.Query.DefaultDataset
+			}
+			if p == "" {
+				p = j.Project
+			}
+			qs.ReferencedTables = []tableRef{{ProjectID: p, DatasetID: d, TableID: n.Table}}
+		}
+		out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
+	}
+	out.Statistics.Query = qs
+	return out
+}
+
+// billed is BigQuery's on-demand billing of a query reading one table:
+// the bytes processed rounded up to a whole MB, at least 10 MB.
+func billed(processed int64) int64 {
+	const mb = 1 << 20
+	return max(10*mb, (processed+mb-1)/mb*mb)
+}
+
+// getJob serves jobs.get.
+func (h *Handler) getJob(w http.ResponseWriter, r *http.Request) {
+	j, err := h.jobFromPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, jobResource(j))
+}
+
+// cancelJob serves jobs.cancel: jobs run to the end when created, so
+// there is never anything to cancel; the answer is the job, DONE.
+func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request) {
+	j, err := h.jobFromPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, &jobCancelResponse{Kind: "bigquery#jobCancelResponse", Job: jobResource(j)})
+}
+
+// deleteJob serves jobs.delete: it forgets the job and its results.
+func (h *Handler) deleteJob(w http.ResponseWriter, r *http.Request) {
+	j, err := h.jobFromPath(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if j.End.IsZero() {
+		h.writeError(w, r, invalid("Job %s:%s.%s is still running; cancel it or wait for it to finish before deleting it.", j.Project, j.Location, j.ID))
+		return
+	}
+	h.jobs.Delete(j.Project, j.ID)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// listJobs serves jobs.list: the project's jobs, newest first.
+func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
+	p := r.PathValue("projectId")
+	if err := checkProject(p); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	size, start := defaultPageSize, 0
+	if v := q.Get("maxResults"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			h.writeError(w, r, invalid("Invalid value for maxResults: %q is not a non-negative integer", v))
+			return
+		}
+		if n > 0 {
+			size = min(int(n), maxPageSize)
+		}
+	}
+	if v := q.Get("pageToken"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			h.writeError(w, r, invalid("Invalid page token %q", v))
+			return
+		}
+		start = int(n)
+	}
+	states := map[string]bool{}
+	for _, s := range q["stateFilter"] {
+		for _, v := range strings.Split(s, ",") {
+			states[strings.ToUpper(strings.TrimSpace(v))] = true
+		}
+	}
+	var minT, maxT int64 = 0, 1<<63 - 1
+	for name, dst := range map[string]*int64{"minCreationTime": &minT, "maxCreationTime": &maxT} {
+		if s := q.Get(name); s != "" {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				h.writeError(w, r, invalid("Invalid value for %s: %q", name, s))
+				return
+			}
+			*dst = v
+		}
+	}
+	all := h.jobs.List(p)
+	sort.Slice(all, func(a, b int) bool {
+		if !all[a].Created.Equal(all[b].Created) {
+			return all[a].Created.After(all[b].Created)
+		}
+		return all[a].ID < all[b].ID
+	})
+	out := jobList{Kind: "bigquery#jobList", Jobs: []jobListItem{}}
+	var kept []*jobs.Job
+	for _, j := range all {
+		jr := jobResource(j)
+		ms := j.Created.UnixMilli()
+		if len(states) > 0 && !states[jr.Status.State] || ms < minT || ms > maxT {
+			continue
+		}
+		kept = append(kept, j)
+	}
+	for i := start; i < len(kept) && i < start+size; i++ {
+		jr := jobResource(kept[i])
+		out.Jobs = append(out.Jobs, jobListItem{ID: jr.ID, Kind: jr.Kind, JobReference: jr.JobReference, State: jr.Status.State,
+			ErrorResult: jr.Status.ErrorResult, Statistics: jr.Statistics, Configuration: jr.Configuration, Status: jr.Status})
+	}
+	if start+size < len(kept) {
+		out.NextPageToken = strconv.Itoa(start + size)
+	}
+	writeJSON(w, http.StatusOK, &out)
+}

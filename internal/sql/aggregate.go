@@ -1,0 +1,643 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// aggFuncs are the aggregate functions of the slice; knownAggs the other
+// aggregate (and analytic) functions of GoogleSQL, answered "not supported
+// yet" rather than "Function not found".
+var (
+	aggFuncs  = map[string]bool{"COUNT": true, "COUNTIF": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true}
+	knownAggs = map[string]bool{"ANY_VALUE": true, "ARRAY_AGG": true, "STRING_AGG": true, "LOGICAL_AND": true,
+		"LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true, "APPROX_COUNT_DISTINCT": true,
+		"APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true, "STDDEV": true,
+		"STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
+		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "ARRAY_CONCAT_AGG": true, "MAX_BY": true,
+		"MIN_BY": true, "HLL_COUNT.MERGE": true, "GROUPING": true, "ROW_NUMBER": true, "RANK": true,
+		"DENSE_RANK": true, "PERCENT_RANK": true, "CUME_DIST": true, "NTILE": true, "LAG": true,
+		"LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true, "NTH_VALUE": true}
+)
+
+// isCall reports whether toks[i] names a function called at toks[i+1].
+func isCall(toks []filter.Token, i int) bool {
+	return toks[i].Ident && i+1 < len(toks) && toks[i+1].Op && toks[i+1].Text == "(" &&
+		(i == 0 || !(toks[i-1].Op && toks[i-1].Text == "."))
+}
+
+// findAgg returns the position of the first aggregate call in toks.
+func findAgg(toks []filter.Token) (int, bool) {
+	for i := range toks {
+		if isCall(toks, i) && aggFuncs[strings.ToUpper(toks[i].Text)] {
+			return toks[i].Pos, true
+		}
+	}
+	return 0, false
+}
+
+// closing returns the index of the parenthesis closing toks[open].
+func closing(toks []filter.Token, open int) int {
+	depth := 0
+	for i := open; i < len(toks); i++ {
+		if toks[i].Op {
+			switch toks[i].Text {
+			case "(":
+				depth++
+			case ")":
+				depth--
+				if depth == 0 {
+					return i
+				}
+			}
+		}
+	}
+	return len(toks) - 1
+}
+
+// agg is one aggregate call of the query.
+type agg struct {
+	name     string // upper case
+	pos      int
+	star     bool // COUNT(*)
+	distinct bool
+	arg      *filter.Scalar
+	argType  string
+	typ      string // result type
+	key      string // the call's normalised text: equal calls share a column
+}
+
+// acc accumulates one aggregate of one group.
+type acc struct {
+	count int64
+	sumI  int64
+	sumF  float64
+	sumR  *big.Rat
+	ext   any // MIN/MAX
+	nan   bool
+	seen  map[string]bool
+}
+
+// group is the state of one GROUP BY key.
+type group struct {
+	keys []any
+	accs []acc
+}
+
+// rewrite replaces, in the span's text, every aggregate call by its
+// column (__a<i>) and every GROUP BY expression that is not a plain name
+// by its column (__g<i>), padding with spaces so positions stay put.
+// It returns the text to compile against the post-aggregation schema.
+func (q *query) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (string, error) {
+	toks := sp.toks
+	var b strings.Builder
+	b.WriteString(q.text(sp.pos(), sp.pos()))
+	last := sp.pos()
+	emit := func(from, to int, name string) {
+		b.WriteString(q.src[last:from])
+		b.WriteString(name)
+		for k := len(name); k < to-from; k++ {
+			b.WriteByte(' ')
+		}
+		last = to
+	}
+	for i := 0; i < len(toks); i++ {
+		// A GROUP BY expression (not a plain name: those are columns of
+		// the post-aggregation schema already).
+		matched := false
+		for g, gs := range groups {
+			if groupCol[g] == "" || len(gs.toks) > len(toks)-i {
+				continue
+			}
+			if (Span{toks: toks[i : i+len(gs.toks)]}).key() == gs.key() {
+				emit(toks[i].Pos, toks[i+len(gs.toks)-1].End, groupCol[g])
+				i += len(gs.toks) - 1
+				matched = true
+				break
+			}
+		}
+		if matched || !isCall(toks, i) {
+			continue
+		}
+		name := strings.ToUpper(toks[i].Text)
+		if !aggFuncs[name] {
+			if knownAggs[name] {
+				return "", notSupported(q.src, toks[i].Pos, "aggregate or analytic function "+name)
+			}
+			continue
+		}
+		end := closing(toks, i+1)
+		a, err := q.newAgg(Span{toks: toks[i : end+1]}, clause)
+		if err != nil {
+			return "", err
+		}
+		idx := -1
+		for j, o := range *aggs {
+			if o.key == a.key {
+				idx = j
+			}
+		}
+		if idx < 0 {
+			idx = len(*aggs)
+			*aggs = append(*aggs, a)
+		}
+		emit(toks[i].Pos, toks[end].End, fmt.Sprintf("__a%d", idx))
+		i = end
+	}
+	b.WriteString(q.src[last:sp.end()])
+	return b.String(), nil
+}
+
+// newAgg checks one aggregate call.
+func (q *query) newAgg(call Span, clause string) (*agg, error) {
+	toks := call.toks
+	a := &agg{name: strings.ToUpper(toks[0].Text), pos: toks[0].Pos, key: call.key()}
+	inner := toks[2 : len(toks)-1]
+	if len(inner) == 0 {
+		return nil, q.errf(toks[len(toks)-1].Pos, "No matching signature for aggregate function %s with no arguments", a.name)
+	}
+	if inner[0].Ident && strings.EqualFold(inner[0].Text, "DISTINCT") {
+		if a.name != "COUNT" {
+			return nil, notSupported(q.src, inner[0].Pos, a.name+"(DISTINCT ...)")
+		}
+		a.distinct = true
+		inner = inner[1:]
+		if len(inner) == 0 {
+			return nil, q.errf(toks[len(toks)-1].Pos, "Syntax error: Unexpected \")\"")
+		}
+	}
+	if len(inner) == 1 && inner[0].Op && inner[0].Text == "*" {
+		if a.name != "COUNT" || a.distinct {
+			return nil, q.errf(inner[0].Pos, "Syntax error: Unexpected \"*\"")
+		}
+		a.star, a.typ = true, "INT64"
+		return a, nil
+	}
+	if at, ok := findAgg(inner); ok {
+		return nil, q.errf(at, "Aggregations of aggregations are not allowed")
+	}
+	// A top-level comma: a second argument.
+	depth := 0
+	for _, t := range inner {
+		if t.Op && (t.Text == "(" || t.Text == "[") {
+			depth++
+		} else if t.Op && (t.Text == ")" || t.Text == "]") {
+			depth--
+		} else if depth == 0 && (t.Op && t.Text == "," || t.Ident && (strings.EqualFold(t.Text, "ORDER") || strings.EqualFold(t.Text, "LIMIT") || strings.EqualFold(t.Text, "IGNORE") || strings.EqualFold(t.Text, "RESPECT"))) {
+			return nil, notSupported(q.src, t.Pos, "this form of "+a.name)
+		}
+	}
+	for i, t := range toks {
+		if t.Ident && strings.EqualFold(t.Text, "OVER") && i > 0 {
+			return nil, notSupported(q.src, t.Pos, "analytic functions (OVER)")
+		}
+	}
+	arg, err := q.compile(Span{toks: inner}, q.schema)
+	if err != nil {
+		return nil, err
+	}
+	a.arg, a.argType = arg, arg.Type()
+	sig := func(supported string) error {
+		return q.errf(a.pos, "No matching signature for aggregate function %s for argument types: %s. Supported signatures: %s", a.name, a.argType, supported)
+	}
+	switch a.name {
+	case "COUNT":
+		a.typ = "INT64"
+	case "COUNTIF":
+		if a.argType != "BOOL" && a.argType != "NULL" {
+			return nil, sig("COUNTIF(BOOL)")
+		}
+		a.typ = "INT64"
+	case "SUM":
+		switch a.argType {
+		case "INT64", "NULL":
+			a.typ = "INT64"
+		case "FLOAT64", "NUMERIC", "BIGNUMERIC":
+			a.typ = a.argType
+		default:
+			return nil, sig("SUM(INT64); SUM(NUMERIC); SUM(BIGNUMERIC); SUM(FLOAT64); SUM(INTERVAL)")
+		}
+	case "AVG":
+		switch a.argType {
+		case "INT64", "FLOAT64", "NULL":
+			a.typ = "FLOAT64"
+		case "NUMERIC", "BIGNUMERIC":
+			a.typ = a.argType
+		default:
+			return nil, sig("AVG(INT64); AVG(NUMERIC); AVG(BIGNUMERIC); AVG(FLOAT64); AVG(INTERVAL)")
+		}
+	case "MIN", "MAX":
+		switch a.argType {
+		case "GEOGRAPHY", "JSON":
+			return nil, sig(a.name + "(ANY)")
+		case "NULL":
+			a.typ = "INT64"
+		default:
+			a.typ = a.argType
+		}
+	}
+	_ = clause
+	return a, nil
+}
+
+// runAggregate runs a query with GROUP BY, HAVING or aggregate functions:
+// groups are formed from the rows WHERE keeps, then the select list,
+// HAVING and ORDER BY are evaluated over one row per group (the group's
+// keys and aggregates as columns) by the same expression layer.
+func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
+	sel := q.sel
+	// GROUP BY: ordinals and select aliases name select expressions.
+	groups := make([]Span, len(sel.GroupBy))
+	for g, gs := range sel.GroupBy {
+		groups[g] = gs
+		toks := gs.toks
+		if len(toks) == 1 && !toks[0].Ident && !toks[0].QIdent && !toks[0].Op {
+			var n int
+			if _, err := fmt.Sscanf(toks[0].Text, "%d", &n); err == nil && toks[0].Text == fmt.Sprint(n) {
+				if n < 1 || n > len(items) {
+					return nil, q.errf(toks[0].Pos, "GROUP BY column number exceeds number of SELECT columns: %d", n)
+				}
+				it := items[n-1]
+				if it.Star {
+					return nil, notSupported(q.src, toks[0].Pos, "GROUP BY an ordinal of SELECT *")
+				}
+				if at, ok := findAgg(it.Expr.toks); ok {
+					return nil, q.errf(toks[0].Pos, "GROUP BY position %d refers to an aggregate at [%s]", n, lineCol(q.src, at))
+				}
+				groups[g] = it.Expr
+				continue
+			}
+		}
+		if name, ok := gs.singleName(); ok && !hasField(q.schema, name) {
+			for _, it := range items {
+				if !it.Star && strings.EqualFold(it.Alias, name) {
+					groups[g] = it.Expr
+				}
+			}
+		}
+		if at, ok := findAgg(groups[g].toks); ok {
+			return nil, q.errf(at, "Aggregate functions are not allowed in GROUP BY")
+		}
+	}
+	// The post-aggregation schema: group keys, then aggregates.
+	post := &schema.Schema{}
+	groupX := make([]*filter.Scalar, len(groups))
+	groupCol := make([]string, len(groups)) // "" for a plain column name
+	for g, gs := range groups {
+		x, err := q.compile(gs, q.schema)
+		if err != nil {
+			return nil, err
+		}
+		switch x.Type() {
+		case "GEOGRAPHY", "JSON":
+			return nil, q.errf(gs.pos(), "Grouping by expressions of type %s is not allowed", x.Type())
+		}
+		groupX[g] = x
+		name := fmt.Sprintf("__g%d", g)
+		if n, ok := gs.singleName(); ok && hasField(q.schema, n) {
+			name = n
+		} else {
+			groupCol[g] = name
+		}
+		post.Fields = append(post.Fields, &schema.Field{Name: name, Type: bqType(x.Type()), Mode: schema.Nullable})
+	}
+	// Rewrite the select list, HAVING and ORDER BY over the post schema.
+	var aggs []*agg
+	itemText := make([]string, len(items))
+	for i, it := range items {
+		if it.Star {
+			return nil, q.errf(it.pos, "SELECT * is not allowed with GROUP BY or aggregation")
+		}
+		t, err := q.rewrite(it.Expr, &aggs, groups, groupCol, "SELECT list")
+		if err != nil {
+			return nil, err
+		}
+		itemText[i] = t
+	}
+	var havingText string
+	if sel.Having != nil {
+		t, err := q.rewrite(*sel.Having, &aggs, groups, groupCol, "HAVING clause")
+		if err != nil {
+			return nil, err
+		}
+		havingText = t
+	}
+	out := &output{}
+	type hidden struct {
+		text string
+		o    OrderItem
+	}
+	orderCol := make([]int, len(sel.OrderBy))
+	var hiddens []hidden
+	for k, o := range sel.OrderBy {
+		col, err := q.resolveOrder(o, items)
+		if err != nil {
+			return nil, err
+		}
+		if col < 0 {
+			if sel.Distinct {
+				return nil, q.errf(o.Expr.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
+			}
+			t, err := q.rewrite(o.Expr, &aggs, groups, groupCol, "ORDER BY clause")
+			if err != nil {
+				return nil, err
+			}
+			col = len(items) + len(hiddens)
+			hiddens = append(hiddens, hidden{t, o})
+		}
+		orderCol[k] = col
+	}
+	for i, a := range aggs {
+		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__a%d", i), Type: bqType(a.typ), Mode: schema.Nullable})
+	}
+	compilePost := func(text string, clause string) (*filter.Scalar, error) {
+		x, err := filter.CompileScalar(text, post)
+		if err != nil {
+			if fe, ok := err.(*filter.Error); ok {
+				if name, ok := strings.CutPrefix(fe.Msg, "Unrecognized name: "); ok && hasField(q.schema, name) {
+					fe.Msg = fmt.Sprintf("%s expression references column %s which is neither grouped nor aggregated", clause, name)
+				}
+			}
+			return nil, err
+		}
+		return x, nil
+	}
+	var exprs []*filter.Scalar
+	for i, t := range itemText {
+		x, err := compilePost(t, "SELECT list")
+		if err != nil {
+			return nil, err
+		}
+		exprs = append(exprs, x)
+		out.types = append(out.types, x.Type())
+		_ = i
+	}
+	for _, h := range hiddens {
+		x, err := compilePost(h.text, "ORDER BY clause")
+		if err != nil {
+			return nil, err
+		}
+		exprs = append(exprs, x)
+	}
+	for k, o := range sel.OrderBy {
+		t := exprs[orderCol[k]].Type()
+		if err := checkOrderable(q, o.Expr, items, orderCol[k], t); err != nil {
+			return nil, err
+		}
+		out.order = append(out.order, orderKey{col: orderCol[k], typ: t, desc: o.Desc, nullsLast: o.NullsLast})
+	}
+	var having *filter.Scalar
+	if sel.Having != nil {
+		x, err := compilePost(havingText, "HAVING clause")
+		if err != nil {
+			return nil, err
+		}
+		if t := x.Type(); t != "BOOL" && t != "NULL" {
+			return nil, q.errf(sel.Having.pos(), "HAVING clause should return type BOOL, but returns %s", t)
+		}
+		having = x
+	}
+
+	// Scan and group.
+	index := map[string]*group{}
+	var order []*group
+	scanned := []*filter.Scalar{where}
+	scanned = append(scanned, groupX...)
+	for _, a := range aggs {
+		scanned = append(scanned, a.arg)
+	}
+	err := q.scan(ctx, scanned, func(rec arrow.RecordBatch, n int) error {
+		keep := make([]bool, n)
+		for i := range keep {
+			keep[i] = true
+		}
+		if where != nil {
+			vals, err := where.Values(ctx, rec, n)
+			if err != nil {
+				return err
+			}
+			for i, v := range vals {
+				keep[i] = v == true
+			}
+		}
+		keys := make([][]any, len(groupX))
+		for g, x := range groupX {
+			vals, err := x.Values(ctx, rec, n)
+			if err != nil {
+				return err
+			}
+			keys[g] = vals
+		}
+		args := make([][]any, len(aggs))
+		for j, a := range aggs {
+			if a.arg == nil {
+				continue
+			}
+			vals, err := a.arg.Values(ctx, rec, n)
+			if err != nil {
+				return err
+			}
+			args[j] = vals
+		}
+		var kb []byte
+		for i := 0; i < n; i++ {
+			if !keep[i] {
+				continue
+			}
+			kb = kb[:0]
+			for g := range groupX {
+				kb = appendKey(kb, keys[g][i])
+			}
+			grp := index[string(kb)]
+			if grp == nil {
+				if len(order) >= q.opts.MaxRows {
+					return q.tooLarge()
+				}
+				grp = &group{accs: make([]acc, len(aggs))}
+				for g := range groupX {
+					grp.keys = append(grp.keys, keys[g][i])
+				}
+				index[string(kb)] = grp
+				order = append(order, grp)
+			}
+			for j, a := range aggs {
+				var v any
+				if args[j] != nil {
+					v = args[j][i]
+				}
+				if err := a.add(&grp.accs[j], v, q); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) == 0 && len(order) == 0 {
+		order = append(order, &group{accs: make([]acc, len(aggs))}) // aggregation of no rows: one row
+	}
+	// One row per group, evaluated by the expression layer.
+	rec, err := buildRecord(post, len(order), func(col, row int) any {
+		grp := order[row]
+		if col < len(groups) {
+			return grp.keys[col]
+		}
+		j := col - len(groups)
+		return aggs[j].result(&grp.accs[j])
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	n := len(order)
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	if having != nil {
+		vals, err := having.Values(ctx, rec, n)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range vals {
+			keep[i] = v == true
+		}
+	}
+	cols := make([][]any, len(exprs))
+	for j, x := range exprs {
+		if cols[j], err = x.Values(ctx, rec, n); err != nil {
+			return nil, err
+		}
+	}
+	for i := 0; i < n; i++ {
+		if !keep[i] {
+			continue
+		}
+		row := make([]any, len(exprs))
+		for j := range exprs {
+			row[j] = cols[j][i]
+		}
+		out.rows = append(out.rows, row)
+	}
+	return out, nil
+}
+
+func hasField(s *schema.Schema, name string) bool {
+	for _, f := range s.Fields {
+		if strings.EqualFold(f.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func lineCol(src string, pos int) string {
+	e := filter.NewError(src, pos, "")
+	return fmt.Sprintf("%d:%d", e.Line, e.Column)
+}
+
+// add accumulates v (nil: NULL) into s.
+func (a *agg) add(s *acc, v any, q *query) error {
+	if a.star {
+		s.count++
+		return nil
+	}
+	if v == nil {
+		return nil
+	}
+	switch a.name {
+	case "COUNT":
+		if a.distinct {
+			if s.seen == nil {
+				s.seen = map[string]bool{}
+			}
+			k := string(appendKey(nil, v))
+			if s.seen[k] {
+				return nil
+			}
+			s.seen[k] = true
+		}
+		s.count++
+	case "COUNTIF":
+		if v == true {
+			s.count++
+		}
+	case "SUM", "AVG":
+		s.count++
+		switch x := v.(type) {
+		case int64:
+			if a.name == "AVG" {
+				s.sumF += float64(x)
+				return nil
+			}
+			sum := s.sumI + x
+			if (sum > s.sumI) != (x > 0) {
+				return q.errf(a.pos, "Int64 overflow: %d + %d", s.sumI, x)
+			}
+			s.sumI = sum
+		case float64:
+			s.sumF += x
+		case *big.Rat:
+			if s.sumR == nil {
+				s.sumR = new(big.Rat)
+			}
+			s.sumR.Add(s.sumR, x)
+		}
+	case "MIN", "MAX":
+		if f, ok := v.(float64); ok && math.IsNaN(f) {
+			s.nan = true
+		}
+		if s.ext == nil {
+			s.ext = v
+			return nil
+		}
+		c := compareValues(v, s.ext)
+		if a.name == "MIN" && c < 0 || a.name == "MAX" && c > 0 {
+			s.ext = v
+		}
+	}
+	return nil
+}
+
+// result is the aggregate's value for the group.
+func (a *agg) result(s *acc) any {
+	switch a.name {
+	case "COUNT", "COUNTIF":
+		return s.count
+	case "SUM":
+		if s.count == 0 {
+			return nil
+		}
+		switch a.typ {
+		case "INT64":
+			return s.sumI
+		case "FLOAT64":
+			return s.sumF
+		}
+		return s.sumR
+	case "AVG":
+		if s.count == 0 {
+			return nil
+		}
+		if a.typ == "FLOAT64" {
+			return s.sumF / float64(s.count)
+		}
+		return new(big.Rat).Quo(s.sumR, new(big.Rat).SetInt64(s.count))
+	case "MIN", "MAX":
+		if s.nan {
+			return math.NaN()
+		}
+		return s.ext
+	}
+	return nil
+}

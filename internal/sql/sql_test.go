@@ -1,0 +1,176 @@
+package sql
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/rowjson"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// memTable is a Table over rows held in memory, served in batches of
+// batch rows so that grouping across batches is exercised.
+type memTable struct {
+	schema *schema.Schema
+	rows   [][]any
+	batch  int
+}
+
+func (t *memTable) Schema() *schema.Schema { return t.schema }
+
+func (t *memTable) Close() {}
+
+func (t *memTable) Scan(ctx context.Context, cols []string, fn func(arrow.RecordBatch) error) error {
+	idx := make([]int, len(cols))
+	sub := &schema.Schema{}
+	for i, c := range cols {
+		idx[i] = -1
+		for j, f := range t.schema.Fields {
+			if strings.EqualFold(f.Name, c) {
+				idx[i] = j
+				sub.Fields = append(sub.Fields, f)
+			}
+		}
+		if idx[i] < 0 {
+			return fmt.Errorf("no column %s", c)
+		}
+	}
+	for lo := 0; lo < len(t.rows); lo += t.batch {
+		hi := min(len(t.rows), lo+t.batch)
+		if len(cols) == 0 {
+			rec := array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, int64(hi-lo))
+			if err := fn(rec); err != nil {
+				return err
+			}
+			continue
+		}
+		rec, err := buildRecord(sub, hi-lo, func(col, row int) any { return t.rows[lo+row][idx[col]] })
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseTable reads "name:TYPE ..." then rows of " | "-separated GoogleSQL
+// constant expressions.
+func parseTable(t *testing.T, input string) *memTable {
+	lines := strings.Split(strings.TrimSpace(input), "\n")
+	mt := &memTable{schema: &schema.Schema{}, batch: 2}
+	for _, col := range strings.Fields(lines[0]) {
+		name, typ, _ := strings.Cut(col, ":")
+		mt.schema.Fields = append(mt.schema.Fields, &schema.Field{Name: name, Type: schema.Type(typ), Mode: schema.Nullable})
+	}
+	for _, line := range lines[1:] {
+		var row []any
+		for _, cell := range strings.Split(line, " | ") {
+			x, err := filter.CompileScalar(strings.TrimSpace(cell), &schema.Schema{})
+			if err != nil {
+				t.Fatalf("cell %q: %v", cell, err)
+			}
+			v, err := x.Values(context.Background(), nil, 1)
+			if err != nil {
+				t.Fatalf("cell %q: %v", cell, err)
+			}
+			row = append(row, v[0])
+		}
+		mt.rows = append(mt.rows, row)
+	}
+	return mt
+}
+
+// formatResult renders a result as its REST rows would carry it: a
+// header of name:TYPE, then one line per row, cells " | "-separated.
+func formatResult(res *Result) (string, error) {
+	var b strings.Builder
+	for i, f := range res.Schema.Fields {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s:%s", f.Name, f.Type)
+	}
+	b.WriteByte('\n')
+	rec, err := res.Record()
+	if err != nil {
+		return "", err
+	}
+	defer rec.Release()
+	js, err := rowjson.NewFormatter(res.Schema, rowjson.Options{}).AppendRows(nil, rec, 0, int(rec.NumRows()))
+	if err != nil {
+		return "", err
+	}
+	var rows []struct {
+		F []struct{ V any } `json:"f"`
+	}
+	if err := json.Unmarshal(append(append([]byte{'['}, js...), ']'), &rows); err != nil {
+		return "", err
+	}
+	for _, r := range rows {
+		for i, c := range r.F {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			if c.V == nil {
+				b.WriteString("NULL")
+			} else {
+				fmt.Fprint(&b, c.V)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String(), nil
+}
+
+func TestQueries(t *testing.T) {
+	datadriven.Walk(t, "testdata/queries", func(t *testing.T, path string) {
+		tables := map[string]*memTable{}
+		resolve := func(_ context.Context, n TableName) (Table, error) {
+			if mt, ok := tables[strings.ToLower(n.Table)]; ok && (n.Dataset == "" || n.Dataset == "d") {
+				return mt, nil
+			}
+			return nil, errors.New("Not found: Table " + n.Table)
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "table":
+				var name string
+				d.ScanArgs(t, "name", &name)
+				tables[name] = parseTable(t, d.Input)
+				return ""
+			case "query":
+				res, err := Run(context.Background(), d.Input, resolve, Options{})
+				if err != nil {
+					var fe *filter.Error
+					if !errors.As(err, &fe) {
+						return "internal error: " + err.Error() + "\n"
+					}
+					return "error: " + err.Error() + "\n"
+				}
+				out, err := formatResult(res)
+				if err != nil {
+					return "format error: " + err.Error() + "\n"
+				}
+				if d.HasArg("bytes") {
+					out += fmt.Sprintf("bytes: %d\n", res.BytesProcessed)
+				}
+				return out
+			}
+			t.Fatalf("unknown command %s", d.Cmd)
+			return ""
+		})
+	})
+}
