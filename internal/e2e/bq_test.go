@@ -147,6 +147,9 @@ func TestBQCLI(t *testing.T) {
 		`show bqds.t2`,
 		`show --schema bqds.t2`,
 		`head -n 2 bqds.t2`,
+		`query --use_legacy_sql=false "SELECT id, name FROM bqds.t1 WHERE id > 0 ORDER BY name DESC"`,
+		`query --use_legacy_sql=false "SELECT COUNT(*) AS n, COUNT(name) FROM bqds.t1 WHERE nope > 1"`,
+		`query "SELECT 1"`,
 		`rm -f -t bqds.t1`,
 		`ls bqds`,
 		`rm -r -f -d bqds`,
@@ -198,10 +201,16 @@ func replaceColumnValue(s, value, repl string) string {
 // bqTime matches the times bq prints ("01 Dec 18:29:58").
 var bqTime = regexp.MustCompile(`\b\d\d [A-Z][a-z][a-z] \d\d:\d\d:\d\d\b`)
 
-// normalizeBQ replaces what changes from run to run: times and the
-// server's address.
+// bqJobID matches the job ids bq generates
+// ("bqjob_r80eb4d4f51f5f8b_000001a233308158_1": fixed width, so the
+// lines bq wraps around them wrap the same way every run).
+var bqJobID = regexp.MustCompile(`\bbqjob_r[0-9a-f]+_[0-9a-f]+_\d+\b`)
+
+// normalizeBQ replaces what changes from run to run: times, job ids and
+// the server's address.
 func normalizeBQ(s, api string) string {
 	s = bqTime.ReplaceAllString(s, "DD Mon hh:mm:ss")
+	s = bqJobID.ReplaceAllString(s, "bqjob_ID")
 	return strings.ReplaceAll(s, api, "http://SERVER")
 }
 
