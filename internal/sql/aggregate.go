@@ -44,7 +44,7 @@ func findAgg(toks []filter.Token) (int, bool) {
 	return 0, false
 }
 
-// closing returns the index of the parenthesis closing toks[open].
+// closing returns the index of the parenthesis closing toks[open], or -1.
 func closing(toks []filter.Token, open int) int {
 	depth := 0
 	for i := open; i < len(toks); i++ {
@@ -60,7 +60,7 @@ func closing(toks []filter.Token, open int) int {
 			}
 		}
 	}
-	return len(toks) - 1
+	return -1
 }
 
 // agg is one aggregate call of the query.
@@ -135,6 +135,9 @@ func (q *query) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string,
 			continue
 		}
 		end := closing(toks, i+1)
+		if end < 0 {
+			continue // unbalanced: compiling the text reports the syntax error
+		}
 		a, err := q.newAgg(Span{toks: toks[i : end+1]}, clause)
 		if err != nil {
 			return "", err

@@ -136,6 +136,30 @@ func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Aggregate and analytic functions outside the slice.
+	spans := []Span{}
+	for _, it := range items {
+		if !it.Star {
+			spans = append(spans, it.Expr)
+		}
+	}
+	if sel.Where != nil {
+		spans = append(spans, *sel.Where)
+	}
+	if sel.Having != nil {
+		spans = append(spans, *sel.Having)
+	}
+	spans = append(spans, sel.GroupBy...)
+	for _, o := range sel.OrderBy {
+		spans = append(spans, o.Expr)
+	}
+	for _, sp := range spans {
+		for i, t := range sp.toks {
+			if isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] {
+				return nil, notSupported(q.src, t.Pos, "aggregate or analytic function "+strings.ToUpper(t.Text))
+			}
+		}
+	}
 	var where *filter.Scalar
 	if sel.Where != nil {
 		if at, ok := findAgg(sel.Where.toks); ok {

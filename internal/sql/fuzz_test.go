@@ -1,0 +1,46 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// FuzzQuery: any text either runs or fails with a positioned *filter.Error
+// (or the resolver's error); it never panics. The seeds are in
+// testdata/fuzz/FuzzQuery and below.
+func FuzzQuery(f *testing.F) {
+	for _, s := range []string{
+		"SELECT 1", "SELECT COUNT(*) FROM t", "SELECT a, COUNT(*) FROM t GROUP BY 1 HAVING COUNT(*) > 1 ORDER BY 2 DESC LIMIT 3",
+		"SELECT DISTINCT b FROM d.t WHERE a IS NOT NULL ORDER BY b NULLS LAST", "SELECT SUM(a) / COUNT(a), MIN(b), MAX(b) FROM `p.d.t`",
+		"SELECT a x, b AS y FROM t ORDER BY x", "SELECT * FROM t LIMIT 1 OFFSET 2", "SELECT COUNT(DISTINCT a), COUNTIF(a > 1) FROM t;",
+		"SELECT", "SELECT FROM", "SELECT (", "SELECT a FROM t GROUP", "SELECT COUNT(COUNT(a)) FROM t", "WITH x AS (SELECT 1) SELECT 1",
+		"SELECT CASE WHEN a > 1 THEN 'x' END FROM t GROUP BY 1", "SELECT a FROM t JOIN u ON true", "SELECT 1 /* c */ -- d",
+	} {
+		f.Add(s)
+	}
+	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
+		{Name: "a", Type: schema.Integer}, {Name: "b", Type: schema.String}}},
+		rows: [][]any{{int64(1), "x"}, {nil, "y"}, {int64(3), nil}}, batch: 2}
+	resolve := func(_ context.Context, n TableName) (Table, error) {
+		if n.Table == "t" {
+			return tbl, nil
+		}
+		return nil, errResolve
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		_, err := Run(context.Background(), src, resolve, Options{MaxRows: 1000})
+		if err == nil || errors.Is(err, errResolve) {
+			return
+		}
+		var fe *filter.Error
+		if !errors.As(err, &fe) || fe.Line < 1 || fe.Column < 1 {
+			t.Fatalf("%q: error without a position: %v", src, err)
+		}
+	})
+}
+
+var errResolve = errors.New("no such table")
