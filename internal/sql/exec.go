@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -104,7 +105,16 @@ func (q *query) errf(pos int, format string, args ...any) error {
 
 // compile compiles a span against s.
 func (q *query) compile(sp Span, s *schema.Schema) (*filter.Scalar, error) {
-	return filter.CompileScalar(q.text(sp.pos(), sp.end()), s)
+	x, err := filter.CompileScalar(q.text(sp.pos(), sp.end()), s)
+	var fe *filter.Error
+	if errors.As(err, &fe) {
+		// The expression layer speaks of row_restriction here.
+		if rest, ok := strings.CutPrefix(fe.Msg, "row_restriction cannot reference REPEATED field "); ok {
+			name, _, _ := strings.Cut(rest, ":")
+			fe.Msg = "not supported yet by bqstore: REPEATED (ARRAY) columns in queries: " + name
+		}
+	}
+	return x, err
 }
 
 func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {

@@ -73,7 +73,11 @@ func parseTable(t *testing.T, input string) *memTable {
 	mt := &memTable{schema: &schema.Schema{}, batch: 2}
 	for _, col := range strings.Fields(lines[0]) {
 		name, typ, _ := strings.Cut(col, ":")
-		mt.schema.Fields = append(mt.schema.Fields, &schema.Field{Name: name, Type: schema.Type(typ), Mode: schema.Nullable})
+		typ, mode, ok := strings.Cut(typ, ":")
+		if !ok {
+			mode = string(schema.Nullable)
+		}
+		mt.schema.Fields = append(mt.schema.Fields, &schema.Field{Name: name, Type: schema.Type(typ), Mode: schema.Mode(mode)})
 	}
 	for _, line := range lines[1:] {
 		var row []any
