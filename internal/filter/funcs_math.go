@@ -1,0 +1,346 @@
+// Mathematical functions (ABS, ROUND, DIV, MOD, ...) of the expression
+// language, and their numeric helpers.
+
+package filter
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+)
+
+func registerMath() {
+	// sameNumeric: f(x) returning x's numeric type; float-only kernels are
+	// applied to FLOAT64, decimal ones to NUMERIC/BIGNUMERIC.
+	builtins["ABS"] = func(c *checker, e *Call, args []node) (node, error) {
+		t, ok := numericOf(args)
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t}, t, func(a []value) (value, error) {
+			switch t {
+			case tInt:
+				if a[0].i == math.MinInt64 {
+					return value{}, fmt.Errorf("int64 overflow: ABS(%d)", a[0].i)
+				}
+				if a[0].i < 0 {
+					return value{i: -a[0].i}, nil
+				}
+				return a[0], nil
+			case tFloat:
+				return value{f: math.Abs(a[0].f)}, nil
+			}
+			return value{r: new(big.Rat).Abs(a[0].r)}, nil
+		})
+	}
+	builtins["SIGN"] = func(c *checker, e *Call, args []node) (node, error) {
+		t, ok := numericOf(args)
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t}, t, func(a []value) (value, error) {
+			switch t {
+			case tInt:
+				return value{i: int64(cmpInt(a[0].i, 0))}, nil
+			case tFloat:
+				f := a[0].f
+				switch {
+				case math.IsNaN(f) || f == 0:
+					return value{f: f}, nil
+				case f > 0:
+					return value{f: 1}, nil
+				}
+				return value{f: -1}, nil
+			}
+			return value{r: big.NewRat(int64(a[0].r.Sign()), 1)}, nil
+		})
+	}
+	builtins["MOD"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 2); err != nil {
+			return nil, err
+		}
+		t, ok := numericOf(args)
+		if !ok || t == tFloat {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t, t}, t, func(a []value) (value, error) {
+			if t == tInt {
+				if a[1].i == 0 {
+					return value{}, fmt.Errorf("division by zero: MOD(%d, 0)", a[0].i)
+				}
+				if a[1].i == -1 {
+					return value{i: 0}, nil
+				}
+				return value{i: a[0].i % a[1].i}, nil
+			}
+			if a[1].r.Sign() == 0 {
+				return value{}, fmt.Errorf("division by zero: MOD(%s, 0)", fmtDecimal(t, a[0].r))
+			}
+			q := new(big.Rat).Quo(a[0].r, a[1].r)
+			qi := new(big.Int).Quo(q.Num(), q.Denom()) // truncated
+			r := new(big.Rat).Sub(a[0].r, new(big.Rat).Mul(new(big.Rat).SetInt(qi), a[1].r))
+			return value{r: r}, nil
+		})
+	}
+	// Rounding: INT64 input yields FLOAT64; NUMERIC stays NUMERIC.
+	roundLike := func(name string, f func(float64) float64, mode int) {
+		builtins[name] = func(c *checker, e *Call, args []node) (node, error) {
+			max := 1
+			if name == "ROUND" || name == "TRUNC" {
+				max = 2
+			}
+			if err := c.arity(e, args, 1, max); err != nil {
+				return nil, err
+			}
+			t, ok := numericOf(args[:1])
+			if !ok {
+				return nil, c.noSig(e, args)
+			}
+			if t == tInt {
+				t = tFloat
+			}
+			want := []typ{t, tInt}[:len(args)]
+			return c.sig(e, args, want, t, func(a []value) (value, error) {
+				digits := int64(0)
+				if len(a) == 2 {
+					digits = a[1].i
+				}
+				if t == tFloat {
+					x := a[0].f
+					if digits == 0 {
+						return value{f: f(x)}, nil
+					}
+					if digits > 308 || digits < -308 {
+						if digits > 0 {
+							return value{f: x}, nil
+						}
+						return value{f: 0}, nil
+					}
+					p := math.Pow(10, float64(digits))
+					return value{f: f(x*p) / p}, nil
+				}
+				r, err := roundRat(a[0].r, digits, mode)
+				if err != nil {
+					return value{}, err
+				}
+				r, err = roundDecimal(t, r)
+				return value{r: r}, err
+			})
+		}
+	}
+	roundLike("ROUND", roundHalfAway, 0)
+	roundLike("TRUNC", math.Trunc, 1)
+	roundLike("FLOOR", math.Floor, 2)
+	roundLike("CEIL", math.Ceil, 3)
+	roundLike("CEILING", math.Ceil, 3)
+	floatFn := func(name string, arity int, f func(a []float64) (float64, error)) {
+		builtins[name] = func(c *checker, e *Call, args []node) (node, error) {
+			if err := c.arity(e, args, arity, arity); err != nil {
+				return nil, err
+			}
+			if _, ok := numericOf(args); !ok {
+				return nil, c.noSig(e, args)
+			}
+			return c.sig(e, args, repeatT(tFloat, arity), tFloat, func(a []value) (value, error) {
+				xs := make([]float64, len(a))
+				for i, v := range a {
+					xs[i] = v.f
+				}
+				r, err := f(xs)
+				return value{f: r}, err
+			})
+		}
+	}
+	finite := func(xs ...float64) bool {
+		for _, x := range xs {
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return false
+			}
+		}
+		return true
+	}
+	floatFn("SQRT", 1, func(a []float64) (float64, error) {
+		if a[0] < 0 {
+			return 0, fmt.Errorf("Argument to SQRT cannot be negative: %s", fmtFloat(a[0]))
+		}
+		return math.Sqrt(a[0]), nil
+	})
+	pow := func(a []float64) (float64, error) {
+		r := math.Pow(a[0], a[1])
+		if finite(a...) && !finite(r) {
+			if math.IsNaN(r) {
+				return 0, fmt.Errorf("Floating point error in function: POW(%s, %s)", fmtFloat(a[0]), fmtFloat(a[1]))
+			}
+			return 0, fmt.Errorf("Floating point overflow in function: POW(%s, %s)", fmtFloat(a[0]), fmtFloat(a[1]))
+		}
+		return r, nil
+	}
+	floatFn("POW", 2, pow)
+	floatFn("POWER", 2, pow)
+	floatFn("EXP", 1, func(a []float64) (float64, error) {
+		r := math.Exp(a[0])
+		if finite(a...) && !finite(r) {
+			return 0, fmt.Errorf("Floating point overflow in function: EXP(%s)", fmtFloat(a[0]))
+		}
+		return r, nil
+	})
+	floatFn("LN", 1, func(a []float64) (float64, error) {
+		if a[0] <= 0 && finite(a...) {
+			return 0, fmt.Errorf("Argument to LN cannot be zero or negative: %s", fmtFloat(a[0]))
+		}
+		return math.Log(a[0]), nil
+	})
+	builtins["LOG"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 1, 2); err != nil {
+			return nil, err
+		}
+		if _, ok := numericOf(args); !ok {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, repeatT(tFloat, len(args)), tFloat, func(a []value) (value, error) {
+			x := a[0].f
+			if x <= 0 {
+				return value{}, fmt.Errorf("Argument to LOG cannot be zero or negative: %s", fmtFloat(x))
+			}
+			if len(a) == 1 {
+				return value{f: math.Log(x)}, nil
+			}
+			b := a[1].f
+			if b <= 0 || b == 1 {
+				return value{}, fmt.Errorf("Base of LOG must be positive and not 1: %s", fmtFloat(b))
+			}
+			return value{f: math.Log(x) / math.Log(b)}, nil
+		})
+	}
+	floatFn("LOG10", 1, func(a []float64) (float64, error) {
+		if a[0] <= 0 {
+			return 0, fmt.Errorf("Argument to LOG10 cannot be zero or negative: %s", fmtFloat(a[0]))
+		}
+		return math.Log10(a[0]), nil
+	})
+	floatFn("IEEE_DIVIDE", 2, func(a []float64) (float64, error) { return a[0] / a[1], nil })
+	builtins["SAFE_DIVIDE"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 2); err != nil {
+			return nil, err
+		}
+		t, ok := numericOf(args)
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		if t == tInt {
+			t = tFloat
+		}
+		return c.sig(e, args, []typ{t, t}, t, func(a []value) (value, error) {
+			v, err := arith('/', t, a[0], a[1])
+			if err != nil {
+				return nullValue, nil
+			}
+			return v, nil
+		})
+	}
+	extreme := func(greatest bool) builtin {
+		return func(c *checker, e *Call, args []node) (node, error) {
+			if err := c.arity(e, args, 1, -1); err != nil {
+				return nil, err
+			}
+			t := tNull
+			for _, a := range args {
+				st, ok := c.supertype(&constNode{v: constVec(t, nullValue)}, a)
+				if !ok {
+					return nil, c.noSig(e, args)
+				}
+				t = st
+			}
+			if t == tNull {
+				t = tInt
+			}
+			switch t {
+			case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
+				return nil, c.noSig(e, args)
+			}
+			return c.sigStrict(e, args, repeatT(t, len(args)), t, true, func(a []value) (value, error) {
+				best := a[0]
+				for _, v := range a[1:] {
+					if t == tFloat && (math.IsNaN(v.f) || math.IsNaN(best.f)) {
+						return value{f: math.NaN()}, nil
+					}
+					c := compareValues(t, v, best)
+					if (greatest && c > 0) || (!greatest && c < 0) {
+						best = v
+					}
+				}
+				return best, nil
+			})
+		}
+	}
+	builtins["GREATEST"] = extreme(true)
+	builtins["LEAST"] = extreme(false)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func roundHalfAway(x float64) float64 { return math.Round(x) }
+
+// roundRat rounds r to digits decimal places: mode 0 half away from zero,
+// 1 toward zero, 2 floor, 3 ceiling.
+func roundRat(r *big.Rat, digits int64, mode int) (*big.Rat, error) {
+	if digits > 76 {
+		return r, nil
+	}
+	if digits < -76 {
+		return new(big.Rat), nil
+	}
+	scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(abs64(digits)), nil))
+	x := new(big.Rat).Set(r)
+	if digits >= 0 {
+		x.Mul(x, scale)
+	} else {
+		x.Quo(x, scale)
+	}
+	q, m := new(big.Int).QuoRem(x.Num(), x.Denom(), new(big.Int))
+	if m.Sign() != 0 {
+		neg := x.Sign() < 0
+		switch mode {
+		case 0:
+			m2 := new(big.Int).Abs(m)
+			m2.Lsh(m2, 1)
+			if m2.Cmp(x.Denom()) >= 0 {
+				if neg {
+					q.Sub(q, big.NewInt(1))
+				} else {
+					q.Add(q, big.NewInt(1))
+				}
+			}
+		case 2:
+			if neg {
+				q.Sub(q, big.NewInt(1))
+			}
+		case 3:
+			if !neg {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+	}
+	out := new(big.Rat).SetInt(q)
+	if digits >= 0 {
+		out.Quo(out, scale)
+	} else {
+		out.Mul(out, scale)
+	}
+	return out, nil
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
