@@ -138,6 +138,19 @@ func TestQueryOfficialClient(t *testing.T) {
 	if st := job.LastStatus(); st.State != bigquery.Done || st.Err() == nil || !strings.Contains(st.Err().Error(), "division by zero: 1 / 0 at [1:40]") {
 		t.Fatalf("jobs.get status %+v", st)
 	}
+	// maximumBytesBilled: BigQuery bills at least 10 MB for a query that
+	// reads a table, so a lower limit fails it, with the bytes required,
+	// and a limit at the minimum lets it run.
+	q = e.bq.Query("SELECT COUNT(*) FROM d.t_query")
+	q.MaxBytesBilled = 1000
+	_, err = q.Read(e.ctx)
+	if !isHTTP(err, http.StatusBadRequest, "bytesBilledLimitExceeded") || !strings.Contains(err.Error(), "Query exceeded limit for bytes billed: 1000. 10485760 or higher required.") {
+		t.Fatalf("maximumBytesBilled 1000: %v, want bytesBilledLimitExceeded", err)
+	}
+	q.MaxBytesBilled = 10 << 20
+	if rows, _ := queryRows(t, e, q); len(rows) != 1 {
+		t.Fatalf("maximumBytesBilled at the minimum: %v", rows)
+	}
 }
 
 func isHTTP(err error, code int, reason string) bool {

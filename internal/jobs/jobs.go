@@ -51,6 +51,26 @@ type Query struct {
 	SQL            string
 	DefaultProject string // of DefaultDataset; "" for the job's project
 	DefaultDataset string
+	// MaxBytesBilled fails a query whose bytes billed (Billed) would pass
+	// it (maximumBytesBilled); 0: no limit.
+	MaxBytesBilled int64
+}
+
+// BytesBilledError is a query refused because its bytes billed pass the
+// job's MaxBytesBilled.
+type BytesBilledError struct {
+	Limit, Required int64
+}
+
+func (e *BytesBilledError) Error() string {
+	return fmt.Sprintf("Query exceeded limit for bytes billed: %d. %d or higher required.", e.Limit, e.Required)
+}
+
+// Billed is BigQuery's on-demand billing of a query reading a table: the
+// bytes processed rounded up to a whole MB, at least 10 MB.
+func Billed(processed int64) int64 {
+	const mb = 1 << 20
+	return max(10*mb, (processed+mb-1)/mb*mb)
 }
 
 // Job is a job and, once done, its outcome. Fields are not changed after
@@ -120,6 +140,12 @@ func (s *Store) RunQuery(ctx context.Context, project, id, location string, q Qu
 	res, err := sql.Run(ctx, q.SQL, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		return s.open(project, q, n, now)
 	}, sql.Options{MaxRows: s.opts.MaxRows})
+	// BigQuery refuses such a query before it runs, from an estimate;
+	// here the exact figure is known once it ran, and its result is
+	// dropped: the caller sees the same error and no rows.
+	if err == nil && res.Table != nil && q.MaxBytesBilled > 0 && Billed(res.BytesProcessed) > q.MaxBytesBilled {
+		err = &BytesBilledError{Limit: q.MaxBytesBilled, Required: Billed(res.BytesProcessed)}
+	}
 	if err == nil {
 		done.Result = res
 		done.Record, err = res.Record()

@@ -246,7 +246,10 @@ func validJobID(id string) bool {
 func queryError(err error) *Error {
 	var fe *filter.Error
 	var te *jobs.TableError
+	var be *jobs.BytesBilledError
 	switch {
+	case errors.As(err, &be):
+		return &Error{Code: http.StatusBadRequest, Reason: "bytesBilledLimitExceeded", Msg: be.Error()}
 	case errors.As(err, &fe):
 		return &Error{Code: http.StatusBadRequest, Reason: "invalidQuery", Msg: fe.Error(), Location: "q", LocationType: "parameter"}
 	case errors.As(err, &te) && te.NotFound:
@@ -269,7 +272,7 @@ func jobErrorOf(err error) *jobError {
 }
 
 // runQuery checks a query configuration and runs it as job project/id.
-func (h *Handler) runQuery(r *http.Request, project, id, location string, legacy *bool, dryRun bool, params []any, def *datasetRef, sqlText string) (*jobs.Job, error) {
+func (h *Handler) runQuery(r *http.Request, project, id, location string, legacy *bool, dryRun bool, params []any, def *datasetRef, sqlText string, maxBilled int64) (*jobs.Job, error) {
 	if legacy == nil || *legacy {
 		return nil, legacySQL()
 	}
@@ -282,7 +285,10 @@ func (h *Handler) runQuery(r *http.Request, project, id, location string, legacy
 	if strings.TrimSpace(sqlText) == "" {
 		return nil, invalid("Required parameter is missing: query")
 	}
-	q := jobs.Query{SQL: sqlText}
+	if maxBilled < 0 {
+		return nil, invalid("Invalid value for maximumBytesBilled: %d", maxBilled)
+	}
+	q := jobs.Query{SQL: sqlText, MaxBytesBilled: maxBilled}
 	if def != nil {
 		q.DefaultProject, q.DefaultDataset = def.ProjectID, def.DatasetID
 	}
@@ -319,7 +325,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	j, err := h.runQuery(r, p, newJobID(), in.Location, in.UseLegacySQL, in.DryRun, in.QueryParameters, in.DefaultDataset, in.Query)
+	j, err := h.runQuery(r, p, newJobID(), in.Location, in.UseLegacySQL, in.DryRun, in.QueryParameters, in.DefaultDataset, in.Query, int64(in.MaximumBytesBilled))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -534,7 +540,7 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		}
 		loc = ref.Location
 	}
-	j, err := h.runQuery(r, p, id, loc, qc.UseLegacySQL, cfg.DryRun, qc.QueryParameters, qc.DefaultDataset, qc.Query)
+	j, err := h.runQuery(r, p, id, loc, qc.UseLegacySQL, cfg.DryRun, qc.QueryParameters, qc.DefaultDataset, qc.Query, int64(qc.MaximumBytesBilled))
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -579,7 +585,7 @@ func jobResource(j *jobs.Job) *jobJSON {
 		qs.TotalBytesProcessed = schema.Int64(res.BytesProcessed)
 		qs.Schema = res.Schema
 		if res.Table != nil {
-			qs.TotalBytesBilled = schema.Int64(billed(res.BytesProcessed))
+			qs.TotalBytesBilled = schema.Int64(jobs.Billed(res.BytesProcessed))
 			n := *res.Table
 			p, d := n.Project, n.Dataset
 			if d == "" {
@@ -596,12 +602,6 @@ func jobResource(j *jobs.Job) *jobJSON {
 	return out
 }
 
-// billed is BigQuery's on-demand billing of a query reading one table:
-// the bytes processed rounded up to a whole MB, at least 10 MB.
-func billed(processed int64) int64 {
-	const mb = 1 << 20
-	return max(10*mb, (processed+mb-1)/mb*mb)
-}
 
 // getJob serves jobs.get.
 func (h *Handler) getJob(w http.ResponseWriter, r *http.Request) {
