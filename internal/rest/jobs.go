@@ -602,7 +602,6 @@ func jobResource(j *jobs.Job) *jobJSON {
 	return out
 }
 
-
 // getJob serves jobs.get.
 func (h *Handler) getJob(w http.ResponseWriter, r *http.Request) {
 	j, err := h.jobFromPath(r)
