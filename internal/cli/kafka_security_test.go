@@ -3,22 +3,16 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bqstore/bqstore/internal/testkit/testcert"
 
 	"github.com/bqstore/bqstore/internal/testkit/bqread"
 
@@ -33,47 +27,6 @@ import (
 	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/internal/server"
 )
-
-// loopbackCert writes a self-signed certificate for 127.0.0.1 into dir and
-// returns the server's TLS config and the certificate's PEM path (the CA
-// bundle a client trusts).
-func loopbackCert(t *testing.T, dir string) (*tls.Config, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "bqstore test broker"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, caFile
-}
 
 // lockedBuffer is stderr shared by the command and the test.
 type lockedBuffer struct {
@@ -132,7 +85,7 @@ func TestIngestKafkaTLSSASL(t *testing.T) {
 			var clientTLS *tls.Config
 			if tc.tls {
 				var srvTLS *tls.Config
-				srvTLS, caFile = loopbackCert(t, dir)
+				srvTLS, caFile = testcert.ServerConfig(t, dir)
 				opts = append(opts, kfake.TLS(srvTLS))
 				pemBytes, err := os.ReadFile(caFile)
 				if err != nil {
