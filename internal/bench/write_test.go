@@ -3,9 +3,11 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +105,19 @@ func TestServerPIDCheck(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	}()
+	// Start returns once execve passed its point of no return, but the
+	// kernel sets the new command line up after that: until it is there,
+	// /proc/PID/cmdline reads empty (CI saw this once). Wait for it.
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cmd.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 {
+			break
+		}
+		runtime.Gosched()
+	}
 	if err := bench.CheckServerPID(cmd.Process.Pid); err == nil || !strings.Contains(err.Error(), "go run") {
 		t.Errorf("CheckServerPID(a go command) = %v, want an error explaining go run", err)
 	}
