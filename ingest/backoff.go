@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -65,7 +66,7 @@ func retryable(err error) bool {
 }
 
 // TokenBucket limits a rate (CreateWriteStream calls per second). It is safe
-// for concurrent use.
+// for concurrent use. A rate of math.Inf(1) never waits.
 type TokenBucket struct {
 	mu     sync.Mutex
 	rate   float64 // tokens per second
@@ -83,6 +84,9 @@ func NewTokenBucket(rate float64, burst int) *TokenBucket {
 // reserve takes a token and returns how long the caller must wait before
 // using it.
 func (tb *TokenBucket) reserve() time.Duration {
+	if math.IsInf(tb.rate, 1) {
+		return 0 // unlimited (tokens would turn NaN: Inf times no time passed)
+	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	now := tb.now()

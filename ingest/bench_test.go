@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,13 +30,73 @@ import (
 //	go test -run '^$' -bench BenchmarkFilePipeline -benchtime 3x ./ingest
 //
 // batch-rows=1000 is the small-batch case (per-batch latency dominates).
+//
+// create-rate=20 is the default CreateWriteStream rate limit (BigQuery's
+// best practices); create-rate=0 lifts it (bqstore serve has no such
+// quota by default), which shows what the pipeline itself costs. Each run
+// reports the mean latency of the per-batch round trips (create,
+// finalize, commit, state store) in ms.
 func BenchmarkFilePipeline(b *testing.B) {
 	for _, rows := range []int64{5000, 1000} {
-		b.Run(fmt.Sprintf("batch-rows=%d", rows), func(b *testing.B) { benchmarkFilePipeline(b, rows) })
+		for _, rate := range []float64{20, 0} {
+			b.Run(fmt.Sprintf("batch-rows=%d/create-rate=%g", rows, rate), func(b *testing.B) { benchmarkFilePipeline(b, rows, rate) })
+		}
 	}
 }
 
-func benchmarkFilePipeline(b *testing.B, batchRows int64) {
+// timing sums the latencies of one kind of call.
+type timing struct {
+	mu sync.Mutex
+	n  int
+	d  time.Duration
+}
+
+func (t *timing) since(t0 time.Time) {
+	t.mu.Lock()
+	t.n++
+	t.d += time.Since(t0)
+	t.mu.Unlock()
+}
+
+func (t *timing) report(b *testing.B, name string) {
+	if t.n > 0 {
+		b.ReportMetric(float64(t.d.Microseconds())/1000/float64(t.n), name+"-ms")
+	}
+}
+
+// timedClient times the per-batch unary calls of the Write API.
+type timedClient struct {
+	storagepb.BigQueryWriteClient
+	create, finalize, commit timing
+}
+
+func (c *timedClient) CreateWriteStream(ctx context.Context, in *storagepb.CreateWriteStreamRequest, opts ...grpc.CallOption) (*storagepb.WriteStream, error) {
+	defer c.create.since(time.Now())
+	return c.BigQueryWriteClient.CreateWriteStream(ctx, in, opts...)
+}
+
+func (c *timedClient) FinalizeWriteStream(ctx context.Context, in *storagepb.FinalizeWriteStreamRequest, opts ...grpc.CallOption) (*storagepb.FinalizeWriteStreamResponse, error) {
+	defer c.finalize.since(time.Now())
+	return c.BigQueryWriteClient.FinalizeWriteStream(ctx, in, opts...)
+}
+
+func (c *timedClient) BatchCommitWriteStreams(ctx context.Context, in *storagepb.BatchCommitWriteStreamsRequest, opts ...grpc.CallOption) (*storagepb.BatchCommitWriteStreamsResponse, error) {
+	defer c.commit.since(time.Now())
+	return c.BigQueryWriteClient.BatchCommitWriteStreams(ctx, in, opts...)
+}
+
+// timedLedger times the state stores (each a write, two fsyncs and a rename).
+type timedLedger struct {
+	ingest.Ledger
+	store timing
+}
+
+func (l *timedLedger) Store(ctx context.Context, partition string, s ingest.State) error {
+	defer l.store.since(time.Now())
+	return l.Ledger.Store(ctx, partition, s)
+}
+
+func benchmarkFilePipeline(b *testing.B, batchRows int64, createRate float64) {
 	const events = 20000
 	srv := testkit.Start(b)
 	ctx := context.Background()
@@ -51,7 +113,8 @@ func benchmarkFilePipeline(b *testing.B, batchRows int64) {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	write := storagepb.NewBigQueryWriteClient(conn)
+	write := &timedClient{BigQueryWriteClient: storagepb.NewBigQueryWriteClient(conn)}
+	var stores timing
 
 	dir := b.TempDir()
 	src := filepath.Join(dir, "events.ndjson")
@@ -86,12 +149,19 @@ func benchmarkFilePipeline(b *testing.B, batchRows int64) {
 		}
 		defer ledger.Close()
 		m := ingest.NewMetrics(nil)
+		rate := createRate
+		if rate == 0 {
+			rate = math.Inf(1)
+		}
+		tl := &timedLedger{Ledger: ledger}
 		err = ingest.Run(ctx, ingest.Config{
 			Start:  ingest.StartEarliest,
 			Client: write, Table: fmt.Sprintf("projects/%s/datasets/d/tables/%s", project, name),
-			Source: &ingest.FileSource{Path: src}, Ledger: ledger, Unknown: rows.UnknownReject,
-			MaxBatchRows: batchRows, MaxBatchAge: time.Second, Metrics: m,
+			Source: &ingest.FileSource{Path: src}, Ledger: tl, Unknown: rows.UnknownReject,
+			MaxBatchRows: batchRows, MaxBatchAge: time.Second, Metrics: m, CreateRate: rate,
 		})
+		stores.n += tl.store.n
+		stores.d += tl.store.d
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -107,4 +177,8 @@ func benchmarkFilePipeline(b *testing.B, batchRows int64) {
 		sum += v
 	}
 	b.ReportMetric(sum/float64(len(e2v)), "mean-batch-read-to-visible-s")
+	write.create.report(b, "create")
+	write.finalize.report(b, "finalize")
+	write.commit.report(b, "commit")
+	stores.report(b, "store")
 }

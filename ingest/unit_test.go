@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -170,6 +171,19 @@ func TestTokenBucket(t *testing.T) {
 	}
 	if d := tb.reserve(); d != 50*time.Millisecond {
 		t.Fatalf("burst exceeded: wait %v", d)
+	}
+}
+
+// TestTokenBucketUnlimited: an infinite rate (ingest --create-rate 0)
+// never waits, even for calls at the same instant.
+func TestTokenBucketUnlimited(t *testing.T) {
+	now := time.Unix(0, 0)
+	tb := NewTokenBucket(math.Inf(1), 1)
+	tb.now = func() time.Time { return now }
+	for i := range 1000 {
+		if d := tb.reserve(); d != 0 {
+			t.Fatalf("call %d waits %v", i, d)
+		}
 	}
 }
 

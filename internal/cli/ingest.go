@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -54,6 +55,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	batchRows := fs.Int64("batch-rows", 1_000_000, "close a batch at this many rows")
 	batchBytes := fs.String("batch-bytes", "64MiB", "close a batch at this many serialized row bytes")
 	batchAge := fs.Duration("batch-age", time.Second, "close a batch this long after it started")
+	createRate := fs.Float64("create-rate", 20, "CreateWriteStream calls per second at most; every batch takes a stream, so this also caps batches per second (BigQuery's latency grows past 40-50 calls/s and a longer-term quota applies); 0: no limit (bqstore serve without a configured quota)")
 	conns := fs.Int("conns", 4, "gRPC connections in the pool")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
 	logLevel := fs.String("log-level", envDefault(env, "BQSTORE_LOG_LEVEL", "info"), "log level: debug, info, warn or error (env BQSTORE_LOG_LEVEL)")
@@ -118,6 +120,15 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		if start, err = ingest.ParseStart(*startFlag); err != nil {
 			return usagef("--start: %v", err)
 		}
+	}
+	var rate float64
+	switch {
+	case *createRate < 0:
+		return usagef("--create-rate %g: want calls per second, or 0 for no limit", *createRate)
+	case *createRate == 0:
+		rate = math.Inf(1)
+	default:
+		rate = *createRate
 	}
 	logger, err := newLogger(env, *logFormat, *logLevel)
 	if err != nil {
@@ -214,7 +225,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	err = ingest.Run(ctx, ingest.Config{
 		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl, DeadLetterTable: dlTable, Start: start,
 		Unknown: uf, SkipDeletedRecords: *skipDeleted, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
-		Metrics: metrics, Health: health, Logger: logger,
+		CreateRate: rate, Metrics: metrics, Health: health, Logger: logger,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

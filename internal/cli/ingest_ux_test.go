@@ -274,3 +274,33 @@ func TestBenchPipelineExample(t *testing.T) {
 		t.Errorf("example %q: %v", example, err)
 	}
 }
+
+// TestIngestCreateRate: --create-rate 0 lifts the CreateWriteStream limit
+// (one stream per batch: 40 one-row batches run without waiting 50 ms
+// each); a negative rate is a usage error.
+func TestIngestCreateRate(t *testing.T) {
+	addr := ingestServer(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.ndjson")
+	var b strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&b, `{"id":%d}`+"\n", i)
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(rate string) []string {
+		return []string{"ingest", "--endpoint", addr, "--insecure", "--table", "p:d.t", "--source", "file:" + in,
+			"--state-dir", filepath.Join(dir, "state"), "--start", "earliest", "--batch-rows", "1", "--create-rate", rate}
+	}
+	if code, stderr := runMain(context.Background(), "", args("-1")...); code != 2 || !strings.Contains(stderr, "--create-rate") {
+		t.Errorf("--create-rate -1: exit %d, want 2 (usage) naming the flag:\n%s", code, stderr)
+	}
+	code, stderr := runMain(context.Background(), "", args("0")...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "done: 40 rows committed in 40 batches") {
+		t.Errorf("stderr lacks the summary:\n%s", stderr)
+	}
+}
