@@ -188,6 +188,12 @@ type Options struct {
 	Observer Observer
 	// FS is the file system. Default the operating system's.
 	FS FS
+	// StorageGone, if set, reports whether the storage of the deleted
+	// table id is gone for good (the engine's drop is durable). A
+	// checkpoint forgets the tombstones of such ids, so that they do not
+	// accumulate; without it tombstones are kept forever. Called with
+	// the catalog's write lock held.
+	StorageGone func(id string) bool
 
 	// checkpointBytes overrides defaultCheckpointBytes (tests).
 	checkpointBytes int64
@@ -218,6 +224,11 @@ type state struct {
 	datasets map[dsKey]*Dataset
 	tables   map[tKey]*Table
 	byID     map[string]*Table
+	// dropped holds the internal ids of deleted tables (tombstones):
+	// start-up reconciliation finishes the engine's drop of these ids,
+	// and quarantines rather than drops an engine table whose id is
+	// neither here nor in byID. Invariant: no id is in both.
+	dropped map[string]struct{}
 }
 
 type dsKey struct{ p, d string }
@@ -229,7 +240,20 @@ func (s *state) copy() *state {
 		datasets: maps.Clone(s.datasets),
 		tables:   maps.Clone(s.tables),
 		byID:     maps.Clone(s.byID),
+		dropped:  maps.Clone(s.dropped),
 	}
+}
+
+func (s *state) isDropped(id string) bool {
+	_, ok := s.dropped[id]
+	return ok
+}
+
+// dropTable removes t from s and leaves its tombstone.
+func (s *state) dropTable(t *Table) {
+	delete(s.tables, tKey{t.ProjectID, t.DatasetID, t.TableID})
+	delete(s.byID, t.ID)
+	s.dropped[t.ID] = struct{}{}
 }
 
 // Open opens (or creates) the catalog in dir.
@@ -490,8 +514,7 @@ func (c *Catalog) DeleteDataset(ctx context.Context, p, d string, deleteContents
 	}
 	slices.SortFunc(dropped, func(a, b *Table) int { return strings.Compare(a.TableID, b.TableID) })
 	for _, t := range dropped {
-		delete(next.tables, tKey{t.ProjectID, t.DatasetID, t.TableID})
-		delete(next.byID, t.ID)
+		next.dropTable(t)
 	}
 	delete(next.datasets, k)
 	if err := c.commitLocked(next); err != nil {
@@ -549,7 +572,7 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 	if err != nil {
 		return nil, err
 	}
-	if _, dup := next.byID[id]; dup {
+	if _, dup := next.byID[id]; dup || next.isDropped(id) {
 		return nil, fmt.Errorf("catalog: random table id %s collides", id)
 	}
 	etag, err := c.newETag()
@@ -580,8 +603,13 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 	}
 	if o := c.opts.Observer; o != nil {
 		if oerr := o.TableCreated(t.clone()); oerr != nil {
-			// Roll back: the table must not exist without its storage.
-			if err := c.commitLocked(cur); err != nil {
+			// Roll back: the table must not exist without its
+			// storage. Its id is tombstoned (as replaying the log's
+			// drop record does), so that start-up drops whatever
+			// part of its storage the engine made.
+			back := cur.copy()
+			back.dropped[t.ID] = struct{}{}
+			if err := c.commitLocked(back); err != nil {
 				return nil, fmt.Errorf("catalog: create table %s: %w (and the rollback failed: %v)", t.FullID(), oerr, err)
 			}
 			return nil, fmt.Errorf("catalog: create table %s: %w", t.FullID(), oerr)
@@ -648,6 +676,13 @@ func (c *Catalog) Tables() []*Table {
 		return strings.Compare(a.ProjectID+"\x00"+a.DatasetID+"\x00"+a.TableID, b.ProjectID+"\x00"+b.DatasetID+"\x00"+b.TableID)
 	})
 	return out
+}
+
+// Dropped reports whether id is the internal id of a deleted table (its
+// tombstone is kept until the engine's drop is known to be durable: see
+// Options.StorageGone).
+func (c *Catalog) Dropped(id string) bool {
+	return c.current().isDropped(id)
 }
 
 // TablePatch is a change to a table. Nil fields are left alone. In Labels a
@@ -775,8 +810,7 @@ func (c *Catalog) DeleteTable(ctx context.Context, p, d, t string) error {
 		}
 		return notFoundTable(p, d, t)
 	}
-	delete(next.tables, k)
-	delete(next.byID, old.ID)
+	next.dropTable(old)
 	if err := c.commitLocked(next); err != nil {
 		return err
 	}

@@ -22,6 +22,13 @@
 //  3. the directory is fsynced;
 //  4. CATALOG.log is removed.
 //
+// Every table deleted leaves a tombstone, its internal id (document
+// member droppedTables; a log record's dropTables), kept through
+// checkpoints until Options.StorageGone says the engine's drop is
+// durable: at start-up the server finishes the engine's drop of a
+// tombstoned id, and keeps and quarantines (never drops) an engine table
+// the catalog neither names nor tombstoned, which the catalog lost.
+//
 // The first change of a new catalog writes CATALOG this way instead of a
 // record. Open reads CATALOG, removes a leftover CATALOG.tmp, and replays
 // the records after the checkpoint's sequence number; a torn last record
@@ -40,7 +47,8 @@
 //	{"seq":<last change held>,
 //	 "projects":[{"id":"p","creationTime":"<RFC 3339>"}, ...],
 //	 "datasets":[<Dataset>, ...],
-//	 "tables":[<Table>, ...]}
+//	 "tables":[<Table>, ...],
+//	 "droppedTables":["<internal id>", ...]}
 //
 // with the fields of the Dataset and Table types (their JSON tags). Every
 // table carries all its schema versions in order: {"version":1,
@@ -67,8 +75,8 @@
 // Options.Observer is told, synchronously and in commit order, after a
 // change is durable: TableCreated, TableSchemaChanged, TableDropped. The
 // server uses it to create, alter and drop the storage engine's tables; on
-// start-up it reconciles the engine with Tables(), so a crash between the
-// catalog change and the observer call is repaired. If TableCreated fails
+// start-up it reconciles the engine with Tables() and Dropped(), so a
+// crash between the catalog change and the observer call is repaired. If TableCreated fails
 // the creation is rolled back; other observer errors are returned to the
 // caller with the catalog change kept. Observer methods must not call
 // mutating Catalog methods (they would deadlock on writeMu).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,7 +50,7 @@ const (
 // replacements.
 type logRecord struct {
 	Seq          int64        `json:"seq"`
-	DropTables   []string     `json:"dropTables,omitempty"` // internal ids
+	DropTables   []string     `json:"dropTables,omitempty"` // internal ids; each leaves a tombstone
 	DropDatasets []datasetRef `json:"dropDatasets,omitempty"`
 	DropProjects []string     `json:"dropProjects,omitempty"`
 	Projects     []*Project   `json:"projects,omitempty"`
@@ -149,8 +150,7 @@ func (r *logRecord) apply(st *state) error {
 		if !ok {
 			return fmt.Errorf("drop of unknown table id %s", id)
 		}
-		delete(st.tables, tKey{t.ProjectID, t.DatasetID, t.TableID})
-		delete(st.byID, id)
+		st.dropTable(t)
 	}
 	for _, d := range r.DropDatasets {
 		k := dsKey{d.ProjectID, d.DatasetID}
@@ -195,6 +195,9 @@ func (r *logRecord) apply(st *state) error {
 			return fmt.Errorf("table id %s renamed from %s to %s", t.ID, old.FullID(), t.FullID())
 		}
 		k := tKey{t.ProjectID, t.DatasetID, t.TableID}
+		if _, ok := st.dropped[t.ID]; ok {
+			return fmt.Errorf("table id %s was dropped", t.ID)
+		}
 		if cur, ok := st.tables[k]; ok && cur.ID != t.ID {
 			return fmt.Errorf("table %s is id %s, and id %s", t.FullID(), cur.ID, t.ID)
 		}
@@ -398,13 +401,36 @@ func (c *Catalog) checkpointBytes() int64 {
 
 // checkpoint makes st, whose last change is seq, the durable CATALOG.
 // REQUIRES: c.writeMu held.
+// Tombstones of tables whose storage is gone (Options.StorageGone) are
+// left out, and removed from st once the checkpoint is durable: st must
+// not be published yet.
 func (c *Catalog) checkpoint(st *state, seq int64) error {
-	b, err := encodeDocument(st, seq)
+	enc := st
+	var gone []string
+	if f := c.opts.StorageGone; f != nil {
+		for id := range st.dropped {
+			if f(id) {
+				gone = append(gone, id)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		e := *st
+		e.dropped = maps.Clone(st.dropped)
+		for _, id := range gone {
+			delete(e.dropped, id)
+		}
+		enc = &e
+	}
+	b, err := encodeDocument(enc, seq)
 	if err != nil {
 		return err
 	}
 	if err := c.save(b); err != nil {
 		return err
+	}
+	for _, id := range gone {
+		delete(st.dropped, id)
 	}
 	c.dur.seq = seq
 	c.dur.ckpt = true

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -150,6 +151,19 @@ func testCrashAtEveryWrite(t *testing.T, anyOrder bool) {
 		want = append(want, doc(t, c))
 	}
 	writes := fsys.ops
+	// everLive[k]: the table ids live in any state up to want[k] (their
+	// creation acknowledged, so the engine may hold their storage).
+	everLive := make([]map[string]bool, len(want))
+	for k := range want {
+		everLive[k] = map[string]bool{}
+		if k > 0 {
+			maps.Copy(everLive[k], everLive[k-1])
+		}
+		live, _ := docTableIDs(t, want[k])
+		for _, id := range live {
+			everLive[k][id] = true
+		}
+	}
 	if fsys.fileWrites < 4 {
 		t.Fatalf("the workload wrote %d checkpoints, want several", fsys.fileWrites)
 	}
@@ -196,6 +210,18 @@ func testCrashAtEveryWrite(t *testing.T, anyOrder bool) {
 		if got != want[acked] && (acked+1 >= len(want) || got != want[acked+1]) {
 			t.Fatalf("crash at write %d, seed %d (after %d acknowledged changes): catalog\n%s\nwant\n%s", i, run, acked, got, want[acked])
 		}
+		// Every table the engine may hold is live or tombstoned: none
+		// would be read as unknown (quarantined) at start-up.
+		live, dropped := docTableIDs(t, got)
+		known := map[string]bool{}
+		for _, id := range append(live, dropped...) {
+			known[id] = true
+		}
+		for id := range everLive[acked] {
+			if !known[id] {
+				t.Fatalf("crash at write %d, seed %d (after %d acknowledged changes): table id %s is neither live nor dropped", i, run, acked, id)
+			}
+		}
 		// The recovered catalog takes more changes, durably.
 		if err := c.EnsureProject(ctx, "after"); err != nil {
 			t.Fatalf("crash at write %d: change after recovery: %v", i, err)
@@ -210,6 +236,29 @@ func testCrashAtEveryWrite(t *testing.T, anyOrder bool) {
 		}
 	}
 	t.Logf("%d crash points x %d seeds, %d with a CATALOG file after the crash", writes, seedsPerWrite, checkpoints)
+}
+
+// docTableIDs returns the live and the dropped table ids of a catalog
+// document (doc's encoding).
+func docTableIDs(t *testing.T, s string) (live, dropped []string) {
+	t.Helper()
+	var env envelope
+	if err := json.Unmarshal([]byte(s), &env); err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Tables []struct {
+			ID string `json:"id"`
+		} `json:"tables"`
+		DroppedTables []string `json:"droppedTables"`
+	}
+	if err := json.Unmarshal(env.Catalog, &d); err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range d.Tables {
+		live = append(live, tb.ID)
+	}
+	return live, d.DroppedTables
 }
 
 // countFS counts the bytes written to the catalog's files.

@@ -15,4 +15,5 @@ func sortDocument(doc *document) {
 	slices.SortFunc(doc.Tables, func(a, b *Table) int {
 		return strings.Compare(a.ProjectID+"\x00"+a.DatasetID+"\x00"+a.TableID, b.ProjectID+"\x00"+b.DatasetID+"\x00"+b.TableID)
 	})
+	slices.Sort(doc.DroppedTables)
 }

@@ -128,6 +128,9 @@ type document struct {
 	Projects []*Project `json:"projects"`
 	Datasets []*Dataset `json:"datasets"`
 	Tables   []*Table   `json:"tables"`
+	// DroppedTables are the internal ids of deleted tables whose
+	// engine drop may not be durable yet (tombstones), sorted.
+	DroppedTables []string `json:"droppedTables,omitempty"`
 }
 
 // envelope is the CATALOG file: the document and its checksum.
@@ -148,6 +151,9 @@ func encodeDocument(st *state, seq int64) ([]byte, error) {
 	}
 	for _, t := range st.tables {
 		doc.Tables = append(doc.Tables, t)
+	}
+	for id := range st.dropped {
+		doc.DroppedTables = append(doc.DroppedTables, id)
 	}
 	sortDocument(&doc)
 	var buf bytes.Buffer
@@ -218,6 +224,15 @@ func decodeFile(b []byte) (*state, int64, error) {
 		st.tables[tKey{t.ProjectID, t.DatasetID, t.TableID}] = t
 		st.byID[t.ID] = t
 	}
+	for _, id := range doc.DroppedTables {
+		if !validInternalID(id) {
+			return nil, 0, fmt.Errorf("%w: invalid dropped table id %q", ErrCorrupt, id)
+		}
+		if _, live := st.byID[id]; live {
+			return nil, 0, fmt.Errorf("%w: table id %s is both live and dropped", ErrCorrupt, id)
+		}
+		st.dropped[id] = struct{}{}
+	}
 	return st, doc.Seq, nil
 }
 
@@ -278,6 +293,7 @@ func emptyState() *state {
 		datasets: map[dsKey]*Dataset{},
 		tables:   map[tKey]*Table{},
 		byID:     map[string]*Table{},
+		dropped:  map[string]struct{}{},
 	}
 }
 

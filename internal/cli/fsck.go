@@ -117,8 +117,13 @@ func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableRepor
 	}
 	sort.Strings(orphans)
 	for _, id := range orphans {
+		if cat.Dropped(id) {
+			fmt.Fprintf(w, "catalog: engine table %s was deleted from the catalog: the server finishes its drop at start (a crash came between the two)\n", id)
+			continue
+		}
 		problems++
-		fmt.Fprintf(w, "catalog: engine table %s is not in the catalog: the server would drop it at start (a crash between a table's delete and its drop; else restore the catalog)\n", id)
+		fmt.Fprintf(w, "catalog: engine table %s (%s) is not in the catalog, which did not delete it (CATALOG.log lost or cut?): the server keeps it quarantined, not served; restore CATALOG and CATALOG.log together to serve it again, or stop the server and remove %s to delete it\n",
+			id, filepath.Base(engine[id].Dir), engine[id].Dir)
 	}
 	fmt.Fprintf(w, "catalog: %d tables\n", len(tables))
 	return problems

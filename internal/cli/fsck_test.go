@@ -123,3 +123,45 @@ func TestFsck(t *testing.T) {
 		t.Fatalf("log without its checkpoint: exit %d\n%s", code, out)
 	}
 }
+
+// TestFsckUnknownAndDroppedTables: an engine table the catalog deleted
+// is an interrupted drop the server finishes (not a problem); one the
+// catalog neither names nor deleted (CATALOG.log lost) is reported as
+// quarantined, with its directory and the ways to recover or delete it.
+func TestFsckUnknownAndDroppedTables(t *testing.T) {
+	ctx := context.Background()
+	dir := fsckDataDir(t)
+	cat, err := catalog.Open(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := cat.Table("p", "d", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The catalog's delete, without the engine's drop (no observer).
+	if err := cat.DeleteTable(ctx, "p", "d", "t"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := storage.Open(filepath.Join(dir, "tables"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lost = "0123456789abcdef0123456789abcdef"
+	if _, err := db.CreateTable(ctx, lost, schema.ToArrow(&schema.Schema{})); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runFsckCmd(t, dir)
+	if code == 0 || !strings.Contains(out, "1 problems") {
+		t.Fatalf("exit %d, want 1 problem\n%s", code, out)
+	}
+	if !strings.Contains(out, "engine table "+tb.ID+" was deleted from the catalog: the server finishes its drop") {
+		t.Errorf("the interrupted drop is not reported as such\n%s", out)
+	}
+	if !strings.Contains(out, "engine table "+lost) || !strings.Contains(out, "keeps it quarantined") || !strings.Contains(out, filepath.Join(dir, "tables", "tables", "t-")) {
+		t.Errorf("the unknown table is not reported as quarantined with its directory\n%s", out)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
@@ -20,6 +21,10 @@ import (
 type backend struct {
 	cat *catalog.Catalog // set after catalog.Open (the observer is registered before)
 	db  *storage.DB
+	// unknown are the ids of the engine tables reconcile found neither
+	// in the catalog nor deleted by it (kept, quarantined). Set once at
+	// start-up, read-only after.
+	unknown []string
 }
 
 var _ catalog.Observer = (*backend)(nil)
@@ -65,9 +70,16 @@ func (b *backend) syncSchemas(ctx context.Context, tbl *storage.Table, t *catalo
 
 // reconcile makes the engine's tables match the catalog after a crash:
 // tables the catalog has are created or brought to the latest schema;
-// tables it no longer has are dropped (a crash between the catalog's
-// delete and the engine's). Quarantined tables are left alone.
-func (b *backend) reconcile(ctx context.Context) error {
+// tables it deleted (their ids are tombstoned) are dropped, finishing a
+// drop a crash cut between the catalog's delete and the engine's. An
+// engine table the catalog neither names nor deleted is unknown: the
+// catalog lost it (CATALOG.log lost or cut, a data dir copied without
+// it), so it is kept and quarantined, never dropped: the catalog names no
+// table with its id, so no API serves it; it is reported here, and by
+// `bqstore fsck`, with the ways to recover or delete it
+// (docs/format/catalog.md). Tables whose files failed recovery (the
+// engine's quarantine) are left alone unless their id is tombstoned.
+func (b *backend) reconcile(ctx context.Context, log *slog.Logger) error {
 	want := make(map[string]bool)
 	for _, t := range b.cat.Tables() {
 		want[t.ID] = true
@@ -90,14 +102,33 @@ func (b *backend) reconcile(ctx context.Context) error {
 			return fmt.Errorf("reconcile: %w", err)
 		}
 	}
-	for _, id := range b.db.TableIDs() {
-		if !want[id] {
+	ids := b.db.TableIDs()
+	for _, q := range b.db.Quarantined() {
+		ids = append(ids, q.Table)
+	}
+	for _, id := range ids {
+		switch {
+		case want[id]:
+		case b.cat.Dropped(id):
 			if err := b.db.DropTable(ctx, id); err != nil && !errors.Is(err, storage.ErrTableNotFound) {
-				return fmt.Errorf("reconcile: drop orphan table %s: %w", id, err)
+				return fmt.Errorf("reconcile: finish the drop of deleted table %s: %w", id, err)
 			}
+			log.Info("catalog: finished the drop of a deleted table (a crash came between the catalog's delete and the engine's drop)", "table", id)
+		default:
+			b.unknown = append(b.unknown, id)
+			log.Error("catalog: engine table is not in the catalog, which did not delete it: kept and quarantined (not served); was CATALOG.log lost or cut? Restore CATALOG and CATALOG.log together (server stopped) to serve it again, or delete it: `bqstore fsck DATA_DIR` names its directory (docs/format/catalog.md)",
+				"table", id)
 		}
 	}
 	return nil
+}
+
+// storageGone reports whether the engine holds nothing of table id (not
+// even quarantined files): its drop is durable, so the catalog may forget
+// its tombstone (catalog.Options.StorageGone).
+func (b *backend) storageGone(id string) bool {
+	_, err := b.db.Table(id)
+	return errors.Is(err, storage.ErrTableNotFound)
 }
 
 // notFound turns a catalog miss into the engine's sentinel so that apierr

@@ -595,8 +595,9 @@ func (s *Server) openData() error {
 		return fmt.Errorf("server: open storage: %w", err)
 	}
 	s.backend = &backend{db: s.db}
-	// Without its CATALOG, reconcile would read every table as deleted
-	// and drop its data: refuse to start instead.
+	// Without its CATALOG, reconcile would find every table unknown
+	// (kept, but quarantined: none served): refuse to start instead,
+	// naming what to restore.
 	catName := filepath.Join(s.cfg.DataDir, catalog.FileName)
 	if _, err := os.Stat(catName); errors.Is(err, os.ErrNotExist) {
 		if n := len(s.db.TableIDs()) + len(s.db.Quarantined()); n > 0 {
@@ -605,7 +606,7 @@ func (s *Server) openData() error {
 	} else if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	s.cat, err = catalog.Open(s.cfg.DataDir, catalog.Options{Observer: s.backend})
+	s.cat, err = catalog.Open(s.cfg.DataDir, catalog.Options{Observer: s.backend, StorageGone: s.backend.storageGone})
 	if err != nil {
 		return fmt.Errorf("server: open catalog: %w", err)
 	}
@@ -614,7 +615,7 @@ func (s *Server) openData() error {
 	if err := s.cat.EnsureProject(ctx, s.cfg.Project); err != nil {
 		return fmt.Errorf("server: project %q: %w", s.cfg.Project, err)
 	}
-	if err := s.backend.reconcile(ctx); err != nil {
+	if err := s.backend.reconcile(ctx, s.log); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
@@ -629,10 +630,10 @@ func missingCatalogError(dir string, n int) error {
 	logName := filepath.Join(dir, catalog.LogFileName)
 	tables := filepath.Join(dir, "tables")
 	if _, err := os.Stat(logName); err == nil {
-		return fmt.Errorf("server: data dir %s holds %d tables but its catalog checkpoint %s is missing (%s, which holds only the changes since that checkpoint, is there): refusing to start, which would treat every table as deleted and drop its data; restore %s (a copy older than the log's first change fails to open, naming the missing changes), or move %s aside to start with an empty data dir",
+		return fmt.Errorf("server: data dir %s holds %d tables but its catalog checkpoint %s is missing (%s, which holds only the changes since that checkpoint, is there): refusing to start, which would find every table unknown to the catalog (kept, but quarantined: none served); restore %s (a copy older than the log's first change fails to open, naming the missing changes), or move %s aside to start with an empty data dir",
 			dir, n, catName, logName, catalog.FileName, tables)
 	}
-	return fmt.Errorf("server: data dir %s holds %d tables but its catalog files %s and %s are missing: refusing to start, which would treat every table as deleted and drop its data; restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint, and start-up would drop the data of the tables they created), or move %s aside to start with an empty data dir",
+	return fmt.Errorf("server: data dir %s holds %d tables but its catalog files %s and %s are missing: refusing to start, which would find every table unknown to the catalog (kept, but quarantined: none served); restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint: the tables they created would start quarantined, not served, until the log is restored), or move %s aside to start with an empty data dir",
 		dir, n, catName, logName, tables)
 }
 
