@@ -82,9 +82,12 @@ type Job struct {
 	// Err is the query's error, nil if it succeeded.
 	Err error
 	// Result and Record hold the result's rows (Record in the Arrow
-	// mapping of Result.Schema); nil if the query failed.
+	// mapping of Result.Schema); nil if the query failed or returns no
+	// rows (DDL, DML).
 	Result *sql.Result
 	Record arrow.RecordBatch
+	// Stats are the statement's statistics (statements.go).
+	Stats Stats
 }
 
 // Options configure a Store.
@@ -137,16 +140,15 @@ func (s *Store) RunQuery(ctx context.Context, project, id, location string, q Qu
 	s.mu.Unlock()
 
 	done := &Job{Project: project, ID: id, Location: location, Query: q, Created: now, Started: now}
-	res, err := sql.Run(ctx, q.SQL, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
-		return s.open(project, q, n, now)
-	}, sql.Options{MaxRows: s.opts.MaxRows})
+	res, stats, err := s.runScript(ctx, project, q, now)
+	done.Stats = stats
 	// BigQuery refuses such a query before it runs, from an estimate;
 	// here the exact figure is known once it ran, and its result is
 	// dropped: the caller sees the same error and no rows.
-	if err == nil && res.Table != nil && q.MaxBytesBilled > 0 && Billed(res.BytesProcessed) > q.MaxBytesBilled {
+	if err == nil && res != nil && res.Table != nil && q.MaxBytesBilled > 0 && Billed(res.BytesProcessed) > q.MaxBytesBilled {
 		err = &BytesBilledError{Limit: q.MaxBytesBilled, Required: Billed(res.BytesProcessed)}
 	}
-	if err == nil {
+	if err == nil && res != nil {
 		done.Result = res
 		done.Record, err = res.Record()
 	}

@@ -150,6 +150,7 @@ type jobStatistics struct {
 	StartTime           schema.Int64     `json:"startTime,omitempty"`
 	EndTime             schema.Int64     `json:"endTime,omitempty"`
 	TotalBytesProcessed schema.Int64     `json:"totalBytesProcessed"`
+	NumChildJobs        schema.Int64     `json:"numChildJobs,omitempty"`
 	Query               *queryStatistics `json:"query,omitempty"`
 }
 
@@ -160,6 +161,19 @@ type queryStatistics struct {
 	StatementType       string         `json:"statementType,omitempty"`
 	ReferencedTables    []tableRef     `json:"referencedTables,omitempty"`
 	Schema              *schema.Schema `json:"schema,omitempty"`
+	// DDL and DML statements (jobs.Stats).
+	DDLOperationPerformed string        `json:"ddlOperationPerformed,omitempty"`
+	DDLTargetTable        *tableRef     `json:"ddlTargetTable,omitempty"`
+	DDLTargetDataset      *datasetRef   `json:"ddlTargetDataset,omitempty"`
+	NumDMLAffectedRows    *schema.Int64 `json:"numDmlAffectedRows,omitempty"`
+	DMLStats              *dmlStats     `json:"dmlStats,omitempty"`
+}
+
+// dmlStats is DmlStatistics: bqstore's DML inserts only.
+type dmlStats struct {
+	InsertedRowCount schema.Int64 `json:"insertedRowCount"`
+	DeletedRowCount  schema.Int64 `json:"deletedRowCount"`
+	UpdatedRowCount  schema.Int64 `json:"updatedRowCount"`
 }
 
 // queryResultsDoc is the shape of the jobs.query and jobs.getQueryResults
@@ -176,10 +190,12 @@ type queryResultsDoc struct {
 			V any `json:"v"`
 		} `json:"f"`
 	} `json:"rows,omitempty"`
-	TotalBytesProcessed schema.Int64 `json:"totalBytesProcessed"`
-	JobComplete         bool         `json:"jobComplete"`
-	CacheHit            bool         `json:"cacheHit"`
-	Errors              []jobError   `json:"errors,omitempty"`
+	TotalBytesProcessed schema.Int64  `json:"totalBytesProcessed"`
+	JobComplete         bool          `json:"jobComplete"`
+	CacheHit            bool          `json:"cacheHit"`
+	Errors              []jobError    `json:"errors,omitempty"`
+	NumDMLAffectedRows  *schema.Int64 `json:"numDmlAffectedRows,omitempty"`
+	DMLStats            *dmlStats     `json:"dmlStats,omitempty"`
 }
 
 type jobList struct {
@@ -345,6 +361,19 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 // writeResults answers with rows [start, start+maxRows) of j's result.
 func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j *jobs.Job, kind string, start, maxRows int64, int64TS bool) {
 	res := j.Result
+	if res == nil {
+		// DDL and DML: no rows, no schema.
+		out := queryResultsWire{
+			Kind: kind, JobReference: &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
+			TotalBytesProcessed: schema.Int64(j.Stats.BytesProcessed), JobComplete: true, Rows: []byte("[]"),
+		}
+		if j.Stats.DML {
+			n := schema.Int64(j.Stats.AffectedRows)
+			out.NumDMLAffectedRows, out.DMLStats = &n, &dmlStats{InsertedRowCount: n}
+		}
+		writeJSON(w, http.StatusOK, &out)
+		return
+	}
 	total := int64(len(res.Rows))
 	var rows []byte
 	pos := min(start, total)
@@ -392,6 +421,8 @@ type queryResultsWire struct {
 	TotalBytesProcessed schema.Int64   `json:"totalBytesProcessed"`
 	JobComplete         bool           `json:"jobComplete"`
 	CacheHit            bool           `json:"cacheHit"`
+	NumDMLAffectedRows  *schema.Int64  `json:"numDmlAffectedRows,omitempty"`
+	DMLStats            *dmlStats      `json:"dmlStats,omitempty"`
 }
 
 type rawJSON []byte
@@ -574,14 +605,37 @@ func jobResource(j *jobs.Job) *jobJSON {
 	}
 	out.Status.State = "DONE"
 	out.Statistics.EndTime = schema.Int64(j.End.UnixMilli())
-	qs := &queryStatistics{StatementType: "SELECT"}
+	st := j.Stats
+	qs := &queryStatistics{StatementType: st.StatementType}
 	if j.Err != nil {
 		ep := jobErrorOf(j.Err)
 		out.Status.ErrorResult = ep
 		out.Status.Errors = []jobError{*ep}
 		qs.StatementType = ""
+	} else if res := j.Result; res == nil || st.StatementType != "SELECT" {
+		// DDL, DML and scripts.
+		qs.TotalBytesProcessed = schema.Int64(st.BytesProcessed)
+		qs.TotalBytesBilled = schema.Int64(st.BytesProcessed)
+		if st.BytesProcessed > 0 {
+			qs.TotalBytesBilled = schema.Int64(jobs.Billed(st.BytesProcessed))
+		}
+		qs.DDLOperationPerformed = st.DDLOperation
+		if t := st.DDLTargetTable; t != nil {
+			qs.DDLTargetTable = &tableRef{ProjectID: t.Project, DatasetID: t.Dataset, TableID: t.Table}
+		}
+		if d := st.DDLTargetDataset; d != nil {
+			qs.DDLTargetDataset = &datasetRef{ProjectID: d.Project, DatasetID: d.Dataset}
+		}
+		if st.DML {
+			n := schema.Int64(st.AffectedRows)
+			qs.NumDMLAffectedRows, qs.DMLStats = &n, &dmlStats{InsertedRowCount: n}
+		}
+		if res != nil {
+			qs.Schema = res.Schema
+		}
+		out.Statistics.NumChildJobs = schema.Int64(st.NumChildJobs)
+		out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
 	} else {
-		res := j.Result
 		qs.TotalBytesProcessed = schema.Int64(res.BytesProcessed)
 		qs.Schema = res.Schema
 		if res.Table != nil {

@@ -1,0 +1,354 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/sql"
+)
+
+// This file dispatches the statements of a query job: queries run through
+// sql.Run; DDL goes through the catalog (the same calls as the REST
+// tables.* and datasets.* methods); INSERT appends through the engine
+// (dml.go). A script (several statements) runs them in order.
+
+// Stats are a job's statement statistics (JobStatistics2).
+type Stats struct {
+	// StatementType is BigQuery's statementType: SELECT, INSERT,
+	// CREATE_TABLE, CREATE_TABLE_AS_SELECT, DROP_TABLE, ALTER_TABLE,
+	// CREATE_SCHEMA, DROP_SCHEMA, ... or SCRIPT for several statements.
+	StatementType string
+	// DDLOperation is ddlOperationPerformed: CREATE, REPLACE, SKIP, DROP
+	// or ALTER; "" for other statements.
+	DDLOperation string
+	// DDLTargetTable is ddlTargetTable (table statements), nil if none.
+	DDLTargetTable *TableRef
+	// DDLTargetDataset is ddlTargetDataset (SCHEMA statements).
+	DDLTargetDataset *DatasetRef
+	// DML is set for INSERT; AffectedRows is numDmlAffectedRows.
+	DML          bool
+	AffectedRows int64
+	// NumChildJobs is the statements a SCRIPT ran.
+	NumChildJobs int
+	// BytesProcessed is the logical bytes the statements read.
+	BytesProcessed int64
+}
+
+// TableRef names a table.
+type TableRef struct{ Project, Dataset, Table string }
+
+// DatasetRef names a dataset.
+type DatasetRef struct{ Project, Dataset string }
+
+// runScript parses q.SQL and runs its statements in order. The result is
+// the last query's (nil when no statement returns rows). The first
+// statement reads at snapshot time at; later ones at their start, so that
+// they see what earlier ones did.
+func (s *Store) runScript(ctx context.Context, project string, q Query, at time.Time) (*sql.Result, Stats, error) {
+	sts, err := sql.ParseScript(q.SQL)
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	var res *sql.Result
+	var stats, total Stats
+	for i, st := range sts {
+		if i > 0 {
+			at = s.opts.Clock()
+		}
+		r, one, err := s.runStatement(ctx, project, q, st, at)
+		total.BytesProcessed += one.BytesProcessed
+		if err != nil {
+			return nil, total, err
+		}
+		if r != nil {
+			res = r
+		}
+		stats = one
+	}
+	if len(sts) > 1 {
+		return res, Stats{StatementType: "SCRIPT", NumChildJobs: len(sts), BytesProcessed: total.BytesProcessed}, nil
+	}
+	return res, stats, nil
+}
+
+func (s *Store) runStatement(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time) (*sql.Result, Stats, error) {
+	stats := Stats{StatementType: st.Type}
+	var err error
+	switch {
+	case st.Type == "SELECT":
+		var res *sql.Result
+		res, err = s.query(ctx, project, q, st.Text, at)
+		if err == nil {
+			stats.BytesProcessed = res.BytesProcessed
+			return res, stats, nil
+		}
+	case st.CreateTable != nil:
+		err = s.createTable(ctx, project, q, st.CreateTable, at, &stats)
+	case st.Drop != nil:
+		err = s.drop(ctx, project, q, st, &stats)
+	case st.AlterTable != nil:
+		err = s.alterTable(ctx, project, q, st, &stats)
+	case st.CreateSchema != nil:
+		err = s.createSchema(ctx, project, q, st.CreateSchema, &stats)
+	case st.Insert != nil:
+		err = s.insert(ctx, project, q, st, at, &stats)
+	case st.CreateView != nil:
+		err = filter.NewError(q.SQL, st.Pos, "not supported yet by bqstore: views")
+	default:
+		err = fmt.Errorf("jobs: statement %s has no runner", st.Type)
+	}
+	return nil, stats, err
+}
+
+// query runs one query statement at snapshot time at.
+func (s *Store) query(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, error) {
+	return sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
+		return s.open(project, q, n, at)
+	}, sql.Options{MaxRows: s.opts.MaxRows})
+}
+
+// qualify resolves a table name against the job's project and default
+// dataset.
+func qualify(project string, q Query, n sql.TableName) (TableRef, error) {
+	p, d := n.Project, n.Dataset
+	if d == "" {
+		if q.DefaultDataset == "" {
+			return TableRef{}, &TableError{Msg: fmt.Sprintf("Table \"%s\" must be qualified with a dataset (e.g. dataset.table).", n.Table)}
+		}
+		d = q.DefaultDataset
+		if p == "" {
+			p = q.DefaultProject
+		}
+	}
+	if p == "" {
+		p = project
+	}
+	return TableRef{Project: p, Dataset: d, Table: n.Table}, nil
+}
+
+// tableOptions applies OPTIONS(description, friendly_name,
+// expiration_timestamp) to a patch.
+func tableOptions(opts []sql.Option, patch *catalog.TablePatch) {
+	for _, o := range opts {
+		str := ""
+		if v, ok := o.Value.(string); ok {
+			str = v
+		}
+		switch o.Name {
+		case "description":
+			patch.Description = &str
+		case "friendly_name":
+			patch.FriendlyName = &str
+		case "expiration_timestamp":
+			var t time.Time
+			if v, ok := o.Value.(int64); ok {
+				t = time.UnixMicro(v).UTC()
+			}
+			patch.Expiration = &t
+		}
+	}
+}
+
+func isNotFound(err error) bool { return errors.Is(err, catalog.ErrNotFound) }
+
+func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sql.CreateTable, at time.Time, stats *Stats) error {
+	ref, err := qualify(project, q, ct.Name)
+	if err != nil {
+		return err
+	}
+	stats.DDLTargetTable = &ref
+	if ct.PrimaryKey != nil {
+		return filter.NewError(q.SQL, ct.Name.Pos, "not supported yet by bqstore: PRIMARY KEY")
+	}
+	_, err = s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+	exists := err == nil
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if exists && ct.IfNotExists {
+		stats.DDLOperation = "SKIP"
+		return nil
+	}
+	var res *sql.Result
+	sch := ct.Schema
+	if ct.Query != "" {
+		if res, err = s.query(ctx, project, q, ct.Query, at); err != nil {
+			return err
+		}
+		stats.BytesProcessed = res.BytesProcessed
+		sch = res.Schema
+	}
+	var patch catalog.TablePatch
+	tableOptions(ct.Options, &patch)
+	spec := catalog.TableSpec{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: sch}
+	if patch.Description != nil {
+		spec.Description = *patch.Description
+	}
+	if patch.FriendlyName != nil {
+		spec.FriendlyName = *patch.FriendlyName
+	}
+	if patch.Expiration != nil {
+		spec.Expiration = *patch.Expiration
+	}
+	stats.DDLOperation = "CREATE"
+	if exists && ct.OrReplace {
+		// BigQuery replaces the table atomically; here a reader between
+		// the two steps may find no table.
+		if err := s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table); err != nil && !isNotFound(err) {
+			return err
+		}
+		stats.DDLOperation = "REPLACE"
+	}
+	t, err := s.cat.CreateTable(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if res == nil || len(res.Rows) == 0 {
+		return nil
+	}
+	cols := make([]int, len(res.Schema.Fields))
+	for i := range cols {
+		cols[i] = i
+	}
+	n, err := s.appendRows(ctx, t, []rowGroup{{cols: cols, rows: res.Rows}})
+	if err != nil {
+		// The statement failed: the table it created goes with it.
+		_ = s.cat.DeleteTable(context.WithoutCancel(ctx), ref.Project, ref.Dataset, ref.Table)
+		return err
+	}
+	stats.DML, stats.AffectedRows = false, n
+	return nil
+}
+
+func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.Statement, stats *Stats) error {
+	d := st.Drop
+	if d.What == "SCHEMA" {
+		p := d.Name.Project
+		if p == "" {
+			p = project
+		}
+		stats.DDLTargetDataset = &DatasetRef{Project: p, Dataset: d.Name.Dataset}
+		err := s.cat.DeleteDataset(ctx, p, d.Name.Dataset, d.Cascade)
+		switch {
+		case err == nil:
+			stats.DDLOperation = "DROP"
+		case d.IfExists && isNotFound(err):
+			stats.DDLOperation = "SKIP"
+			err = nil
+		}
+		return err
+	}
+	ref, err := qualify(project, q, d.Name)
+	if err != nil {
+		return err
+	}
+	stats.DDLTargetTable = &ref
+	if d.What == "VIEW" {
+		if _, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil {
+			return filter.NewError(q.SQL, d.Name.Pos, "%s:%s.%s is not a view", ref.Project, ref.Dataset, ref.Table)
+		} else if d.IfExists && isNotFound(err) {
+			stats.DDLOperation = "SKIP"
+			return nil
+		} else if isNotFound(err) && strings.HasPrefix(err.Error(), "Not found: Table") {
+			return &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: View %s:%s.%s", ref.Project, ref.Dataset, ref.Table)}
+		} else {
+			return err
+		}
+	}
+	err = s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table)
+	switch {
+	case err == nil:
+		stats.DDLOperation = "DROP"
+	case d.IfExists && isNotFound(err):
+		stats.DDLOperation = "SKIP"
+		err = nil
+	}
+	return err
+}
+
+func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql.Statement, stats *Stats) error {
+	a := st.AlterTable
+	ref, err := qualify(project, q, a.Name)
+	if err != nil {
+		return err
+	}
+	stats.DDLTargetTable = &ref
+	cur, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+	if err != nil {
+		if a.IfExists && isNotFound(err) {
+			stats.DDLOperation = "SKIP"
+			return nil
+		}
+		return err
+	}
+	var patch catalog.TablePatch
+	fields := append([]*schema.Field(nil), cur.Schema().Fields...)
+	added := false
+	for _, act := range a.Actions {
+		switch {
+		case act.AddColumn != nil:
+			if schema.IndexNames(fields).Lookup(act.AddColumn.Name) >= 0 {
+				if act.IfNotExists {
+					continue
+				}
+				return filter.NewError(q.SQL, act.Pos, "Column already exists: %s", act.AddColumn.Name)
+			}
+			if act.AddColumn.Mode == schema.Required {
+				return filter.NewError(q.SQL, act.Pos, "Column %s cannot be added as NOT NULL: existing rows have no value for it", act.AddColumn.Name)
+			}
+			fields = append(fields, act.AddColumn)
+			added = true
+		case act.SetOptions != nil:
+			tableOptions(act.SetOptions, &patch)
+		case act.AddPrimaryKey != nil || act.DropPrimaryKey:
+			return filter.NewError(q.SQL, act.Pos, "not supported yet by bqstore: PRIMARY KEY")
+		}
+	}
+	if added {
+		patch.Schema = &schema.Schema{Fields: fields}
+	}
+	if _, err := s.cat.UpdateTable(ctx, ref.Project, ref.Dataset, ref.Table, patch, ""); err != nil {
+		return err
+	}
+	stats.DDLOperation = "ALTER"
+	return nil
+}
+
+func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *sql.CreateSchema, stats *Stats) error {
+	p := cs.Project
+	if p == "" {
+		p = project
+	}
+	stats.DDLTargetDataset = &DatasetRef{Project: p, Dataset: cs.Dataset}
+	if _, err := s.cat.Dataset(p, cs.Dataset); err == nil && cs.IfNotExists {
+		stats.DDLOperation = "SKIP"
+		return nil
+	}
+	ds := catalog.Dataset{ProjectID: p, DatasetID: cs.Dataset}
+	for _, o := range cs.Options {
+		str, _ := o.Value.(string)
+		switch o.Name {
+		case "description":
+			ds.Description = str
+		case "friendly_name":
+			ds.FriendlyName = str
+		case "location":
+			ds.Location = str
+		case "default_table_expiration_days":
+			if f, ok := o.Value.(float64); ok {
+				ds.DefaultTableExpirationMs = int64(f * 24 * 3600 * 1000)
+			}
+		}
+	}
+	if _, err := s.cat.CreateDataset(ctx, ds); err != nil {
+		return err
+	}
+	stats.DDLOperation = "CREATE"
+	return nil
+}
