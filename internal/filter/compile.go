@@ -68,6 +68,21 @@ type checker struct {
 	now    time.Time
 	cols   []string
 	seen   map[string]bool
+	names  NameResolver
+}
+
+// NameResolver maps a name path as written (a.b.c, at byte offset pos of
+// the text) to a top-level column of the schema: it returns the column's
+// name in the schema and how many leading parts of the path it consumed
+// (the rest are RECORD fields). Its error is returned as it is (callers
+// return an *Error with a position). The query engine uses it for
+// qualified names (t.col) and for columns whose schema names are internal.
+type NameResolver func(parts []string, pos int) (column string, used int, err error)
+
+// WithNames resolves the names of the expression through r instead of
+// looking the first part up in the schema.
+func WithNames(r NameResolver) Option {
+	return func(c *checker) { c.names = r }
 }
 
 func (c *checker) errf(pos int, format string, args ...any) *Error {
@@ -158,6 +173,13 @@ func fieldType(f *schema.Field) typ {
 }
 
 func (c *checker) column(e *Ident) (node, error) {
+	if c.names != nil {
+		col, used, err := c.names(e.Parts, e.P)
+		if err != nil {
+			return nil, err
+		}
+		e = &Ident{Parts: append([]string{col}, e.Parts[used:]...), P: e.P}
+	}
 	if c.schema == nil {
 		return nil, c.errf(e.P, "Unrecognized name: %s", e.Parts[0])
 	}

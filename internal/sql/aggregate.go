@@ -96,7 +96,7 @@ type group struct {
 // column (__a<i>) and every GROUP BY expression that is not a plain name
 // by its column (__g<i>), padding with spaces so positions stay put.
 // It returns the text to compile against the post-aggregation schema.
-func (q *query) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (string, error) {
+func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (string, error) {
 	toks := sp.toks
 	var b strings.Builder
 	b.WriteString(q.text(sp.pos(), sp.pos()))
@@ -160,7 +160,7 @@ func (q *query) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string,
 }
 
 // newAgg checks one aggregate call.
-func (q *query) newAgg(call Span, clause string) (*agg, error) {
+func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 	toks := call.toks
 	a := &agg{name: strings.ToUpper(toks[0].Text), pos: toks[0].Pos, key: call.key()}
 	inner := toks[2 : len(toks)-1]
@@ -203,7 +203,7 @@ func (q *query) newAgg(call Span, clause string) (*agg, error) {
 			return nil, notSupported(q.src, t.Pos, "analytic functions (OVER)")
 		}
 	}
-	arg, err := q.compile(Span{toks: inner}, q.schema)
+	arg, err := q.compile(Span{toks: inner})
 	if err != nil {
 		return nil, err
 	}
@@ -255,34 +255,35 @@ func (q *query) newAgg(call Span, clause string) (*agg, error) {
 // groups are formed from the rows WHERE keeps, then the select list,
 // HAVING and ORDER BY are evaluated over one row per group (the group's
 // keys and aggregates as columns) by the same expression layer.
-func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
+func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
 	sel := q.sel
 	// GROUP BY: ordinals and select aliases name select expressions.
 	groups := make([]Span, len(sel.GroupBy))
+	starCol := make([]string, len(sel.GroupBy)) // a key that is an expanded star's column
 	for g, gs := range sel.GroupBy {
 		groups[g] = gs
-		toks := gs.toks
-		if len(toks) == 1 && !toks[0].Ident && !toks[0].QIdent && !toks[0].Op {
-			var n int
-			if _, err := fmt.Sscanf(toks[0].Text, "%d", &n); err == nil && toks[0].Text == fmt.Sprint(n) {
-				if n < 1 || n > len(items) {
-					return nil, q.errf(toks[0].Pos, "GROUP BY column number exceeds number of SELECT columns: %d", n)
-				}
-				it := items[n-1]
-				if it.Star {
-					return nil, notSupported(q.src, toks[0].Pos, "GROUP BY an ordinal of SELECT *")
-				}
-				if at, ok := findAgg(it.Expr.toks); ok {
-					return nil, q.errf(toks[0].Pos, "GROUP BY position %d refers to an aggregate at [%s]", n, lineCol(q.src, at))
-				}
-				groups[g] = it.Expr
+		if n, ok, err := ordinal(q.runner, gs, len(items), "GROUP BY"); err != nil {
+			return nil, err
+		} else if ok {
+			it := items[n]
+			if it.Star {
+				starCol[g] = it.col
 				continue
 			}
+			if at, ok := findAgg(it.Expr.toks); ok {
+				return nil, q.errf(gs.pos(), "GROUP BY position %d refers to an aggregate at [%s]", n+1, lineCol(q.src, at))
+			}
+			groups[g] = it.Expr
+			continue
 		}
-		if name, ok := gs.singleName(); ok && !hasField(q.schema, name) {
+		if name, ok := gs.singleName(); ok && !q.in.has(name) {
 			for _, it := range items {
-				if !it.Star && strings.EqualFold(it.Alias, name) {
-					groups[g] = it.Expr
+				if strings.EqualFold(it.Alias, name) {
+					if it.Star {
+						starCol[g] = it.col
+					} else {
+						groups[g] = it.Expr
+					}
 				}
 			}
 		}
@@ -290,12 +291,22 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 			return nil, q.errf(at, "Aggregate functions are not allowed in GROUP BY")
 		}
 	}
-	// The post-aggregation schema: group keys, then aggregates.
+	// The post-aggregation schema: group keys, then aggregates. A key
+	// that is a column keeps the column's internal name (names resolve to
+	// it through the input's resolver); other keys are __g<i>, replaced
+	// in the text.
 	post := &schema.Schema{}
 	groupX := make([]*filter.Scalar, len(groups))
-	groupCol := make([]string, len(groups)) // "" for a plain column name
+	groupCol := make([]string, len(groups)) // "" for a column
+	groupedCols := map[string]bool{}
 	for g, gs := range groups {
-		x, err := q.compile(gs, q.schema)
+		var x *filter.Scalar
+		var err error
+		if starCol[g] != "" {
+			x, err = q.compileText(quoteIdent(starCol[g]), q.in.schema)
+		} else {
+			x, err = q.compile(gs)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -305,8 +316,12 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 		}
 		groupX[g] = x
 		name := fmt.Sprintf("__g%d", g)
-		if n, ok := gs.singleName(); ok && hasField(q.schema, n) {
-			name = n
+		if starCol[g] != "" {
+			name = starCol[g]
+			groupedCols[strings.ToLower(name)] = true
+		} else if col, ok := q.columnRef(gs); ok {
+			name = col
+			groupedCols[strings.ToLower(col)] = true
 		} else {
 			groupCol[g] = name
 		}
@@ -317,7 +332,11 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 	itemText := make([]string, len(items))
 	for i, it := range items {
 		if it.Star {
-			return nil, q.errf(it.pos, "SELECT * is not allowed with GROUP BY or aggregation")
+			if !groupedCols[strings.ToLower(it.col)] {
+				return nil, q.errf(it.pos, "SELECT list expression references column %s which is neither grouped nor aggregated", it.Alias)
+			}
+			itemText[i] = quoteIdent(it.col)
+			continue
 		}
 		t, err := q.rewrite(it.Expr, &aggs, groups, groupCol, "SELECT list")
 		if err != nil {
@@ -338,9 +357,9 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 		text string
 		o    OrderItem
 	}
-	orderCol := make([]int, len(sel.OrderBy))
+	orderCol := make([]int, len(q.order))
 	var hiddens []hidden
-	for k, o := range sel.OrderBy {
+	for k, o := range q.order {
 		col, err := q.resolveOrder(o, items)
 		if err != nil {
 			return nil, err
@@ -362,16 +381,27 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__a%d", i), Type: bqType(a.typ), Mode: schema.Nullable})
 	}
 	compilePost := func(text string, clause string) (*filter.Scalar, error) {
-		x, err := filter.CompileScalar(text, post)
-		if err != nil {
-			if fe, ok := err.(*filter.Error); ok {
-				if name, ok := strings.CutPrefix(fe.Msg, "Unrecognized name: "); ok && hasField(q.schema, name) {
-					fe.Msg = fmt.Sprintf("%s expression references column %s which is neither grouped nor aggregated", clause, name)
-				}
-			}
-			return nil, err
+		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
+			return q.compileText(text, post) // an expanded star's column
 		}
-		return x, nil
+		return q.compileText(text, post, filter.WithNames(func(parts []string, pos int) (string, int, error) {
+			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g")) {
+				return parts[0], 1, nil
+			}
+			i, used, err := q.in.resolve(q.src, parts, pos)
+			if err != nil {
+				return "", 0, err
+			}
+			col := q.in.cols[i].internal
+			if !groupedCols[strings.ToLower(col)] {
+				what := "column " + parts[0]
+				if used == 2 {
+					what = parts[0] + "." + parts[1]
+				}
+				return "", 0, q.errf(pos, "%s expression references %s which is neither grouped nor aggregated", clause, what)
+			}
+			return col, used, nil
+		}))
 	}
 	var exprs []*filter.Scalar
 	for i, t := range itemText {
@@ -390,9 +420,9 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 		}
 		exprs = append(exprs, x)
 	}
-	for k, o := range sel.OrderBy {
+	for k, o := range q.order {
 		t := exprs[orderCol[k]].Type()
-		if err := checkOrderable(q, o.Expr, items, orderCol[k], t); err != nil {
+		if err := checkOrderable(q.runner, o.Expr, t); err != nil {
 			return nil, err
 		}
 		out.order = append(out.order, orderKey{col: orderCol[k], typ: t, desc: o.Desc, nullsLast: o.NullsLast})
@@ -535,13 +565,18 @@ func (q *query) runAggregate(ctx context.Context, items []Item, where *filter.Sc
 	return out, nil
 }
 
-func hasField(s *schema.Schema, name string) bool {
-	for _, f := range s.Fields {
-		if strings.EqualFold(f.Name, name) {
-			return true
-		}
+// columnRef returns the internal name of the input column a span names
+// (a path naming a whole column).
+func (q *selectQuery) columnRef(sp Span) (string, bool) {
+	parts, ok := sp.path()
+	if !ok {
+		return "", false
 	}
-	return false
+	i, used, err := q.in.resolve(q.src, parts, sp.pos())
+	if err != nil || used != len(parts) {
+		return "", false
+	}
+	return q.in.cols[i].internal, true
 }
 
 func lineCol(src string, pos int) string {
@@ -550,7 +585,7 @@ func lineCol(src string, pos int) string {
 }
 
 // add accumulates v (nil: NULL) into s.
-func (a *agg) add(s *acc, v any, q *query) error {
+func (a *agg) add(s *acc, v any, q *selectQuery) error {
 	if a.star {
 		s.count++
 		return nil

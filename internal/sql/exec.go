@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -20,6 +19,9 @@ type Table interface {
 	// Scan calls fn with every row of the snapshot, in batches holding
 	// the named top-level columns (schema spelling) in that order; with
 	// no columns, batches of no columns that still count their rows.
+	// fn must not keep the batch past its return without retaining it.
+	// Scan may be called more than once (a table named twice in a query
+	// is read at the one snapshot).
 	Scan(ctx context.Context, cols []string, fn func(arrow.RecordBatch) error) error
 	// Close releases the snapshot; Run calls it once it is done.
 	Close()
@@ -27,13 +29,15 @@ type Table interface {
 
 // Resolver opens the table a query names, resolving a missing project or
 // dataset from the job's defaults. Its errors are returned as they are
-// (the API layer maps "not found" to BigQuery's notFound).
+// (the API layer maps "not found" to BigQuery's notFound). Run calls it
+// once per distinct name.
 type Resolver func(ctx context.Context, name TableName) (Table, error)
 
 // Options configure a query.
 type Options struct {
-	// MaxRows bounds the rows of a result held in memory; beyond it the
-	// query fails with "not supported yet" rather than exhausting memory.
+	// MaxRows bounds the rows of a result (and of every intermediate
+	// result) held in memory; beyond it the query fails with "not
+	// supported yet" rather than exhausting memory.
 	MaxRows int
 }
 
@@ -51,8 +55,10 @@ type Result struct {
 	// DATE, DATETIME, TIME and TIMESTAMP, 1 for BOOL, 16 for NUMERIC, 32
 	// for BIGNUMERIC, 2 + length for STRING, BYTES, JSON and GEOGRAPHY.
 	BytesProcessed int64
-	// Table is the table read, nil for a query without FROM.
-	Table *TableName
+	// Table is the first table read, nil for a query that reads none;
+	// Tables are all of them (each once), in order of first reference.
+	Table  *TableName
+	Tables []TableName
 }
 
 // Run parses and runs a query. Errors in the query (syntax, names, types,
@@ -60,52 +66,219 @@ type Result struct {
 // *filter.Error with a position; others come from the resolver or the
 // scan.
 func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Result, error) {
-	sel, err := Parse(src)
+	q, err := Parse(src)
 	if err != nil {
 		return nil, err
 	}
 	if opts.MaxRows <= 0 {
 		opts.MaxRows = DefaultMaxRows
 	}
-	q := &query{sel: sel, src: src, opts: opts}
-	return q.run(ctx, resolve)
+	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}}
+	defer r.close()
+	rs, err := r.query(ctx, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Schema: &schema.Schema{}, BytesProcessed: r.bytes, Rows: rs.rows, Tables: r.names}
+	if len(r.names) > 0 {
+		res.Table = &r.names[0]
+	}
+	names, err := columnNames(rs.names)
+	if err != nil {
+		return nil, err
+	}
+	for i, n := range names {
+		res.Schema.Fields = append(res.Schema.Fields, &schema.Field{Name: n, Type: bqType(rs.types[i]), Mode: schema.Nullable})
+	}
+	return res, nil
 }
 
-type query struct {
-	sel  *Select
-	src  string
-	opts Options
+// runner runs one statement: the tables it opened (one snapshot each),
+// the bytes it read.
+type runner struct {
+	src     string
+	resolve Resolver
+	opts    Options
+	tables  map[string]Table
+	names   []TableName
+	bytes   int64
+}
 
-	table  Table
-	schema *schema.Schema // the table's, or empty
+func (r *runner) close() {
+	for _, t := range r.tables {
+		t.Close()
+	}
+}
 
-	bytes int64
+func (r *runner) errf(pos int, format string, args ...any) error {
+	return filter.NewError(r.src, pos, format, args...)
+}
+
+func (r *runner) tooLarge() error {
+	return &filter.Error{Line: 1, Column: 1, Msg: fmt.Sprintf("not supported yet by bqstore: results larger than %d rows (results are held in memory)", r.opts.MaxRows)}
 }
 
 // text returns the statement with everything outside [from, to) blanked
 // (each character a space, newlines kept), so that the expression layer's
 // error positions are positions in the statement.
-func (q *query) text(from, to int) string {
+func (r *runner) text(from, to int) string {
 	var b strings.Builder
 	b.Grow(to)
-	for _, r := range q.src[:from] {
-		if r == '\n' {
+	for _, c := range r.src[:from] {
+		if c == '\n' {
 			b.WriteByte('\n')
 		} else {
 			b.WriteByte(' ')
 		}
 	}
-	b.WriteString(q.src[from:to])
+	b.WriteString(r.src[from:to])
 	return b.String()
 }
 
-func (q *query) errf(pos int, format string, args ...any) error {
-	return filter.NewError(q.src, pos, format, args...)
+// env is the WITH entries visible at a point of the query.
+type env struct {
+	name   string // lower case
+	cte    *CTE
+	def    *env // the entries visible to the definition
+	result *rowset
+	parent *env
 }
 
-// compile compiles a span against s.
-func (q *query) compile(sp Span, s *schema.Schema) (*filter.Scalar, error) {
-	x, err := filter.CompileScalar(q.text(sp.pos(), sp.end()), s)
+func (e *env) lookup(name string) *env {
+	for ; e != nil; e = e.parent {
+		if e.name == strings.ToLower(name) {
+			return e
+		}
+	}
+	return nil
+}
+
+// query runs a query expression.
+func (r *runner) query(ctx context.Context, q *Query, e *env) (*rowset, error) {
+	for _, c := range q.With {
+		e = &env{name: strings.ToLower(c.Name), cte: c, def: e, parent: e}
+	}
+	if sel, ok := q.Body.(*Select); ok {
+		return r.selectBlock(ctx, sel, e, q)
+	}
+	rs, err := r.body(ctx, q.Body, e)
+	if err != nil {
+		return nil, err
+	}
+	return r.finish(ctx, rs, q)
+}
+
+func (r *runner) body(ctx context.Context, b queryBody, e *env) (*rowset, error) {
+	switch b := b.(type) {
+	case *Select:
+		return r.selectBlock(ctx, b, e, nil)
+	case *Query:
+		return r.query(ctx, b, e)
+	case *SetOp:
+		return r.setOp(ctx, b, e)
+	}
+	return nil, fmt.Errorf("sql: query body %T", b)
+}
+
+// from builds the relation of a FROM item.
+func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error) {
+	switch f := f.(type) {
+	case nil:
+		return noRows(), nil
+	case *TableRef:
+		qual := f.Alias
+		if qual == "" {
+			qual = f.Name.Table
+		}
+		if f.Name.Project == "" && f.Name.Dataset == "" {
+			if c := e.lookup(f.Name.Table); c != nil {
+				if c.result == nil {
+					rs, err := r.query(ctx, c.cte.Q, c.def)
+					if err != nil {
+						return nil, err
+					}
+					c.result = rs
+				}
+				return rowsRelation(c.result, qual), nil
+			}
+		}
+		t, err := r.open(ctx, f.Name)
+		if err != nil {
+			return nil, err
+		}
+		return r.tableRelation(t, qual), nil
+	case *SubqueryRef:
+		rs, err := r.query(ctx, f.Q, e)
+		if err != nil {
+			return nil, err
+		}
+		return rowsRelation(rs, f.Alias), nil
+	case *JoinRef:
+		return r.join(ctx, f, e)
+	}
+	return nil, fmt.Errorf("sql: FROM item %T", f)
+}
+
+// open opens a table once per query: a table named twice is read at the
+// same snapshot.
+func (r *runner) open(ctx context.Context, n TableName) (Table, error) {
+	k := strings.ToLower(n.Project + "\x00" + n.Dataset + "\x00" + n.Table)
+	if t, ok := r.tables[k]; ok {
+		return t, nil
+	}
+	t, err := r.resolve(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	r.tables[k] = t
+	r.names = append(r.names, n)
+	return t, nil
+}
+
+// columnNames names the result's columns: the alias, or f0_, f1_, ... for
+// anonymous ones. Duplicates are an error, as for BigQuery's anonymous
+// result tables.
+func columnNames(in []string) ([]string, error) {
+	names := make([]string, len(in))
+	seen := map[string]bool{}
+	var dups []string
+	anon := 0
+	for i, n := range in {
+		if n == "" {
+			n = fmt.Sprintf("f%d_", anon)
+			anon++
+		}
+		names[i] = n
+		k := strings.ToLower(n)
+		if seen[k] {
+			dups = append(dups, n)
+		}
+		seen[k] = true
+	}
+	if len(dups) > 0 {
+		return nil, &filter.Error{Line: 1, Column: 1, Msg: "Duplicate column names in the result are not supported. Found duplicate(s): " + strings.Join(dups, ", ")}
+	}
+	return names, nil
+}
+
+// selectQuery is the state of one SELECT block.
+type selectQuery struct {
+	*runner
+	sel   *Select
+	in    *relation
+	order []OrderItem
+}
+
+// compile compiles a span against the block's input.
+func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
+	return q.compileText(q.text(sp.pos(), sp.end()), q.in.schema, filter.WithNames(q.in.names(q.src)))
+}
+
+func (r *runner) compileText(text string, s *schema.Schema, opts ...filter.Option) (*filter.Scalar, error) {
+	if err := r.checkSubqueries(text); err != nil {
+		return nil, err
+	}
+	x, err := filter.CompileScalar(text, s, opts...)
 	var fe *filter.Error
 	if errors.As(err, &fe) {
 		// The expression layer speaks of row_restriction here.
@@ -117,32 +290,37 @@ func (q *query) compile(sp Span, s *schema.Schema) (*filter.Scalar, error) {
 	return x, err
 }
 
-func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
-	sel := q.sel
-	q.schema = &schema.Schema{}
-	if sel.From != nil {
-		t, err := resolve(ctx, *sel.From)
-		if err != nil {
-			return nil, err
-		}
-		defer t.Close()
-		q.table, q.schema = t, t.Schema()
+// checkSubqueries rejects subqueries inside expressions, which the
+// expression layer does not know.
+func (r *runner) checkSubqueries(text string) error {
+	toks, err := filter.Tokens(text)
+	if err != nil {
+		return nil // the expression layer reports it
 	}
-	// Expand SELECT *.
-	var items []Item
-	for _, it := range sel.Items {
-		if !it.Star {
-			items = append(items, it)
-			continue
+	for i, t := range toks {
+		if t.Ident && strings.EqualFold(t.Text, "EXISTS") {
+			return notSupported(r.src, t.Pos, "subqueries in expressions")
 		}
-		if sel.From == nil {
-			return nil, q.errf(it.pos, "SELECT * must have a FROM clause")
-		}
-		for _, f := range q.schema.Fields {
-			items = append(items, Item{Star: true, Alias: f.Name, pos: it.pos})
+		if t.Op && t.Text == "(" && i+1 < len(toks) && toks[i+1].Ident &&
+			(strings.EqualFold(toks[i+1].Text, "SELECT") || strings.EqualFold(toks[i+1].Text, "WITH")) {
+			return notSupported(r.src, toks[i+1].Pos, "subqueries in expressions")
 		}
 	}
-	names, err := q.columnNames(items)
+	return nil
+}
+
+// selectBlock runs one SELECT; q (nil inside a set operation) holds the
+// ORDER BY and LIMIT that apply to it.
+func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query) (*rowset, error) {
+	in, err := r.from(ctx, sel.From, e)
+	if err != nil {
+		return nil, err
+	}
+	q := &selectQuery{runner: r, sel: sel, in: in}
+	if qq != nil {
+		q.order = qq.OrderBy
+	}
+	items, err := q.expandStars()
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +338,7 @@ func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
 		spans = append(spans, *sel.Having)
 	}
 	spans = append(spans, sel.GroupBy...)
-	for _, o := range sel.OrderBy {
+	for _, o := range q.order {
 		spans = append(spans, o.Expr)
 	}
 	for _, sp := range spans {
@@ -175,7 +353,7 @@ func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
 		if at, ok := findAgg(sel.Where.toks); ok {
 			return nil, q.errf(at, "Aggregate function %s not allowed in WHERE clause", strings.ToUpper(sel.Where.toks[indexAt(sel.Where.toks, at)].Text))
 		}
-		if where, err = q.compile(*sel.Where, q.schema); err != nil {
+		if where, err = q.compile(*sel.Where); err != nil {
 			return nil, err
 		}
 		if t := where.Type(); t != "BOOL" && t != "NULL" {
@@ -190,7 +368,7 @@ func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
 			}
 		}
 	}
-	for _, o := range sel.OrderBy {
+	for _, o := range q.order {
 		if _, ok := findAgg(o.Expr.toks); ok {
 			aggregate = true
 		}
@@ -211,48 +389,106 @@ func (q *query) run(ctx context.Context, resolve Resolver) (*Result, error) {
 	if len(out.order) > 0 {
 		sortRows(rows, out.order)
 	}
-	if sel.Offset > 0 {
-		rows = rows[min(int64(len(rows)), sel.Offset):]
+	rs := &rowset{types: out.types}
+	for _, it := range items {
+		rs.names = append(rs.names, it.Alias)
 	}
-	if sel.Limit >= 0 && int64(len(rows)) > sel.Limit {
-		rows = rows[:sel.Limit]
+	if qq != nil {
+		rows = limit(rows, qq)
 	}
-	res := &Result{Schema: &schema.Schema{}, BytesProcessed: q.bytes, Table: sel.From}
-	for i := range items {
-		res.Schema.Fields = append(res.Schema.Fields, &schema.Field{Name: names[i], Type: bqType(out.types[i]), Mode: schema.Nullable})
+	for i, row := range rows {
+		rows[i] = row[:len(items)]
 	}
-	res.Rows = make([][]any, len(rows))
-	for i, r := range rows {
-		res.Rows[i] = r[:len(items)]
-	}
-	return res, nil
+	rs.rows = rows
+	return rs, nil
 }
 
-// columnNames names the result's columns: the alias, or f0_, f1_, ... for
-// anonymous ones. Duplicates are an error, as for BigQuery's anonymous
-// result tables.
-func (q *query) columnNames(items []Item) ([]string, error) {
-	names := make([]string, len(items))
-	seen := map[string]bool{}
-	var dups []string
-	anon := 0
-	for i, it := range items {
-		n := it.Alias
-		if n == "" {
-			n = fmt.Sprintf("f%d_", anon)
-			anon++
-		}
-		names[i] = n
-		k := strings.ToLower(n)
-		if seen[k] {
-			dups = append(dups, n)
-		}
-		seen[k] = true
+func limit(rows [][]any, q *Query) [][]any {
+	if q.Offset > 0 {
+		rows = rows[min(int64(len(rows)), q.Offset):]
 	}
-	if len(dups) > 0 {
-		return nil, &filter.Error{Line: 1, Column: 1, Msg: "Duplicate column names in the result are not supported. Found duplicate(s): " + strings.Join(dups, ", ")}
+	if q.Limit >= 0 && int64(len(rows)) > q.Limit {
+		rows = rows[:q.Limit]
 	}
-	return names, nil
+	return rows
+}
+
+// expandStars replaces * and t.* by the columns they stand for, with
+// EXCEPT and REPLACE applied.
+func (q *selectQuery) expandStars() ([]Item, error) {
+	var items []Item
+	for _, it := range q.sel.Items {
+		if !it.Star {
+			items = append(items, it)
+			continue
+		}
+		if q.sel.From == nil {
+			return nil, q.errf(it.pos, "SELECT * must have a FROM clause")
+		}
+		qual := strings.ToLower(it.Qual)
+		if qual != "" && !q.in.vars[qual] {
+			if q.in.has(it.Qual) {
+				return nil, notSupported(q.src, it.pos, "STRUCT.* (fields of a column)")
+			}
+			return nil, q.errf(it.pos, "Unrecognized name: %s", it.Qual)
+		}
+		var cols []int
+		for i, c := range q.in.cols {
+			if qual == "" && c.star || qual != "" && c.qual == qual {
+				cols = append(cols, i)
+			}
+		}
+		what := "SELECT *"
+		if qual != "" {
+			what = "SELECT " + it.Qual + ".*"
+		}
+		if len(cols) == 0 {
+			return nil, q.errf(it.pos, "%s would expand to zero columns", what)
+		}
+		except := map[string]bool{}
+		for _, x := range it.Except {
+			found := false
+			for _, i := range cols {
+				if strings.EqualFold(q.in.cols[i].name, x.name) {
+					found = true
+				}
+			}
+			if !found {
+				return nil, q.errf(x.pos, "Column %s in SELECT * EXCEPT list does not exist", x.name)
+			}
+			except[strings.ToLower(x.name)] = true
+		}
+		replace := map[string]replaceItem{}
+		for _, x := range it.Replace {
+			found := false
+			for _, i := range cols {
+				if strings.EqualFold(q.in.cols[i].name, x.alias) && !except[strings.ToLower(x.alias)] {
+					found = true
+				}
+			}
+			if !found {
+				return nil, q.errf(x.pos, "Column %s in SELECT * REPLACE list does not exist", x.alias)
+			}
+			replace[strings.ToLower(x.alias)] = x
+		}
+		n := 0
+		for _, i := range cols {
+			c := q.in.cols[i]
+			if except[strings.ToLower(c.name)] {
+				continue
+			}
+			n++
+			if x, ok := replace[strings.ToLower(c.name)]; ok && c.name != "" {
+				items = append(items, Item{Expr: x.expr, Alias: c.name, pos: x.expr.pos()})
+				continue
+			}
+			items = append(items, Item{Star: true, Alias: c.name, col: c.internal, pos: it.pos})
+		}
+		if n == 0 {
+			return nil, q.errf(it.pos, "SELECT * EXCEPT list cannot exclude all columns")
+		}
+	}
+	return items, nil
 }
 
 // output is the rows of a query before DISTINCT, ORDER BY and LIMIT:
@@ -272,20 +508,13 @@ type orderKey struct {
 
 // resolveOrder maps an ORDER BY item to a column of the select list (by
 // ordinal, alias, or the same expression), or -1.
-func (q *query) resolveOrder(o OrderItem, items []Item) (int, error) {
-	toks := o.Expr.toks
-	if len(toks) == 1 && !toks[0].Ident && !toks[0].QIdent && !toks[0].Op {
-		var n int
-		if _, err := fmt.Sscanf(toks[0].Text, "%d", &n); err == nil && toks[0].Text == fmt.Sprint(n) {
-			if n < 1 || n > len(items) {
-				return 0, q.errf(toks[0].Pos, "ORDER BY column number exceeds number of SELECT columns: %d", n)
-			}
-			return n - 1, nil
-		}
+func (q *selectQuery) resolveOrder(o OrderItem, items []Item) (int, error) {
+	if n, ok, err := ordinal(q.runner, o.Expr, len(items), "ORDER BY"); ok || err != nil {
+		return n, err
 	}
 	if name, ok := o.Expr.singleName(); ok {
 		for i, it := range items {
-			if strings.EqualFold(it.Alias, name) && (!it.Star || q.sel.From != nil) {
+			if strings.EqualFold(it.Alias, name) {
 				return i, nil
 			}
 		}
@@ -299,26 +528,44 @@ func (q *query) resolveOrder(o OrderItem, items []Item) (int, error) {
 	return -1, nil
 }
 
+// ordinal reads an integer literal naming a column of the select list
+// (0-based result).
+func ordinal(r *runner, sp Span, n int, clause string) (int, bool, error) {
+	toks := sp.toks
+	if len(toks) == 1 && !toks[0].Ident && !toks[0].QIdent && !toks[0].Op {
+		var k int
+		if _, err := fmt.Sscanf(toks[0].Text, "%d", &k); err == nil && toks[0].Text == fmt.Sprint(k) {
+			if k < 1 || k > n {
+				return 0, true, r.errf(toks[0].Pos, "%s column number exceeds number of SELECT columns: %d", clause, k)
+			}
+			return k - 1, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// compileItem compiles a select-list item against the input.
+func (q *selectQuery) compileItem(it Item) (*filter.Scalar, error) {
+	if it.Star {
+		return q.compileText(quoteIdent(it.col), q.in.schema)
+	}
+	return q.compile(it.Expr)
+}
+
 // runPlain runs a query without aggregation: the select list and ORDER BY
 // keys evaluated over the rows WHERE keeps.
-func (q *query) runPlain(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
+func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
 	var exprs []*filter.Scalar
 	out := &output{}
 	for _, it := range items {
-		var x *filter.Scalar
-		var err error
-		if it.Star {
-			x, err = filter.CompileScalar(quoteIdent(it.Alias), q.schema)
-		} else {
-			x, err = q.compile(it.Expr, q.schema)
-		}
+		x, err := q.compileItem(it)
 		if err != nil {
 			return nil, err
 		}
 		exprs = append(exprs, x)
 		out.types = append(out.types, x.Type())
 	}
-	for _, o := range q.sel.OrderBy {
+	for _, o := range q.order {
 		col, err := q.resolveOrder(o, items)
 		if err != nil {
 			return nil, err
@@ -327,7 +574,7 @@ func (q *query) runPlain(ctx context.Context, items []Item, where *filter.Scalar
 			if q.sel.Distinct {
 				return nil, q.errf(o.Expr.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
 			}
-			x, err := q.compile(o.Expr, q.schema)
+			x, err := q.compile(o.Expr)
 			if err != nil {
 				return nil, err
 			}
@@ -335,25 +582,16 @@ func (q *query) runPlain(ctx context.Context, items []Item, where *filter.Scalar
 			exprs = append(exprs, x)
 		}
 		t := exprs[col].Type()
-		if err := checkOrderable(q, o.Expr, items, col, t); err != nil {
+		if err := checkOrderable(q.runner, o.Expr, t); err != nil {
 			return nil, err
 		}
 		out.order = append(out.order, orderKey{col: col, typ: t, desc: o.Desc, nullsLast: o.NullsLast})
 	}
 	all := append([]*filter.Scalar{where}, exprs...)
 	err := q.scan(ctx, all, func(rec arrow.RecordBatch, n int) error {
-		keep := make([]bool, n)
-		for i := range keep {
-			keep[i] = true
-		}
-		if where != nil {
-			vals, err := where.Values(ctx, rec, n)
-			if err != nil {
-				return err
-			}
-			for i, v := range vals {
-				keep[i] = v == true
-			}
+		keep, err := selection(ctx, where, rec, n)
+		if err != nil {
+			return err
 		}
 		cols := make([][]any, len(exprs))
 		for j, x := range exprs {
@@ -384,28 +622,44 @@ func (q *query) runPlain(ctx context.Context, items []Item, where *filter.Scalar
 	return out, nil
 }
 
-func (q *query) tooLarge() error {
-	return &filter.Error{Line: 1, Column: 1, Msg: fmt.Sprintf("not supported yet by bqstore: results larger than %d rows (results are held in memory)", q.opts.MaxRows)}
+// selection evaluates a WHERE condition (nil: every row).
+func selection(ctx context.Context, where *filter.Scalar, rec arrow.RecordBatch, n int) ([]bool, error) {
+	keep := make([]bool, n)
+	if where == nil {
+		for i := range keep {
+			keep[i] = true
+		}
+		return keep, nil
+	}
+	vals, err := where.Values(ctx, rec, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range vals {
+		keep[i] = v == true
+	}
+	return keep, nil
 }
 
-func checkOrderable(q *query, sp Span, items []Item, col int, t string) error {
+func checkOrderable(r *runner, sp Span, t string) error {
 	switch t {
 	case "GEOGRAPHY", "JSON":
 		pos := 0
 		if len(sp.toks) > 0 {
 			pos = sp.pos()
 		}
-		return q.errf(pos, "ORDER BY does not support expressions of type %s", t)
+		return r.errf(pos, "ORDER BY does not support expressions of type %s", t)
 	}
 	return nil
 }
 
-// scan reads the table (or, without FROM, one row of no columns) with the
-// columns the expressions reference, and counts the bytes read.
-func (q *query) scan(ctx context.Context, exprs []*filter.Scalar, fn func(rec arrow.RecordBatch, n int) error) error {
-	if q.table == nil {
-		return fn(nil, 1)
-	}
+// scan reads the input with the columns the expressions reference.
+func (q *selectQuery) scan(ctx context.Context, exprs []*filter.Scalar, fn func(rec arrow.RecordBatch, n int) error) error {
+	return q.in.scan(ctx, referenced(exprs), fn)
+}
+
+// referenced lists the columns the expressions read, each once.
+func referenced(exprs []*filter.Scalar) []string {
 	var cols []string
 	seen := map[string]bool{}
 	for _, x := range exprs {
@@ -419,14 +673,7 @@ func (q *query) scan(ctx context.Context, exprs []*filter.Scalar, fn func(rec ar
 			}
 		}
 	}
-	return q.table.Scan(ctx, cols, func(rec arrow.RecordBatch) error {
-		q.bytes += logicalBytes(rec)
-		if len(cols) == 0 {
-			// The expressions read no column: evaluate them without a record.
-			return fn(nil, int(rec.NumRows()))
-		}
-		return fn(rec, int(rec.NumRows()))
-	})
+	return cols
 }
 
 func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "\\`") + "`" }
@@ -454,5 +701,3 @@ func indexAt(toks []filter.Token, pos int) int {
 	}
 	return 0
 }
-
-var _ = utf8.RuneLen

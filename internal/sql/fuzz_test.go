@@ -19,6 +19,11 @@ func FuzzQuery(f *testing.F) {
 		"SELECT a x, b AS y FROM t ORDER BY x", "SELECT * FROM t LIMIT 1 OFFSET 2", "SELECT COUNT(DISTINCT a), COUNTIF(a > 1) FROM t;",
 		"SELECT", "SELECT FROM", "SELECT (", "SELECT a FROM t GROUP", "SELECT COUNT(COUNT(a)) FROM t", "WITH x AS (SELECT 1) SELECT 1",
 		"SELECT CASE WHEN a > 1 THEN 'x' END FROM t GROUP BY 1", "SELECT a FROM t JOIN u ON true", "SELECT 1 /* c */ -- d",
+		"WITH x AS (SELECT a FROM t) SELECT x.a FROM x", "SELECT * EXCEPT (a) REPLACE (b || 'z' AS b) FROM t",
+		"SELECT t.*, u.b FROM t JOIN t u USING (a)", "SELECT * FROM t x LEFT JOIN (SELECT a AS k FROM t) y ON x.a = y.k AND y.k > 1",
+		"SELECT a FROM t UNION ALL SELECT 1 ORDER BY 1 DESC LIMIT 1", "(SELECT a FROM t) EXCEPT DISTINCT (SELECT 3)",
+		"SELECT COUNT(*) FROM t, t u, t v WHERE t.a = u.a", "SELECT * FROM t FULL JOIN t u ON t.a < u.a",
+		"SELECT a FROM (t JOIN t u USING (a)", "SELECT 1 UNION", "WITH x AS (SELECT 1) ", "SELECT t. FROM t",
 	} {
 		f.Add(s)
 	}
@@ -26,7 +31,7 @@ func FuzzQuery(f *testing.F) {
 		{Name: "a", Type: schema.Integer}, {Name: "b", Type: schema.String}}},
 		rows: [][]any{{int64(1), "x"}, {nil, "y"}, {int64(3), nil}}, batch: 2}
 	resolve := func(_ context.Context, n TableName) (Table, error) {
-		if n.Table == "t" {
+		if n.Table == "t" || n.Table == "u" {
 			return tbl, nil
 		}
 		return nil, errResolve

@@ -7,78 +7,6 @@ import (
 	"github.com/bqstore/bqstore/internal/filter"
 )
 
-// Select is a parsed SELECT statement of the first slice of the language:
-// one table (or none), WHERE, GROUP BY, HAVING, ORDER BY, LIMIT/OFFSET.
-// Expressions are kept as spans of the source text: the expression layer
-// (internal/filter) parses and checks them, with the text before the span
-// blanked so that its error positions are positions in the statement.
-type Select struct {
-	src      string
-	Distinct bool
-	Items    []Item
-	From     *TableName // nil: SELECT without FROM
-	Where    *Span
-	GroupBy  []Span
-	Having   *Span
-	OrderBy  []OrderItem
-	Limit    int64 // -1: none
-	Offset   int64
-}
-
-// Item is one expression of the SELECT list.
-type Item struct {
-	Star  bool // SELECT *
-	Expr  Span
-	Alias string // explicit or implied (a column's name); "" if none
-	pos   int
-}
-
-// OrderItem is one key of ORDER BY.
-type OrderItem struct {
-	Expr       Span
-	Desc       bool
-	NullsLast  bool // ASC defaults to NULLS FIRST, DESC to NULLS LAST
-	explicitNl bool
-}
-
-// TableName is a table path as written: project may be empty, dataset
-// too (then the job's default dataset applies).
-type TableName struct {
-	Project, Dataset, Table string
-	Pos                     int
-}
-
-// Span is a range of tokens of the statement.
-type Span struct {
-	toks []filter.Token
-}
-
-func (s Span) pos() int { return s.toks[0].Pos }
-func (s Span) end() int { return s.toks[len(s.toks)-1].End }
-
-// key is a normalised form of the span for matching GROUP BY
-// expressions with SELECT ones: tokens, identifiers lower-cased.
-func (s Span) key() string {
-	var b strings.Builder
-	for _, t := range s.toks {
-		if t.Ident || t.QIdent {
-			b.WriteString(strings.ToLower(t.Value))
-		} else {
-			b.WriteString(t.Text)
-		}
-		b.WriteByte(0)
-	}
-	return b.String()
-}
-
-// singleName returns the identifier if the span is one (unqualified) name.
-func (s Span) singleName() (string, bool) {
-	if len(s.toks) == 1 && (s.toks[0].QIdent || s.toks[0].Ident && !filter.IsReserved(s.toks[0].Text)) {
-		return s.toks[0].Value, true
-	}
-	return "", false
-}
-
 type parser struct {
 	src  string
 	toks []filter.Token
@@ -126,13 +54,19 @@ func (p *parser) unexpected() error {
 	return p.errf(t.Pos, "Syntax error: Unexpected %s", describe(t))
 }
 
+func (p *parser) expect(what string, ok bool) error {
+	if ok {
+		p.i++
+		return nil
+	}
+	return p.errf(p.tok().Pos, "Syntax error: Expected %s but got %s", what, describe(p.tok()))
+}
+
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"JOIN": "JOIN", "INNER": "JOIN", "LEFT": "JOIN", "RIGHT": "JOIN", "FULL": "JOIN", "CROSS": "JOIN",
-	"UNION": "UNION", "INTERSECT": "INTERSECT", "EXCEPT": "EXCEPT", "QUALIFY": "QUALIFY", "WINDOW": "WINDOW",
-	"UNNEST": "UNNEST", "FOR": "FOR SYSTEM_TIME AS OF", "TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT",
-	"UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)", "ROLLUP": "GROUP BY ROLLUP",
-	"WITH": "WITH", "SELECT": "subqueries", "EXISTS": "subqueries",
+	"QUALIFY": "QUALIFY", "WINDOW": "WINDOW", "UNNEST": "UNNEST", "FOR": "FOR SYSTEM_TIME AS OF",
+	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
+	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
 
 var statementKw = map[string]string{
@@ -142,15 +76,17 @@ var statementKw = map[string]string{
 	"REVOKE": "REVOKE", "ASSERT": "ASSERT", "EXECUTE": "EXECUTE IMMEDIATE",
 }
 
-// NotSupportedError reports a valid statement using a feature bqstore
-// does not serve yet.
+// notSupported reports a valid statement using a feature bqstore does not
+// serve yet.
 func notSupported(src string, pos int, feature string) error {
 	return filter.NewError(src, pos, "not supported yet by bqstore: %s", feature)
 }
 
-// Parse parses one GoogleSQL statement (an optional trailing semicolon
-// allowed). Errors are *filter.Error with BigQuery's position suffix.
-func Parse(src string) (*Select, error) {
+// Parse parses one GoogleSQL query statement (an optional trailing
+// semicolon allowed; text before the statement may be blanked with
+// spaces, positions then stay those of the whole text). Errors are
+// *filter.Error with BigQuery's position suffix.
+func Parse(src string) (*Query, error) {
 	if len(src) > filter.MaxLength {
 		return nil, &filter.Error{Line: 1, Column: 1, Msg: "The query is too large. The maximum standard SQL query length is 1024.00K characters"}
 	}
@@ -167,73 +103,86 @@ func Parse(src string) (*Select, error) {
 		if f, ok := statementKw[strings.ToUpper(t.Text)]; ok {
 			return nil, notSupported(src, t.Pos, f+" statements")
 		}
-		if strings.EqualFold(t.Text, "WITH") {
-			return nil, notSupported(src, t.Pos, "WITH")
-		}
 	}
-	if p.isOp("(") {
-		return nil, notSupported(src, t.Pos, "parenthesized query expressions")
-	}
-	if !p.isKw("SELECT") {
+	if !p.isKw("SELECT") && !p.isKw("WITH") && !p.isOp("(") {
 		return nil, p.errf(t.Pos, "Syntax error: Expected \"(\" or keyword SELECT or keyword WITH but got %s", describe(t))
 	}
-	p.i++
-	s := &Select{src: src, Limit: -1}
-	if p.isKw("ALL") {
-		p.i++
-	} else if p.isKw("DISTINCT") {
-		s.Distinct = true
-		p.i++
-	}
-	if p.isKw("AS") {
-		return nil, notSupported(src, p.tok().Pos, "SELECT AS STRUCT/VALUE")
-	}
-	if err := p.selectList(s); err != nil {
+	q, err := p.query()
+	if err != nil {
 		return nil, err
 	}
-	if p.isKw("FROM") {
-		p.i++
-		if s.From, err = p.tableName(); err != nil {
-			return nil, err
+	if t := p.tok(); !t.EOF {
+		return nil, p.trailing()
+	}
+	return q, nil
+}
+
+// trailing reports the token after a complete query.
+func (p *parser) trailing() error {
+	t := p.tok()
+	if t.Ident {
+		if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {
+			return notSupported(p.src, t.Pos, f)
 		}
 	}
-	if p.isKw("WHERE") {
-		p.i++
-		sp, err := p.expr()
-		if err != nil {
-			return nil, err
-		}
-		s.Where = &sp
+	return p.errf(t.Pos, "Syntax error: Expected end of input but got %s", describe(t))
+}
+
+func trimSemicolon(src string) string {
+	t := strings.TrimRight(src, " \t\r\n")
+	if strings.HasSuffix(t, ";") {
+		return t[:len(t)-1]
 	}
-	if p.isKw("GROUP") {
-		if !p.isKw("GROUP", "BY") {
-			p.i++
-			return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword BY but got %s", describe(p.tok()))
-		}
-		p.i += 2
-		if p.isKw("ROLLUP") || p.isKw("CUBE") || p.isKw("GROUPING") {
-			return nil, notSupported(src, p.tok().Pos, "GROUP BY "+strings.ToUpper(p.tok().Text))
+	return src
+}
+
+// query parses [WITH ...] set-expression [ORDER BY ...] [LIMIT ...].
+func (p *parser) query() (*Query, error) {
+	q := &Query{Limit: -1, Pos: p.tok().Pos}
+	if p.isKw("WITH") {
+		p.i++
+		if p.isKw("RECURSIVE") {
+			return nil, notSupported(p.src, p.tok().Pos, "WITH RECURSIVE")
 		}
 		for {
-			sp, err := p.expr()
+			t := p.tok()
+			if !(t.QIdent || t.Ident && !filter.IsReserved(t.Text)) {
+				return nil, p.unexpected()
+			}
+			p.i++
+			if err := p.expect("keyword AS", p.isKw("AS")); err != nil {
+				return nil, err
+			}
+			if err := p.expect("\"(\"", p.isOp("(")); err != nil {
+				return nil, err
+			}
+			sub, err := p.query()
 			if err != nil {
 				return nil, err
 			}
-			s.GroupBy = append(s.GroupBy, sp)
+			if err := p.expect("\")\"", p.isOp(")")); err != nil {
+				return nil, err
+			}
+			for _, c := range q.With {
+				if strings.EqualFold(c.Name, t.Value) {
+					return nil, p.errf(t.Pos, "Duplicate alias %s for WITH subquery", t.Value)
+				}
+			}
+			q.With = append(q.With, &CTE{Name: t.Value, Pos: t.Pos, Q: sub})
 			if !p.isOp(",") {
 				break
 			}
 			p.i++
 		}
-	}
-	if p.isKw("HAVING") {
-		p.i++
-		sp, err := p.expr()
-		if err != nil {
-			return nil, err
+		if !p.isKw("SELECT") && !p.isOp("(") {
+			return nil, p.errf(p.tok().Pos, "Syntax error: Expected \"(\" or keyword SELECT but got %s", describe(p.tok()))
 		}
-		s.Having = &sp
 	}
+	body, err := p.setExpr()
+	if err != nil {
+		return nil, err
+	}
+	q.Body = body
 	if p.isKw("ORDER") {
 		if !p.isKw("ORDER", "BY") {
 			p.i++
@@ -259,7 +208,7 @@ func Parse(src string) (*Select, error) {
 				o.NullsLast, o.explicitNl = true, true
 				p.i += 2
 			}
-			s.OrderBy = append(s.OrderBy, o)
+			q.OrderBy = append(q.OrderBy, o)
 			if !p.isOp(",") {
 				break
 			}
@@ -268,36 +217,136 @@ func Parse(src string) (*Select, error) {
 	}
 	if p.isKw("LIMIT") {
 		p.i++
-		if s.Limit, err = p.count("LIMIT"); err != nil {
+		if q.Limit, err = p.count("LIMIT"); err != nil {
 			return nil, err
 		}
 		if p.isKw("OFFSET") {
 			p.i++
-			if s.Offset, err = p.count("OFFSET"); err != nil {
+			if q.Offset, err = p.count("OFFSET"); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if t := p.tok(); !t.EOF {
-		if t.Ident {
-			if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {
-				return nil, notSupported(src, t.Pos, f)
-			}
-		}
-		if t.Op && t.Text == "," && s.From != nil {
-			return nil, notSupported(src, t.Pos, "comma joins")
-		}
-		return nil, p.errf(t.Pos, "Syntax error: Expected end of input but got %s", describe(t))
-	}
-	return s, nil
+	return q, nil
 }
 
-func trimSemicolon(src string) string {
-	t := strings.TrimRight(src, " \t\r\n")
-	if strings.HasSuffix(t, ";") {
-		return t[:len(t)-1]
+// setExpr parses primary { UNION|INTERSECT|EXCEPT ALL|DISTINCT primary },
+// one kind of operator per level (parentheses group others).
+func (p *parser) setExpr() (queryBody, error) {
+	left, err := p.primary()
+	if err != nil {
+		return nil, err
 	}
-	return src
+	var first *SetOp
+	for p.isKw("UNION") || p.isKw("INTERSECT") || p.isKw("EXCEPT") {
+		t := p.tok()
+		op := &SetOp{Op: strings.ToUpper(t.Text), Pos: t.Pos, Left: left}
+		p.i++
+		switch {
+		case p.isKw("ALL"):
+		case p.isKw("DISTINCT"):
+			op.Distinct = true
+		default:
+			return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword ALL or keyword DISTINCT but got %s", describe(p.tok()))
+		}
+		p.i++
+		if first == nil {
+			first = op
+		} else if first.Op != op.Op || first.Distinct != op.Distinct {
+			return nil, p.errf(t.Pos, "Syntax error: Different set operations cannot be used in the same query without using parentheses for grouping")
+		}
+		if op.Right, err = p.primary(); err != nil {
+			return nil, err
+		}
+		left = op
+	}
+	return left, nil
+}
+
+// primary parses a SELECT block or a parenthesised query.
+func (p *parser) primary() (queryBody, error) {
+	if p.isOp("(") {
+		p.i++
+		q, err := p.query()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expect("\")\"", p.isOp(")")); err != nil {
+			return nil, err
+		}
+		return q, nil
+	}
+	if !p.isKw("SELECT") {
+		return nil, p.errf(p.tok().Pos, "Syntax error: Expected \"(\" or keyword SELECT but got %s", describe(p.tok()))
+	}
+	return p.selectBlock()
+}
+
+func (p *parser) selectBlock() (*Select, error) {
+	s := &Select{Pos: p.tok().Pos}
+	p.i++
+	if p.isKw("ALL") {
+		p.i++
+	} else if p.isKw("DISTINCT") {
+		s.Distinct = true
+		p.i++
+	}
+	if p.isKw("AS") {
+		return nil, notSupported(p.src, p.tok().Pos, "SELECT AS STRUCT/VALUE")
+	}
+	if err := p.selectList(s); err != nil {
+		return nil, err
+	}
+	var err error
+	if p.isKw("FROM") {
+		p.i++
+		if s.From, err = p.fromClause(); err != nil {
+			return nil, err
+		}
+	}
+	if p.isKw("WHERE") {
+		p.i++
+		sp, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		s.Where = &sp
+	}
+	if p.isKw("GROUP") {
+		if !p.isKw("GROUP", "BY") {
+			p.i++
+			return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword BY but got %s", describe(p.tok()))
+		}
+		p.i += 2
+		if p.isKw("ROLLUP") || p.isKw("CUBE") || p.isKw("GROUPING") {
+			return nil, notSupported(p.src, p.tok().Pos, "GROUP BY "+strings.ToUpper(p.tok().Text))
+		}
+		for {
+			sp, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			s.GroupBy = append(s.GroupBy, sp)
+			if !p.isOp(",") {
+				break
+			}
+			p.i++
+		}
+	}
+	if p.isKw("HAVING") {
+		p.i++
+		sp, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		s.Having = &sp
+	}
+	if t := p.tok(); t.Ident {
+		if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {
+			return nil, notSupported(p.src, t.Pos, f)
+		}
+	}
+	return s, nil
 }
 
 // clauseKw end an expression at parenthesis depth 0.
@@ -306,7 +355,7 @@ var clauseKw = map[string]bool{
 	"OFFSET": true, "ASC": true, "DESC": true, "NULLS": true, "QUALIFY": true, "WINDOW": true,
 	"UNION": true, "INTERSECT": true, "EXCEPT": true, "JOIN": true, "INNER": true, "LEFT": true,
 	"RIGHT": true, "FULL": true, "CROSS": true, "ON": true, "USING": true, "AS": true, "FOR": true,
-	"TABLESAMPLE": true,
+	"TABLESAMPLE": true, "NATURAL": true,
 }
 
 // expr collects the tokens of one expression: up to a comma, a clause
@@ -334,7 +383,6 @@ func (p *parser) expr() (Span, error) {
 				}
 			}
 		} else if t.Ident && depth == 0 && clauseKw[strings.ToUpper(t.Text)] {
-			// EXCEPT after "*" is SELECT * EXCEPT; anything else ends here.
 			break
 		}
 		if t.Ident && strings.EqualFold(t.Text, "CASE") {
@@ -355,12 +403,61 @@ done:
 func (p *parser) selectList(s *Select) error {
 	for {
 		t := p.tok()
-		if t.Op && t.Text == "*" {
-			p.i++
-			if p.isKw("EXCEPT") || p.isKw("REPLACE") {
-				return notSupported(p.src, p.tok().Pos, "SELECT * "+strings.ToUpper(p.tok().Text))
+		// t.* (a path then ".*")
+		qualStar := false
+		if (t.Ident && !filter.IsReserved(t.Text) || t.QIdent) && p.i+2 < len(p.toks) &&
+			p.toks[p.i+1].Op && p.toks[p.i+1].Text == "." && p.toks[p.i+2].Op && p.toks[p.i+2].Text == "*" {
+			qualStar = true
+		}
+		if t.Op && t.Text == "*" || qualStar {
+			it := Item{Star: true, pos: t.Pos}
+			if qualStar {
+				it.Qual = t.Value
+				p.i += 2
 			}
-			s.Items = append(s.Items, Item{Star: true, pos: t.Pos})
+			p.i++
+			if p.isKw("EXCEPT") && p.i+1 < len(p.toks) && p.toks[p.i+1].Op && p.toks[p.i+1].Text == "(" {
+				p.i += 2
+				for {
+					n, pos, err := p.name()
+					if err != nil {
+						return err
+					}
+					it.Except = append(it.Except, nameAt{n, pos})
+					if !p.isOp(",") {
+						break
+					}
+					p.i++
+				}
+				if err := p.expect("\")\"", p.isOp(")")); err != nil {
+					return err
+				}
+			}
+			if p.isKw("REPLACE") && p.i+1 < len(p.toks) && p.toks[p.i+1].Op && p.toks[p.i+1].Text == "(" {
+				p.i += 2
+				for {
+					sp, err := p.expr()
+					if err != nil {
+						return err
+					}
+					if err := p.expect("keyword AS", p.isKw("AS")); err != nil {
+						return err
+					}
+					n, pos, err := p.name()
+					if err != nil {
+						return err
+					}
+					it.Replace = append(it.Replace, replaceItem{expr: sp, alias: n, pos: pos})
+					if !p.isOp(",") {
+						break
+					}
+					p.i++
+				}
+				if err := p.expect("\")\"", p.isOp(")")); err != nil {
+					return err
+				}
+			}
+			s.Items = append(s.Items, it)
 		} else {
 			sp, err := p.expr()
 			if err != nil {
@@ -416,30 +513,158 @@ func bareAlias(toks []filter.Token) bool {
 // impliedAlias is the name BigQuery gives a column selected by a path:
 // its last part.
 func impliedAlias(toks []filter.Token) string {
-	for i, t := range toks {
-		if i%2 == 0 && !(t.QIdent || t.Ident && !filter.IsReserved(t.Text)) {
-			return ""
-		}
-		if i%2 == 1 && !(t.Op && t.Text == ".") {
-			return ""
-		}
+	if parts, ok := (Span{toks: toks}).path(); ok {
+		return parts[len(parts)-1]
 	}
-	if len(toks)%2 == 0 {
-		return ""
+	return ""
+}
+
+// fromClause parses FROM items joined left to right by commas and JOINs.
+func (p *parser) fromClause() (FromItem, error) {
+	left, err := p.fromPrimary()
+	if err != nil {
+		return nil, err
 	}
-	return toks[len(toks)-1].Value
+	for {
+		t := p.tok()
+		j := &JoinRef{Left: left, Pos: t.Pos}
+		switch {
+		case p.isOp(","):
+			j.Kind, j.Comma = "CROSS", true
+			p.i++
+		case p.isKw("CROSS"):
+			p.i++
+			if err := p.expect("keyword JOIN", p.isKw("JOIN")); err != nil {
+				return nil, err
+			}
+			j.Kind = "CROSS"
+		case p.isKw("JOIN"), p.isKw("INNER"), p.isKw("LEFT"), p.isKw("RIGHT"), p.isKw("FULL"):
+			j.Kind = "INNER"
+			if !p.isKw("JOIN") {
+				j.Kind = strings.ToUpper(t.Text)
+				p.i++
+				if j.Kind != "INNER" && p.isKw("OUTER") {
+					p.i++
+				}
+			}
+			if err := p.expect("keyword JOIN", p.isKw("JOIN")); err != nil {
+				return nil, err
+			}
+		case p.isKw("NATURAL"):
+			return nil, notSupported(p.src, t.Pos, "NATURAL JOIN")
+		default:
+			return left, nil
+		}
+		if j.Right, err = p.fromPrimary(); err != nil {
+			return nil, err
+		}
+		if j.Kind != "CROSS" {
+			switch {
+			case p.isKw("ON"):
+				p.i++
+				sp, err := p.expr()
+				if err != nil {
+					return nil, err
+				}
+				j.On = &sp
+			case p.isKw("USING"):
+				p.i++
+				if err := p.expect("\"(\"", p.isOp("(")); err != nil {
+					return nil, err
+				}
+				for {
+					n, pos, err := p.name()
+					if err != nil {
+						return nil, err
+					}
+					j.Using = append(j.Using, nameAt{n, pos})
+					if !p.isOp(",") {
+						break
+					}
+					p.i++
+				}
+				if err := p.expect("\")\"", p.isOp(")")); err != nil {
+					return nil, err
+				}
+			default:
+				return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword ON or keyword USING but got %s", describe(p.tok()))
+			}
+		} else if p.isKw("ON") || p.isKw("USING") {
+			return nil, p.errf(p.tok().Pos, "Syntax error: Expected end of input but got %s", describe(p.tok()))
+		}
+		left = j
+	}
+}
+
+// fromPrimary parses a table, a subquery or a parenthesised join, with
+// an optional alias.
+func (p *parser) fromPrimary() (FromItem, error) {
+	t := p.tok()
+	if t.Ident && strings.EqualFold(t.Text, "UNNEST") {
+		return nil, notSupported(p.src, t.Pos, "UNNEST")
+	}
+	if p.isOp("(") {
+		nx := p.toks[p.i+1]
+		if nx.Ident && (strings.EqualFold(nx.Text, "SELECT") || strings.EqualFold(nx.Text, "WITH")) || nx.Op && nx.Text == "(" {
+			p.i++
+			q, err := p.query()
+			if err != nil {
+				return nil, err
+			}
+			if err := p.expect("\")\"", p.isOp(")")); err != nil {
+				return nil, err
+			}
+			s := &SubqueryRef{Q: q, Pos: t.Pos}
+			if s.Alias, err = p.alias(); err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+		p.i++
+		j, err := p.fromClause()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expect("\")\"", p.isOp(")")); err != nil {
+			return nil, err
+		}
+		return j, nil
+	}
+	n, err := p.tableName()
+	if err != nil {
+		return nil, err
+	}
+	r := &TableRef{Name: *n}
+	if p.isKw("FOR") {
+		return nil, notSupported(p.src, p.tok().Pos, "FOR SYSTEM_TIME AS OF")
+	}
+	if r.Alias, err = p.alias(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// alias parses [AS] name after a FROM item.
+func (p *parser) alias() (string, error) {
+	if p.isKw("AS") {
+		p.i++
+		n, _, err := p.name()
+		return n, err
+	}
+	if t := p.tok(); t.QIdent || t.Ident && !filter.IsReserved(t.Text) && !clauseKw[strings.ToUpper(t.Text)] {
+		if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {
+			return "", notSupported(p.src, t.Pos, f)
+		}
+		p.i++
+		return t.Value, nil
+	}
+	return "", nil
 }
 
 // tableName parses a table path: `p.d.t`, `p`.d.t, d.t, `d.t`; project
 // names may contain dashes when quoted.
 func (p *parser) tableName() (*TableName, error) {
 	t := p.tok()
-	if p.isOp("(") {
-		return nil, notSupported(p.src, t.Pos, "subqueries in FROM")
-	}
-	if t.Ident && strings.EqualFold(t.Text, "UNNEST") {
-		return nil, notSupported(p.src, t.Pos, "UNNEST")
-	}
 	var parts []string
 	for {
 		t := p.tok()
@@ -467,12 +692,6 @@ func (p *parser) tableName() (*TableName, error) {
 		out.Project, out.Dataset, out.Table = parts[0], parts[1], parts[2]
 	default:
 		return nil, p.errf(t.Pos, "Invalid table name: %s", strings.Join(parts, "."))
-	}
-	if p.isKw("AS") {
-		return nil, notSupported(p.src, p.tok().Pos, "table aliases")
-	}
-	if t := p.tok(); t.QIdent || t.Ident && !filter.IsReserved(t.Text) && !clauseKw[strings.ToUpper(t.Text)] {
-		return nil, notSupported(p.src, t.Pos, "table aliases")
 	}
 	return out, nil
 }
