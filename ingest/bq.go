@@ -52,12 +52,6 @@ func (p *pipeline) retry(ctx context.Context, what string, op func(ctx context.C
 	}
 }
 
-// createStream creates a PENDING stream of the data table under the
-// CreateWriteStream rate limit.
-func (p *pipeline) createStream(ctx context.Context) (*storagepb.WriteStream, error) {
-	return p.createStreamOn(ctx, p.cfg.Table)
-}
-
 // createStreamOn creates a PENDING stream of table under the
 // CreateWriteStream rate limit.
 func (p *pipeline) createStreamOn(ctx context.Context, table string) (*storagepb.WriteStream, error) {

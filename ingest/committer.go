@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
@@ -10,7 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// committer issues one BatchCommitWriteStreams per window for its table,
+// committer issues one BatchCommitWriteStreams per window for its table
+// (one committer per table: routed topics sharing a table share it),
 // over every sealed stream that is ready (in calls of at most
 // Config.MaxCommitStreams streams). It never waits for a worker: it
 // only ever sees streams that are already sealed, and a window closes on a
@@ -22,6 +24,9 @@ type committer struct {
 	p     *pipeline
 	table string // the parent of every stream it commits
 	req   chan *commitReq
+	// workers counts the running partitions that send it requests (those
+	// routed to its table; every partition for the dead-letter table).
+	workers *atomic.Int64
 }
 
 // commitReq is one partition's sealed batch: its streams must all end up
@@ -39,7 +44,7 @@ type commitReq struct {
 }
 
 func newCommitter(p *pipeline, table string) *committer {
-	return &committer{p: p, table: table, req: make(chan *commitReq)}
+	return &committer{p: p, table: table, req: make(chan *commitReq), workers: &p.workers}
 }
 
 // commit hands the sealed streams to the committer and waits for them to be
@@ -76,7 +81,7 @@ func (c *committer) run(ctx context.Context) {
 		// come (a single file would otherwise wait CommitWindow per batch).
 		window := time.NewTimer(c.p.cfg.CommitWindow)
 	collect:
-		for int64(len(batch)) < c.p.workers.Load() {
+		for int64(len(batch)) < c.workers.Load() {
 			select {
 			case r := <-c.req:
 				batch = append(batch, r)
@@ -240,11 +245,11 @@ func (c *committer) commitAll(ctx context.Context, reqs []*commitReq) {
 // the data table's metrics.
 func (w *worker) commitSealed(ctx context.Context, b uint64, streams []SealedStream, bytes int64, start time.Time) (time.Time, error) {
 	var latest time.Time
-	for t := range w.p.tables {
+	for t := range w.d.tables {
 		req := &commitReq{}
 		for _, s := range streams {
 			if s.Table == t {
-				req.names = append(req.names, streamName(w.p.tables[t], s.ID))
+				req.names = append(req.names, streamName(w.d.tables[t], s.ID))
 				if t == 0 {
 					req.rows += s.Rows
 				}
@@ -260,7 +265,7 @@ func (w *worker) commitSealed(ctx context.Context, b uint64, streams []SealedStr
 		} else {
 			req.bytes, req.start = bytes, start
 		}
-		if err := w.p.committers[t].commit(ctx, req); err != nil {
+		if err := w.d.committers[t].commit(ctx, req); err != nil {
 			return latest, err
 		}
 		if err := ctx.Err(); err != nil {

@@ -1,7 +1,8 @@
 // Package ingest is an exactly-once pipeline from newline-delimited JSON
-// files and Kafka topics into a BigQuery table, through the public Storage
-// Write API only (PENDING streams), so it runs unchanged against BigQuery
-// and against bqstore serve.
+// files and Kafka topics into BigQuery tables (one, or one per topic:
+// Config.Routes), through the public Storage Write API only (PENDING
+// streams), so it runs unchanged against BigQuery and against bqstore
+// serve.
 //
 // # The protocol: fence the decision, not the commit
 //

@@ -18,8 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// KafkaSource consumes one topic as a member of a consumer group. Each
-// assigned partition is a Partition; its state (IDLE or SEALED) lives in
+// KafkaSource consumes one topic (Topic), or several (Topics), as a member
+// of one consumer group. Each assigned partition is a Partition (a
+// TopicPartition: its key names its topic); its state (IDLE or SEALED) lives in
 // the group's committed offset and its metadata, written only with
 // member OffsetCommit requests carrying this member's ID and generation,
 // so a member that lost the partition cannot seal (docs/ingest-protocol.md).
@@ -30,7 +31,10 @@ import (
 type KafkaSource struct {
 	Brokers []string
 	Topic   string
-	Group   string
+	// Topics, when set, replaces Topic: the member consumes them all
+	// (fan-out: Config.Routes sends each topic to its table).
+	Topics []string
+	Group  string
 	// Opts are extra franz-go options (tests shorten the session timeout).
 	Opts []kgo.Opt
 	// MaxBuffered is the bytes fetched and not yet read per partition
@@ -60,17 +64,17 @@ type KafkaSource struct {
 	SASL    string
 	secured bool
 
-	cl      *kgo.Client
-	adm     *kadm.Client
-	topicID [16]byte
-	log     *slog.Logger
+	cl       *kgo.Client
+	adm      *kadm.Client
+	topicIDs map[string][16]byte
+	log      *slog.Logger
 
 	mu struct {
 		sync.Mutex
-		parts map[int32]*kafkaPartition
+		parts map[tp]*kafkaPartition
 		// leaving: partitions being released whose worker still runs
 		// (a revoke's grace): its stores still need their epochs.
-		leaving map[int32]*kafkaPartition
+		leaving map[tp]*kafkaPartition
 		wake    context.CancelFunc // interrupts the current poll
 		// woken: a wake came since the polling goroutine last applied
 		// seeks and pauses; the next poll must not block (a wake between
@@ -93,19 +97,42 @@ type KafkaSource struct {
 	beforePoll func()
 }
 
+// tp names a partition of one of the source's topics.
+type tp struct {
+	topic string
+	p     int32
+}
+
 // ParseKafkaURL parses
-// kafka://BROKER[,BROKER]/TOPIC?group=G[&tls=true][&sasl=MECHANISM].
+// kafka://BROKER[,BROKER]/TOPIC[,TOPIC...]?group=G[&tls=true][&sasl=MECHANISM].
+// The topic may be left out (kafka://BROKER/?group=G) when the caller
+// sets Topics itself (the CLI's --route).
 func ParseKafkaURL(s string) (*KafkaSource, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Scheme != "kafka" {
 		return nil, fmt.Errorf("ingest: %q is not kafka://BROKER[,BROKER]/TOPIC?group=G", s)
 	}
-	topic := strings.Trim(u.Path, "/")
+	path := strings.Trim(u.Path, "/")
 	group := u.Query().Get("group")
-	if u.Host == "" || topic == "" || strings.Contains(topic, "/") || group == "" {
+	if u.Host == "" || strings.Contains(path, "/") || group == "" {
 		return nil, fmt.Errorf("ingest: %q: want kafka://BROKER[,BROKER]/TOPIC?group=G", s)
 	}
-	ks := &KafkaSource{Brokers: strings.Split(u.Host, ","), Topic: topic, Group: group}
+	ks := &KafkaSource{Brokers: strings.Split(u.Host, ","), Group: group}
+	if path != "" {
+		topics := strings.Split(path, ",")
+		seen := map[string]bool{}
+		for _, t := range topics {
+			if t == "" || seen[t] {
+				return nil, fmt.Errorf("ingest: %q: topic list %q has an empty or repeated topic", s, path)
+			}
+			seen[t] = true
+		}
+		if len(topics) == 1 {
+			ks.Topic = topics[0]
+		} else {
+			ks.Topics = topics
+		}
+	}
 	for k := range u.Query() {
 		switch k {
 		case "group":
@@ -126,7 +153,18 @@ func (s *KafkaSource) Single() bool { return false }
 // Ledger implements Source: the group's committed offsets.
 func (s *KafkaSource) Ledger() Ledger { return kafkaLedger{s} }
 
-func (s *KafkaSource) key(p int32) string { return "kafka:" + s.Topic + "/" + strconv.Itoa(int(p)) }
+// SourceTopics implements TopicSource: Topics, else Topic.
+func (s *KafkaSource) SourceTopics() []string {
+	if len(s.Topics) > 0 {
+		return s.Topics
+	}
+	if s.Topic != "" {
+		return []string{s.Topic}
+	}
+	return nil
+}
+
+func (s *KafkaSource) key(t tp) string { return "kafka:" + t.topic + "/" + strconv.Itoa(int(t.p)) }
 
 // Run implements Source.
 func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, p Partition) error) error {
@@ -155,13 +193,17 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	if err := s.Secure(nil); err != nil {
 		return err
 	}
+	topics := s.SourceTopics()
+	if len(topics) == 0 {
+		return errors.New("ingest: the kafka source names no topic")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.mu.Lock()
-	s.mu.parts = map[int32]*kafkaPartition{}
-	s.mu.leaving = map[int32]*kafkaPartition{}
+	s.mu.parts = map[tp]*kafkaPartition{}
+	s.mu.leaving = map[tp]*kafkaPartition{}
 	s.mu.Unlock()
-	ready := make(chan struct{}) // closed once cl, adm and topicID are set
+	ready := make(chan struct{}) // closed once cl, adm and topicIDs are set
 	fail := func(err error) {
 		s.mu.Lock()
 		if s.mu.runErr == nil {
@@ -173,7 +215,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(s.Brokers...),
 		kgo.ConsumerGroup(s.Group),
-		kgo.ConsumeTopics(s.Topic),
+		kgo.ConsumeTopics(topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		// Records of aborted transactions never existed: read committed.
@@ -187,8 +229,8 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		// partition without a committed offset starts at its log start.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			for _, p := range m[s.Topic] {
-				kp := &kafkaPartition{s: s, p: p, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
+			for _, t := range s.owned(m) {
+				kp := &kafkaPartition{s: s, topic: t.topic, p: t.p, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
 				kp.mu.seekTo = -1
 				// The client's pauses outlive an assignment: one paused
 				// under an earlier assignment (buffer full, halted) would
@@ -197,9 +239,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 				kp.mu.paused = true
 				kp.ctx, kp.cancel = context.WithCancel(ctx)
 				s.mu.Lock()
-				s.mu.parts[p] = kp
+				s.mu.parts[t] = kp
 				s.mu.Unlock()
-				s.log.Info("partition assigned", "partition", s.key(p))
+				s.log.Info("partition assigned", "partition", s.key(t))
 				s.wg.Add(1)
 				go func() {
 					defer s.wg.Done()
@@ -216,8 +258,8 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 				}()
 			}
 		}),
-		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "revoked") }),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(m[s.Topic], "lost") }),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(s.owned(m), "revoked") }),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(s.owned(m), "lost") }),
 	}, append(budgetOpts, s.Opts...)...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -230,14 +272,17 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		s.wg.Wait()
 		cl.CloseAllowingRebalance()
 	}()
-	topics, err := s.adm.ListTopics(ctx, s.Topic)
-	if err == nil {
-		err = topics[s.Topic].Err
-	}
+	listed, err := s.adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("ingest: kafka topic %s: %w", s.Topic, err)
+		return fmt.Errorf("ingest: kafka topics %s: %w", strings.Join(topics, ","), err)
 	}
-	s.topicID = topics[s.Topic].ID
+	s.topicIDs = map[string][16]byte{}
+	for _, t := range topics {
+		if err := listed[t].Err; err != nil {
+			return fmt.Errorf("ingest: kafka topic %s: %w", t, err)
+		}
+		s.topicIDs[t] = listed[t].ID
+	}
 	close(ready)
 
 	for ctx.Err() == nil {
@@ -261,9 +306,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 				return
 			}
 			var lost *kgo.ErrDataLoss
-			if t == s.Topic && (errors.Is(err, kerr.OffsetOutOfRange) || errors.As(err, &lost)) {
+			if errors.Is(err, kerr.OffsetOutOfRange) || errors.As(err, &lost) {
 				s.mu.Lock()
-				kp := s.mu.parts[p]
+				kp := s.mu.parts[tp{t, p}]
 				s.mu.Unlock()
 				if kp != nil {
 					kp.mu.Lock()
@@ -279,11 +324,11 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 			s.log.Warn("kafka fetch error", "topic", t, "partition", p, "err", err)
 		})
 		fetches.EachPartition(func(ftp kgo.FetchTopicPartition) {
-			if ftp.Topic != s.Topic || len(ftp.Records) == 0 {
+			if len(ftp.Records) == 0 {
 				return
 			}
 			s.mu.Lock()
-			kp := s.mu.parts[ftp.Partition]
+			kp := s.mu.parts[tp{ftp.Topic, ftp.Partition}]
 			s.mu.Unlock()
 			if kp != nil {
 				kp.mu.Lock()
@@ -313,11 +358,22 @@ func (s *KafkaSource) takeMemoryBudget(offer int64) int64 {
 	return s.MemoryBudget
 }
 
+// owned lists the partitions of m that belong to the source's topics.
+func (s *KafkaSource) owned(m map[string][]int32) []tp {
+	var out []tp
+	for _, t := range s.SourceTopics() {
+		for _, p := range m[t] {
+			out = append(out, tp{t, p})
+		}
+	}
+	return out
+}
+
 // release stops the workers of revoked or lost partitions and waits for
 // them. A revoked partition's worker first gets RevokeGrace to finish a
 // sealed batch (Revoker); a lost one stops at once, leaving its seal to
 // the next owner.
-func (s *KafkaSource) release(ps []int32, why string) {
+func (s *KafkaSource) release(ps []tp, why string) {
 	var stopped []*kafkaPartition
 	s.mu.Lock()
 	for _, p := range ps {
@@ -331,8 +387,8 @@ func (s *KafkaSource) release(ps []int32, why string) {
 	defer func() {
 		s.mu.Lock()
 		for _, kp := range stopped {
-			if s.mu.leaving[kp.p] == kp {
-				delete(s.mu.leaving, kp.p)
+			if s.mu.leaving[kp.tp()] == kp {
+				delete(s.mu.leaving, kp.tp())
 			}
 		}
 		s.mu.Unlock()
@@ -352,7 +408,7 @@ func (s *KafkaSource) release(ps []int32, why string) {
 			select {
 			case <-kp.done:
 			case <-grace.C:
-				s.log.Warn("revoke grace over: the worker stops; its seal is left to the next owner", "partition", s.key(kp.p))
+				s.log.Warn("revoke grace over: the worker stops; its seal is left to the next owner", "partition", kp.Key())
 			}
 		}
 	}
@@ -360,7 +416,7 @@ func (s *KafkaSource) release(ps []int32, why string) {
 		kp.cancel()
 		<-kp.done
 		kp.drop() // its buffer no longer counts against the budget
-		s.log.Info("partition "+why, "partition", s.key(kp.p))
+		s.log.Info("partition "+why, "partition", kp.Key())
 	}
 }
 
@@ -376,7 +432,7 @@ func (kp *kafkaPartition) Revoking() <-chan struct{} { return kp.revoking }
 
 func (s *KafkaSource) releaseAll() {
 	s.mu.Lock()
-	var ps []int32
+	var ps []tp
 	for p := range s.mu.parts {
 		ps = append(ps, p)
 	}
@@ -386,7 +442,7 @@ func (s *KafkaSource) releaseAll() {
 
 // part returns partition p if this member has it, or is releasing it
 // and its worker still runs.
-func (s *KafkaSource) part(p int32) *kafkaPartition {
+func (s *KafkaSource) part(p tp) *kafkaPartition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if kp := s.mu.parts[p]; kp != nil {
@@ -416,8 +472,8 @@ func (s *KafkaSource) applySeeksAndPauses() {
 		parts = append(parts, kp)
 	}
 	s.mu.Unlock()
-	seeks := map[int32]kgo.EpochOffset{}
-	var pause, resume []int32
+	seeks := map[string]map[int32]kgo.EpochOffset{}
+	pause, resume := map[string][]int32{}, map[string][]int32{}
 	// The memory budget: every partition pauses while the records
 	// buffered over all of them are over it, until read down to half.
 	if s.queueBudget > 0 {
@@ -432,7 +488,10 @@ func (s *KafkaSource) applySeeksAndPauses() {
 	for _, kp := range parts {
 		kp.mu.Lock()
 		if kp.mu.seekTo >= 0 {
-			seeks[kp.p] = kgo.EpochOffset{Epoch: kp.mu.seekEpoch, Offset: kp.mu.seekTo}
+			if seeks[kp.topic] == nil {
+				seeks[kp.topic] = map[int32]kgo.EpochOffset{}
+			}
+			seeks[kp.topic][kp.p] = kgo.EpochOffset{Epoch: kp.mu.seekEpoch, Offset: kp.mu.seekTo}
 			s.queued.Add(-kp.mu.queued)
 			kp.mu.queue, kp.mu.queued = nil, 0
 			kp.mu.outOfRange = nil
@@ -453,28 +512,29 @@ func (s *KafkaSource) applySeeksAndPauses() {
 		switch {
 		case want && !kp.mu.paused:
 			kp.mu.paused = true
-			pause = append(pause, kp.p)
+			pause[kp.topic] = append(pause[kp.topic], kp.p)
 		case !want && kp.mu.paused:
 			kp.mu.paused = false
-			resume = append(resume, kp.p)
+			resume[kp.topic] = append(resume[kp.topic], kp.p)
 		}
 		kp.mu.Unlock()
 		kp.signal()
 	}
 	if len(seeks) > 0 {
-		s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.Topic: seeks})
+		s.cl.SetOffsets(seeks)
 	}
 	if len(pause) > 0 {
-		s.cl.PauseFetchPartitions(map[string][]int32{s.Topic: pause})
+		s.cl.PauseFetchPartitions(pause)
 	}
 	if len(resume) > 0 {
-		s.cl.ResumeFetchPartitions(map[string][]int32{s.Topic: resume})
+		s.cl.ResumeFetchPartitions(resume)
 	}
 }
 
 // kafkaPartition buffers one partition's fetched records for its worker.
 type kafkaPartition struct {
 	s      *KafkaSource
+	topic  string
 	p      int32
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -562,7 +622,12 @@ func (kp *kafkaPartition) End() int64 {
 	return kp.mu.hwm
 }
 
-func (kp *kafkaPartition) Key() string { return kp.s.key(kp.p) }
+func (kp *kafkaPartition) Key() string { return kp.s.key(kp.tp()) }
+
+// Topic implements TopicPartition.
+func (kp *kafkaPartition) Topic() string { return kp.topic }
+
+func (kp *kafkaPartition) tp() tp { return tp{kp.topic, kp.p} }
 
 func (kp *kafkaPartition) signal() {
 	select {
@@ -709,13 +774,13 @@ func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error
 	if errors.As(err, &lost) {
 		e.Truncated, e.TruncatedTo = true, lost.ResetTo
 	}
-	if starts, lerr := kp.s.adm.ListStartOffsets(ctx, kp.s.Topic); lerr == nil {
-		if o, ok := starts.Lookup(kp.s.Topic, kp.p); ok && o.Err == nil {
+	if starts, lerr := kp.s.adm.ListStartOffsets(ctx, kp.topic); lerr == nil {
+		if o, ok := starts.Lookup(kp.topic, kp.p); ok && o.Err == nil {
 			e.Start = o.Offset
 		}
 	}
-	if ends, lerr := kp.s.adm.ListEndOffsets(ctx, kp.s.Topic); lerr == nil {
-		if o, ok := ends.Lookup(kp.s.Topic, kp.p); ok && o.Err == nil {
+	if ends, lerr := kp.s.adm.ListEndOffsets(ctx, kp.topic); lerr == nil {
+		if o, ok := ends.Lookup(kp.topic, kp.p); ok && o.Err == nil {
 			e.End = o.Offset
 		}
 	}
@@ -726,7 +791,7 @@ func (kp *kafkaPartition) gone(ctx context.Context, want int64, err error) error
 // last stable offset (read committed), a time the first record at or after
 // it; an offset must lie within the log.
 func (kp *kafkaPartition) StartOffset(ctx context.Context, s StartPosition) (int64, error) {
-	adm, topic := kp.s.adm, kp.s.Topic
+	adm, topic := kp.s.adm, kp.topic
 	lookup := func(l kadm.ListedOffsets, err error) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("ingest: ListOffsets %s: %w", kp.Key(), err)
@@ -768,21 +833,25 @@ func (kp *kafkaPartition) StartOffset(ctx context.Context, s StartPosition) (int
 // kafkaLedger stores partition states as the group's committed offsets.
 type kafkaLedger struct{ s *KafkaSource }
 
-// Identity names the state this ledger holds: the group's offsets of the topic.
+// Identity names the state this ledger holds: the group's offsets of the
+// topics.
 func (l kafkaLedger) Identity() string {
-	return "kafka-group:" + l.s.Group + "/topic:" + l.s.Topic
+	return "kafka-group:" + l.s.Group + "/topic:" + strings.Join(l.s.SourceTopics(), ",")
 }
 
-func (l kafkaLedger) partition(key string) (int32, error) {
-	prefix := "kafka:" + l.s.Topic + "/"
-	if !strings.HasPrefix(key, prefix) {
-		return 0, fmt.Errorf("ingest: %q is not a partition of %s", key, l.s.Topic)
+func (l kafkaLedger) partition(key string) (tp, error) {
+	topics := l.s.SourceTopics()
+	for _, t := range topics {
+		prefix := "kafka:" + t + "/"
+		if !strings.HasPrefix(key, prefix) {
+			continue
+		}
+		p, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 32)
+		if err == nil {
+			return tp{t, int32(p)}, nil
+		}
 	}
-	p, err := strconv.ParseInt(strings.TrimPrefix(key, prefix), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("ingest: %q is not a partition of %s", key, l.s.Topic)
-	}
-	return int32(p), nil
+	return tp{}, fmt.Errorf("ingest: %q is not a partition of %s", key, strings.Join(topics, ","))
 }
 
 // Load implements Ledger with an OffsetFetch (RequireStable). A partition
@@ -796,7 +865,7 @@ func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("ingest: OffsetFetch %s: %w", key, err)
 	}
-	o, ok := resps.Lookup(l.s.Topic, p)
+	o, ok := resps.Lookup(p.topic, p.p)
 	if ok && o.Err != nil {
 		return State{}, fmt.Errorf("ingest: OffsetFetch %s: %w", key, o.Err)
 	}
@@ -805,7 +874,7 @@ func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 		// guess (a group whose offsets expired reads as never started).
 		st := State{DeadLetterEnd: -1, Missing: true}
 		resps.Each(func(r kadm.OffsetResponse) {
-			if r.Topic == l.s.Topic && r.Partition != p && r.Err == nil && r.At >= 0 {
+			if r.Topic == p.topic && r.Partition != p.p && r.Err == nil && r.At >= 0 {
 				st.PeersWithState++
 			}
 		})
@@ -854,10 +923,10 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 	req.Generation = gen
 	req.MemberID = member
 	t := kmsg.NewOffsetCommitRequestTopic()
-	t.Topic = l.s.Topic
-	t.TopicID = l.s.topicID
+	t.Topic = p.topic
+	t.TopicID = l.s.topicIDs[p.topic]
 	pp := kmsg.NewOffsetCommitRequestTopicPartition()
-	pp.Partition = p
+	pp.Partition = p.p
 	pp.Offset = st.Offset
 	// KIP-320: the epoch of the last record the state covers, so that a
 	// resume from it can tell a truncated log (see Open).

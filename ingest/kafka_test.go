@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -28,8 +29,15 @@ func TestParseKafkaURL(t *testing.T) {
 	if len(s.Brokers) != 2 || s.Brokers[1] != "127.0.0.1:9093" || s.Topic != "events" || s.Group != "g1" {
 		t.Fatalf("parsed %+v", s)
 	}
-	for _, bad := range []string{"kafka://h/t", "kafka:///t?group=g", "kafka://h/?group=g", "http://h/t?group=g",
-		"kafka://h/t/u?group=g", "kafka://h/t?group=g&x=1"} {
+	// Several topics (fan-out), or none: Topics set by the caller (--route).
+	if s, err := ingest.ParseKafkaURL("kafka://h/a,b?group=g"); err != nil || !slices.Equal(s.SourceTopics(), []string{"a", "b"}) {
+		t.Fatalf("ParseKafkaURL(a,b) = %+v, %v", s, err)
+	}
+	if s, err := ingest.ParseKafkaURL("kafka://h/?group=g"); err != nil || len(s.SourceTopics()) != 0 {
+		t.Fatalf("ParseKafkaURL(no topic) = %+v, %v", s, err)
+	}
+	for _, bad := range []string{"kafka://h/t", "kafka:///t?group=g", "http://h/t?group=g",
+		"kafka://h/t/u?group=g", "kafka://h/t?group=g&x=1", "kafka://h/a,,b?group=g", "kafka://h/a,a?group=g"} {
 		if _, err := ingest.ParseKafkaURL(bad); err == nil {
 			t.Errorf("ParseKafkaURL(%q) accepted", bad)
 		}

@@ -15,19 +15,28 @@ import (
 
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"golang.org/x/sync/semaphore"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/bqstore/bqstore/ingest/rows"
 )
 
-// Config configures a pipeline run. Client, Table, Source and Ledger are
-// required; zero values elsewhere take the defaults documented per field.
+// Config configures a pipeline run. Client, Table (or Routes), Source and
+// Ledger are required; zero values elsewhere take the defaults documented
+// per field.
 type Config struct {
 	// Client talks to the Storage Write API: real BigQuery or bqstore
 	// serve. The pipeline uses only the public RPCs.
 	Client storagepb.BigQueryWriteClient
 	// Table is "projects/P/datasets/D/tables/T".
 	Table string
+	// Routes, instead of Table, send each topic of a TopicSource (Kafka)
+	// to its own table (fan-out): every topic the source consumes needs
+	// exactly one route, or the run stops at start with ErrNoRoute.
+	// Topics may share a table. Each table gets its own streams and one
+	// BatchCommitWriteStreams per window; a partition's state records its
+	// route (State.Config), so a topic routed elsewhere than in its state
+	// fails closed with ErrConfigChanged. A DeadLetterTable is one table
+	// for every route.
+	Routes []Route
 	// Source yields the partitions; Ledger stores their seals.
 	Source Source
 	Ledger Ledger
@@ -167,23 +176,18 @@ type pipeline struct {
 	// appendBudget is what Config.MemoryBudget leaves for appends once
 	// the source took its share (memoryBudgeter).
 	appendBudget int64
-	// tables are the destinations a seal's SealedStream.Table indexes:
-	// 0 the data table, 1 the dead-letter table when configured.
-	tables []string
-	// committers[i] commits the streams of tables[i].
+	// dests are the destinations by topic ("" when unrouted): each has
+	// the tables its partitions' seals index (dest.tables).
+	dests map[string]*dest
+	// committers: one per table, each run until the end of the run.
 	committers []*committer
 	single     bool // one partition: the dead-letter file may be truncated on recovery
-	// configID identifies the destination (the tables) in every state
-	// stored (State.Config).
-	configID string
 	// owner is this run's token, written in every state it stores, so a
 	// read-back tells our state from another owner's (State.Owner).
 	owner string
 
 	mu struct {
 		sync.Mutex
-		schema *storagepb.TableSchema
-		mapper *rows.Mapper
 		// dlSchema and dlMapper map dead-letter rows (DeadLetterTable).
 		dlSchema *storagepb.TableSchema
 		dlMapper *rows.Mapper
@@ -212,21 +216,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 	}
-	if !tableName.MatchString(cfg.Table) {
-		return fmt.Errorf("ingest: table %q is not projects/P/datasets/D/tables/T", cfg.Table)
-	}
-	tables := []string{cfg.Table}
-	if cfg.DeadLetterTable != "" {
-		if !tableName.MatchString(cfg.DeadLetterTable) {
-			return fmt.Errorf("ingest: dead-letter table %q is not projects/P/datasets/D/tables/T", cfg.DeadLetterTable)
-		}
-		if cfg.DeadLetters != nil {
-			return errors.New("ingest: a dead-letter file and a dead-letter table: give one")
-		}
-		if cfg.DeadLetterTable == cfg.Table {
-			return errors.New("ingest: the dead-letter table is the destination table")
-		}
-		tables = append(tables, cfg.DeadLetterTable)
+	if cfg.DeadLetterTable != "" && cfg.DeadLetters != nil {
+		return errors.New("ingest: a dead-letter file and a dead-letter table: give one")
 	}
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 64 << 20
@@ -289,16 +280,14 @@ func Run(ctx context.Context, cfg Config) error {
 		p.cfg.Health = NewHealth()
 	}
 	p.single = cfg.Source.Single()
-	p.tables = tables
-	p.configID = configID(tables...)
+	if err := p.buildDests(); err != nil {
+		return err
+	}
 	var tok [8]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return fmt.Errorf("ingest: owner token: %w", err)
 	}
 	p.owner = hex.EncodeToString(tok[:])
-	for _, t := range tables {
-		p.committers = append(p.committers, newCommitter(p, t))
-	}
 
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -313,9 +302,15 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	err := cfg.Source.Run(ctx, func(ctx context.Context, part Partition) error {
 		p.metrics.PartitionEvents.WithLabelValues("assigned").Inc()
-		w := &worker{p: p, part: part, key: part.Key()}
+		d, err := p.destFor(part)
+		if err != nil {
+			return err
+		}
+		w := &worker{p: p, d: d, part: part, key: part.Key()}
 		p.workers.Add(1)
-		err := w.run(ctx)
+		d.workers.Add(1)
+		err = w.run(ctx)
+		d.workers.Add(-1)
 		p.workers.Add(-1)
 		if errors.Is(err, errRevoked) {
 			p.metrics.PartitionEvents.WithLabelValues("revoked").Inc()
@@ -395,24 +390,4 @@ func (p *pipeline) pausePartition(ctx context.Context, part Partition, err error
 // become dead letters (a file or a table) rather than stopping the run.
 func (p *pipeline) hasDeadLetterSink() bool {
 	return p.cfg.DeadLetters != nil || p.cfg.DeadLetterTable != ""
-}
-
-// mapperFor returns the mapper for a stream's schema, rebuilding it when
-// the table's schema changed (schema evolution happens at batch boundaries:
-// each batch's stream reports the schema it accepts).
-func (p *pipeline) mapperFor(schema *storagepb.TableSchema) (*rows.Mapper, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.mu.mapper != nil && proto.Equal(p.mu.schema, schema) {
-		return p.mu.mapper, nil
-	}
-	m, err := rows.New(schema, p.cfg.Unknown)
-	if err != nil {
-		return nil, fmt.Errorf("ingest: table %s: %w", p.cfg.Table, err)
-	}
-	if p.mu.mapper != nil {
-		p.log.Info("table schema changed, new batches use it", "table", p.cfg.Table, "columns", len(schema.GetFields()))
-	}
-	p.mu.schema, p.mu.mapper = schema, m
-	return m, nil
 }

@@ -32,6 +32,7 @@ import (
 // or after S5 leaves a seal that the next run (or owner) resolves.
 type worker struct {
 	p      *pipeline
+	d      *dest // the partition's table (its route)
 	part   Partition
 	key    string
 	reader RecordReader
@@ -86,10 +87,10 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Config != "" && st.Config != w.p.configID {
+	if st.Config != "" && st.Config != w.d.configID {
 		return fmt.Errorf("%w: partition %s: its state (offset %d) was written for another destination (config %s; this run writes to %s, config %s): "+
 			"taking its offset would skip every range committed there; use a new --state-dir (or consumer group) with --start for the new table, or the old --table",
-			ErrConfigChanged, w.key, st.Offset, st.Config, w.p.cfg.Table, w.p.configID)
+			ErrConfigChanged, w.key, st.Offset, st.Config, w.d.table, w.d.configID)
 	}
 	if id, ok := w.part.(identifier); ok && st.Source != "" {
 		cur, err := id.identity(st.Offset)
@@ -304,11 +305,11 @@ func (w *worker) resolve(ctx context.Context, st State) (State, error) {
 	var pending []SealedStream
 	var latest time.Time
 	for _, s := range st.Streams {
-		if s.Table >= len(w.p.tables) {
+		if s.Table >= len(w.d.tables) {
 			return st, fmt.Errorf("%w: partition %s: the seal of range [%d, %d) names a stream of table #%d, and this run has %d (a dead-letter table the run lacks?)",
-				errFailClosed, w.key, st.Offset, st.To, s.Table, len(w.p.tables))
+				errFailClosed, w.key, st.Offset, st.To, s.Table, len(w.d.tables))
 		}
-		name := streamName(w.p.tables[s.Table], s.ID)
+		name := streamName(w.d.tables[s.Table], s.ID)
 		ws, err := w.p.getStream(ctx, name, storagepb.WriteStreamView_BASIC)
 		if isNotFound(err) {
 			return st, fmt.Errorf("%w: partition %s, %s, range [%d, %d)", errFailClosed, w.key, name, st.Offset, st.To)
@@ -386,7 +387,7 @@ func (w *worker) stream(ctx context.Context) (*storagepb.WriteStream, time.Time,
 				w.p.metrics.ActiveStreams.Dec()
 			}
 		}
-		ws, err := w.p.createStream(ctx)
+		ws, err := w.p.createStreamOn(ctx, w.d.table)
 		return ws, time.Now(), err
 	}
 	if w.spare != nil {
@@ -421,7 +422,7 @@ func (w *worker) freshStream(ctx context.Context) (*storagepb.WriteStream, time.
 			return nil, time.Time{}, ctx.Err()
 		}
 	}
-	ws, err := w.p.createStream(ctx)
+	ws, err := w.p.createStreamOn(ctx, w.d.table)
 	return ws, time.Now(), err
 }
 
@@ -434,7 +435,7 @@ func (w *worker) createAhead(ctx context.Context) {
 	ch := make(chan createResult, 1)
 	w.ahead = ch
 	go func() {
-		ws, err := w.p.createStream(ctx)
+		ws, err := w.p.createStreamOn(ctx, w.d.table)
 		ch <- createResult{ws, time.Now(), err}
 	}()
 }
@@ -478,7 +479,7 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 	if err := hook(p.cfg.Hooks, AfterCreate, w.key, b); err != nil {
 		return nil, err
 	}
-	mapper, err := p.mapperFor(ws.GetTableSchema())
+	mapper, err := w.d.mapperFor(p, ws.GetTableSchema())
 	if err != nil {
 		return nil, err
 	}
@@ -792,7 +793,7 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 //
 // ErrStoreFinal and the end of ctx stop at once.
 func (w *worker) store(ctx context.Context, st, prev State, what string) error {
-	st.Config = w.p.configID
+	st.Config = w.d.configID
 	if id, ok := w.part.(identifier); ok {
 		src, err := id.identity(st.Offset)
 		if err != nil {

@@ -21,10 +21,13 @@ import (
 	"github.com/bqstore/bqstore/ingest/rows"
 )
 
-const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --source SOURCE --state-dir DIR [--start earliest] [flags]\n\n" +
+const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --source SOURCE --state-dir DIR [--start earliest] [flags]\n" +
+	"       bqstore ingest [--endpoint HOST:PORT] --route TOPIC=[project:]dataset.table[,TOPIC=...] --source kafka://BROKER/?group=G [flags]\n\n" +
 	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input)\n" +
-	"or kafka://BROKER[,BROKER]/TOPIC?group=G[&tls=true][&sasl=MECHANISM] (one JSON\n" +
-	"record per message). tls=true dials the brokers over TLS (CA bundle in\n" +
+	"or kafka://BROKER[,BROKER]/TOPIC[,TOPIC...]?group=G[&tls=true][&sasl=MECHANISM]\n" +
+	"(one JSON record per message). --route, instead of --table, sends each topic\n" +
+	"to its own table (one consumer group over all of them; the URL's topics may\n" +
+	"be left out: the routed ones are consumed). tls=true dials the brokers over TLS (CA bundle in\n" +
 	"BQSTORE_KAFKA_CA_FILE, default the system roots; a client certificate in\n" +
 	"BQSTORE_KAFKA_CERT_FILE and BQSTORE_KAFKA_KEY_FILE); sasl=plain, scram-sha-256\n" +
 	"or scram-sha-512 authenticates with BQSTORE_KAFKA_USERNAME and\n" +
@@ -42,6 +45,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "ingest", ingestUsage)
 	g := addGRPCFlags(env, fs)
 	tableFlag := fs.String("table", "", "destination table as [project:]dataset.table")
+	routeFlag := fs.String("route", "", "Kafka fan-out, instead of --table: TOPIC=[project:]dataset.table[,TOPIC=...], each topic into its table; every consumed topic needs a route, and a state written for one route refuses another")
 	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC?group=G")
 	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
@@ -67,10 +71,16 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		return usagef("unexpected argument %q", pos[0])
 	}
 	var missing []string
-	for _, req := range []struct{ name, v string }{{"--table", *tableFlag}, {"--source", *sourceFlag}} {
+	for _, req := range []struct{ name, v string }{{"--table (or --route)", *tableFlag + *routeFlag}, {"--source", *sourceFlag}} {
 		if req.v == "" {
 			missing = append(missing, req.name)
 		}
+	}
+	if *tableFlag != "" && *routeFlag != "" {
+		return usagef("--table and --route: give one")
+	}
+	if *routeFlag != "" && !strings.HasPrefix(*sourceFlag, "kafka://") {
+		return usagef("--route routes Kafka topics: --source must be kafka://")
 	}
 	if *stateDir == "" && !strings.HasPrefix(*sourceFlag, "kafka://") {
 		missing = append(missing, "--state-dir (for file sources)")
@@ -82,12 +92,21 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := parseRef(*tableFlag, g.project)
-	if err != nil {
-		return err
-	}
-	if r.table == "" {
-		return usagef("--table %q: want [project:]dataset.table", *tableFlag)
+	var table string
+	var routes []ingest.Route
+	if *routeFlag != "" {
+		if routes, err = parseRoutes(*routeFlag, g.project); err != nil {
+			return err
+		}
+	} else {
+		r, err := parseRef(*tableFlag, g.project)
+		if err != nil {
+			return err
+		}
+		if r.table == "" {
+			return usagef("--table %q: want [project:]dataset.table", *tableFlag)
+		}
+		table = fmt.Sprintf("projects/%s/datasets/%s/tables/%s", r.project, r.dataset, r.table)
 	}
 	var dlTable string
 	if *deadLetterTable != "" {
@@ -151,6 +170,12 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		if err := ks.Secure(env.LookupEnv); err != nil {
 			return usagef("--source: %v", err)
 		}
+		if err := applyRoutes(ks, routes, dlTable); err != nil {
+			return err
+		}
+		if len(ks.SourceTopics()) == 0 {
+			return usagef("--source %q names no topic: want kafka://BROKER/TOPIC?group=G, or --route", *sourceFlag)
+		}
 		ks.Logger = logger
 		src = ks
 	default:
@@ -212,8 +237,11 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	}
 	defer conn.Close()
 
-	table := fmt.Sprintf("projects/%s/datasets/%s/tables/%s", r.project, r.dataset, r.table)
-	logger.Info("ingesting", "table", table, "source", *sourceFlag, "state_dir", *stateDir)
+	if len(routes) > 0 {
+		logger.Info("ingesting", "routes", *routeFlag, "source", *sourceFlag)
+	} else {
+		logger.Info("ingesting", "table", table, "source", *sourceFlag, "state_dir", *stateDir)
+	}
 	t0 := time.Now()
 	if w, ok := env.Stderr.(io.Reader); ok && isTerminal(w) && strings.HasPrefix(*sourceFlag, "file:") {
 		stop := showProgress(env, metrics, t0)
@@ -223,7 +251,7 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		defer stop()
 	}
 	err = ingest.Run(ctx, ingest.Config{
-		Client: conn.Write, Table: table, Source: src, Ledger: ledger, DeadLetters: dl, DeadLetterTable: dlTable, Start: start,
+		Client: conn.Write, Table: table, Routes: routes, Source: src, Ledger: ledger, DeadLetters: dl, DeadLetterTable: dlTable, Start: start,
 		Unknown: uf, SkipDeletedRecords: *skipDeleted, MemoryBudget: mem, MaxBatchRows: *batchRows, MaxBatchBytes: maxBytes, MaxBatchAge: *batchAge,
 		CreateRate: rate, Metrics: metrics, Health: health, Logger: logger,
 	})
