@@ -25,13 +25,14 @@ const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --so
 	"       bqstore ingest [--endpoint HOST:PORT] --route TOPIC=[project:]dataset.table[,TOPIC=...] --source kafka://BROKER/?group=G [flags]\n\n" +
 	"SOURCE is file:PATH (newline-delimited JSON; file:- reads standard input)\n" +
 	"or kafka://BROKER[,BROKER]/TOPIC[,TOPIC...]?group=G[&tls=true][&sasl=MECHANISM]\n" +
-	"(one JSON record per message). --route, instead of --table, sends each topic\n" +
-	"to its own table (one consumer group over all of them; the URL's topics may\n" +
-	"be left out: the routed ones are consumed). tls=true dials the brokers over TLS (CA bundle in\n" +
-	"BQSTORE_KAFKA_CA_FILE, default the system roots; a client certificate in\n" +
+	"(one JSON record per message). tls=true dials the brokers over TLS (CA bundle\n" +
+	"in BQSTORE_KAFKA_CA_FILE, default the system roots; a client certificate in\n" +
 	"BQSTORE_KAFKA_CERT_FILE and BQSTORE_KAFKA_KEY_FILE); sasl=plain, scram-sha-256\n" +
 	"or scram-sha-512 authenticates with BQSTORE_KAFKA_USERNAME and\n" +
 	"BQSTORE_KAFKA_PASSWORD (never in the URL).\n\n" +
+	"--route, instead of --table, sends each Kafka topic to its own table, with one\n" +
+	"consumer group over all of them (the URL may leave the topics out: the routed\n" +
+	"ones are consumed; if it names some, each needs a route).\n\n" +
 	"Re-running the same command after a crash continues where it stopped: every\n" +
 	"record is committed to the table exactly once. A partition with no stored\n" +
 	"state (the first run; for Kafka, a new consumer group or one whose committed\n" +
@@ -40,13 +41,14 @@ const ingestUsage = "[--endpoint HOST:PORT] --table [project:]dataset.table --so
 	"time. The run refuses to guess without --start, so a lost state is never a\n" +
 	"silent replay; once a partition has a state, --start is ignored."
 
-// runIngestCmd runs the exactly-once ingestion pipeline into one table.
+// runIngestCmd runs the exactly-once ingestion pipeline into one table (or,
+// with --route, one per Kafka topic).
 func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 	fs := newFlagSet(env, "ingest", ingestUsage)
 	g := addGRPCFlags(env, fs)
 	tableFlag := fs.String("table", "", "destination table as [project:]dataset.table")
 	routeFlag := fs.String("route", "", "Kafka fan-out, instead of --table: TOPIC=[project:]dataset.table[,TOPIC=...], each topic into its table; every consumed topic needs a route, and a state written for one route refuses another")
-	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC?group=G")
+	sourceFlag := fs.String("source", "", "file:PATH, file:- (standard input) or kafka://BROKER[,BROKER]/TOPIC[,TOPIC...]?group=G")
 	stateDir := fs.String("state-dir", "", "directory for the file partitions' durable state (seals); Kafka keeps it in the group's committed offsets")
 	deadLetter := fs.String("dead-letter", "", "file receiving records that do not fit the table, with the reason (default: such a record stops the run)")
 	deadLetterTable := fs.String("dead-letter-table", "", "table ([project:]dataset.table) receiving records that do not fit, committed with the data in the same seal: exactly once for Kafka too; columns source STRING, partition INTEGER, offset INTEGER, key BYTES, raw BYTES, error STRING, time TIMESTAMP")
@@ -170,8 +172,10 @@ func runIngestCmd(ctx context.Context, env *Env, args []string) error {
 		if err := ks.Secure(env.LookupEnv); err != nil {
 			return usagef("--source: %v", err)
 		}
-		if err := applyRoutes(ks, routes, dlTable); err != nil {
-			return err
+		if len(routes) > 0 {
+			if err := applyRoutes(ks, routes, dlTable); err != nil {
+				return err
+			}
 		}
 		if len(ks.SourceTopics()) == 0 {
 			return usagef("--source %q names no topic: want kafka://BROKER/TOPIC?group=G, or --route", *sourceFlag)
