@@ -3,29 +3,12 @@ package sql
 import (
 	"context"
 	"fmt"
-	"math"
-	"math/big"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
-)
-
-// aggFuncs are the aggregate functions of the slice; knownAggs the other
-// aggregate (and analytic) functions of GoogleSQL, answered "not supported
-// yet" rather than "Function not found".
-var (
-	aggFuncs  = map[string]bool{"COUNT": true, "COUNTIF": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true}
-	knownAggs = map[string]bool{"ANY_VALUE": true, "ARRAY_AGG": true, "STRING_AGG": true, "LOGICAL_AND": true,
-		"LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true, "APPROX_COUNT_DISTINCT": true,
-		"APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true, "STDDEV": true,
-		"STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
-		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "ARRAY_CONCAT_AGG": true, "MAX_BY": true,
-		"MIN_BY": true, "HLL_COUNT.MERGE": true, "GROUPING": true, "ROW_NUMBER": true, "RANK": true,
-		"DENSE_RANK": true, "PERCENT_RANK": true, "CUME_DIST": true, "NTILE": true, "LAG": true,
-		"LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true, "NTH_VALUE": true}
 )
 
 // isCall reports whether toks[i] names a function called at toks[i+1].
@@ -61,29 +44,6 @@ func closing(toks []filter.Token, open int) int {
 		}
 	}
 	return -1
-}
-
-// agg is one aggregate call of the query.
-type agg struct {
-	name     string // upper case
-	pos      int
-	star     bool // COUNT(*)
-	distinct bool
-	arg      *filter.Scalar
-	argType  string
-	typ      string // result type
-	key      string // the call's normalised text: equal calls share a column
-}
-
-// acc accumulates one aggregate of one group.
-type acc struct {
-	count int64
-	sumI  int64
-	sumF  float64
-	sumR  *big.Rat
-	ext   any // MIN/MAX
-	nan   bool
-	seen  map[string]bool
 }
 
 // group is the state of one GROUP BY key.
@@ -157,98 +117,6 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 	}
 	b.WriteString(q.src[last:sp.end()])
 	return b.String(), nil
-}
-
-// newAgg checks one aggregate call.
-func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
-	toks := call.toks
-	a := &agg{name: strings.ToUpper(toks[0].Text), pos: toks[0].Pos, key: call.key()}
-	inner := toks[2 : len(toks)-1]
-	if len(inner) == 0 {
-		return nil, q.errf(toks[len(toks)-1].Pos, "No matching signature for aggregate function %s with no arguments", a.name)
-	}
-	if inner[0].Ident && strings.EqualFold(inner[0].Text, "DISTINCT") {
-		if a.name != "COUNT" {
-			return nil, notSupported(q.src, inner[0].Pos, a.name+"(DISTINCT ...)")
-		}
-		a.distinct = true
-		inner = inner[1:]
-		if len(inner) == 0 {
-			return nil, q.errf(toks[len(toks)-1].Pos, "Syntax error: Unexpected \")\"")
-		}
-	}
-	if len(inner) == 1 && inner[0].Op && inner[0].Text == "*" {
-		if a.name != "COUNT" || a.distinct {
-			return nil, q.errf(inner[0].Pos, "Syntax error: Unexpected \"*\"")
-		}
-		a.star, a.typ = true, "INT64"
-		return a, nil
-	}
-	if at, ok := findAgg(inner); ok {
-		return nil, q.errf(at, "Aggregations of aggregations are not allowed")
-	}
-	// A top-level comma: a second argument.
-	depth := 0
-	for _, t := range inner {
-		if t.Op && (t.Text == "(" || t.Text == "[") {
-			depth++
-		} else if t.Op && (t.Text == ")" || t.Text == "]") {
-			depth--
-		} else if depth == 0 && (t.Op && t.Text == "," || t.Ident && (strings.EqualFold(t.Text, "ORDER") || strings.EqualFold(t.Text, "LIMIT") || strings.EqualFold(t.Text, "IGNORE") || strings.EqualFold(t.Text, "RESPECT"))) {
-			return nil, notSupported(q.src, t.Pos, "this form of "+a.name)
-		}
-	}
-	for i, t := range toks {
-		if t.Ident && strings.EqualFold(t.Text, "OVER") && i > 0 {
-			return nil, notSupported(q.src, t.Pos, "analytic functions (OVER)")
-		}
-	}
-	arg, err := q.compile(Span{toks: inner})
-	if err != nil {
-		return nil, err
-	}
-	a.arg, a.argType = arg, arg.Type()
-	sig := func(supported string) error {
-		return q.errf(a.pos, "No matching signature for aggregate function %s for argument types: %s. Supported signatures: %s", a.name, a.argType, supported)
-	}
-	switch a.name {
-	case "COUNT":
-		a.typ = "INT64"
-	case "COUNTIF":
-		if a.argType != "BOOL" && a.argType != "NULL" {
-			return nil, sig("COUNTIF(BOOL)")
-		}
-		a.typ = "INT64"
-	case "SUM":
-		switch a.argType {
-		case "INT64", "NULL":
-			a.typ = "INT64"
-		case "FLOAT64", "NUMERIC", "BIGNUMERIC":
-			a.typ = a.argType
-		default:
-			return nil, sig("SUM(INT64); SUM(NUMERIC); SUM(BIGNUMERIC); SUM(FLOAT64); SUM(INTERVAL)")
-		}
-	case "AVG":
-		switch a.argType {
-		case "INT64", "FLOAT64", "NULL":
-			a.typ = "FLOAT64"
-		case "NUMERIC", "BIGNUMERIC":
-			a.typ = a.argType
-		default:
-			return nil, sig("AVG(INT64); AVG(NUMERIC); AVG(BIGNUMERIC); AVG(FLOAT64); AVG(INTERVAL)")
-		}
-	case "MIN", "MAX":
-		switch a.argType {
-		case "GEOGRAPHY", "JSON":
-			return nil, sig(a.name + "(ANY)")
-		case "NULL":
-			a.typ = "INT64"
-		default:
-			a.typ = a.argType
-		}
-	}
-	_ = clause
-	return a, nil
 }
 
 // runAggregate runs a query with GROUP BY, HAVING or aggregate functions:
@@ -445,7 +313,8 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	scanned := []*filter.Scalar{where}
 	scanned = append(scanned, groupX...)
 	for _, a := range aggs {
-		scanned = append(scanned, a.arg)
+		scanned = append(scanned, a.args...)
+		scanned = append(scanned, a.order...)
 	}
 	err := q.scan(ctx, scanned, func(rec arrow.RecordBatch, n int) error {
 		keep := make([]bool, n)
@@ -469,16 +338,15 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			}
 			keys[g] = vals
 		}
-		args := make([][]any, len(aggs))
+		args := make([][][]any, len(aggs)) // aggregate, argument (then ORDER BY keys), row
 		for j, a := range aggs {
-			if a.arg == nil {
-				continue
+			for _, x := range append(append([]*filter.Scalar(nil), a.args...), a.order...) {
+				vals, err := x.Values(ctx, rec, n)
+				if err != nil {
+					return err
+				}
+				args[j] = append(args[j], vals)
 			}
-			vals, err := a.arg.Values(ctx, rec, n)
-			if err != nil {
-				return err
-			}
-			args[j] = vals
 		}
 		var kb []byte
 		for i := 0; i < n; i++ {
@@ -502,11 +370,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				order = append(order, grp)
 			}
 			for j, a := range aggs {
-				var v any
-				if args[j] != nil {
-					v = args[j][i]
-				}
-				if err := a.add(&grp.accs[j], v, q); err != nil {
+				if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
 					return err
 				}
 			}
@@ -584,98 +448,3 @@ func lineCol(src string, pos int) string {
 	return fmt.Sprintf("%d:%d", e.Line, e.Column)
 }
 
-// add accumulates v (nil: NULL) into s.
-func (a *agg) add(s *acc, v any, q *selectQuery) error {
-	if a.star {
-		s.count++
-		return nil
-	}
-	if v == nil {
-		return nil
-	}
-	switch a.name {
-	case "COUNT":
-		if a.distinct {
-			if s.seen == nil {
-				s.seen = map[string]bool{}
-			}
-			k := string(appendKey(nil, v))
-			if s.seen[k] {
-				return nil
-			}
-			s.seen[k] = true
-		}
-		s.count++
-	case "COUNTIF":
-		if v == true {
-			s.count++
-		}
-	case "SUM", "AVG":
-		s.count++
-		switch x := v.(type) {
-		case int64:
-			if a.name == "AVG" {
-				s.sumF += float64(x)
-				return nil
-			}
-			sum := s.sumI + x
-			if (sum > s.sumI) != (x > 0) {
-				return q.errf(a.pos, "Int64 overflow: %d + %d", s.sumI, x)
-			}
-			s.sumI = sum
-		case float64:
-			s.sumF += x
-		case *big.Rat:
-			if s.sumR == nil {
-				s.sumR = new(big.Rat)
-			}
-			s.sumR.Add(s.sumR, x)
-		}
-	case "MIN", "MAX":
-		if f, ok := v.(float64); ok && math.IsNaN(f) {
-			s.nan = true
-		}
-		if s.ext == nil {
-			s.ext = v
-			return nil
-		}
-		c := compareValues(v, s.ext)
-		if a.name == "MIN" && c < 0 || a.name == "MAX" && c > 0 {
-			s.ext = v
-		}
-	}
-	return nil
-}
-
-// result is the aggregate's value for the group.
-func (a *agg) result(s *acc) any {
-	switch a.name {
-	case "COUNT", "COUNTIF":
-		return s.count
-	case "SUM":
-		if s.count == 0 {
-			return nil
-		}
-		switch a.typ {
-		case "INT64":
-			return s.sumI
-		case "FLOAT64":
-			return s.sumF
-		}
-		return s.sumR
-	case "AVG":
-		if s.count == 0 {
-			return nil
-		}
-		if a.typ == "FLOAT64" {
-			return s.sumF / float64(s.count)
-		}
-		return new(big.Rat).Quo(s.sumR, new(big.Rat).SetInt64(s.count))
-	case "MIN", "MAX":
-		if s.nan {
-			return math.NaN()
-		}
-		return s.ext
-	}
-	return nil
-}

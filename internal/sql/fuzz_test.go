@@ -23,7 +23,8 @@ func FuzzQuery(f *testing.F) {
 		"SELECT t.*, u.b FROM t JOIN t u USING (a)", "SELECT * FROM t x LEFT JOIN (SELECT a AS k FROM t) y ON x.a = y.k AND y.k > 1",
 		"SELECT a FROM t UNION ALL SELECT 1 ORDER BY 1 DESC LIMIT 1", "(SELECT a FROM t) EXCEPT DISTINCT (SELECT 3)",
 		"SELECT COUNT(*) FROM t, t u, t v WHERE t.a = u.a", "SELECT * FROM t FULL JOIN t u ON t.a < u.a",
-		"SELECT a FROM (t JOIN t u USING (a)", "SELECT 1 UNION", "WITH x AS (SELECT 1) ", "SELECT t. FROM t",
+		"SELECT a FROM (t JOIN t u USING (a)", "SELECT STRING_AGG(b, ',' ORDER BY a DESC LIMIT 2), CORR(a, a), LOGICAL_OR(a > 1) FROM t",
+		"SELECT BIT_XOR(DISTINCT a), VAR_POP(a), STDDEV(a), ANY_VALUE(b) FROM t GROUP BY b", "SELECT STRING_AGG(b ORDER BY) FROM t", "SELECT 1 UNION", "WITH x AS (SELECT 1) ", "SELECT t. FROM t",
 	} {
 		f.Add(s)
 	}
