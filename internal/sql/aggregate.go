@@ -447,4 +447,3 @@ func lineCol(src string, pos int) string {
 	e := filter.NewError(src, pos, "")
 	return fmt.Sprintf("%d:%d", e.Line, e.Column)
 }
-
