@@ -244,18 +244,6 @@ func (s *state) copy() *state {
 	}
 }
 
-func (s *state) isDropped(id string) bool {
-	_, ok := s.dropped[id]
-	return ok
-}
-
-// dropTable removes t from s and leaves its tombstone.
-func (s *state) dropTable(t *Table) {
-	delete(s.tables, tKey{t.ProjectID, t.DatasetID, t.TableID})
-	delete(s.byID, t.ID)
-	s.dropped[t.ID] = struct{}{}
-}
-
 // Open opens (or creates) the catalog in dir.
 func Open(dir string, opts Options) (*Catalog, error) {
 	if opts.Now == nil {
@@ -676,13 +664,6 @@ func (c *Catalog) Tables() []*Table {
 		return strings.Compare(a.ProjectID+"\x00"+a.DatasetID+"\x00"+a.TableID, b.ProjectID+"\x00"+b.DatasetID+"\x00"+b.TableID)
 	})
 	return out
-}
-
-// Dropped reports whether id is the internal id of a deleted table (its
-// tombstone is kept until the engine's drop is known to be durable: see
-// Options.StorageGone).
-func (c *Catalog) Dropped(id string) bool {
-	return c.current().isDropped(id)
 }
 
 // TablePatch is a change to a table. Nil fields are left alone. In Labels a

@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"syscall"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/storage"
 )
 
@@ -21,8 +24,9 @@ import (
 // removing leftovers); it never deletes acknowledged data, and leaves a
 // failing table's files alone (the server quarantines it).
 func runFsck(_ context.Context, env *Env, args []string) error {
-	fset := newFlagSet(env, "fsck", "[--repair] DATA_DIR")
+	fset := newFlagSet(env, "fsck", "[--repair | --adopt ID=[PROJECT:]DATASET.TABLE] DATA_DIR")
 	repair := fset.Bool("repair", false, "make the changes recovery makes (truncate torn tails, remove leftovers); never deletes acknowledged data")
+	adopt := fset.String("adopt", "", "`ID=[PROJECT:]DATASET.TABLE`: give the engine table ID, which the catalog lost (the server quarantines it), that name, with the engine's schema (the server must be stopped)")
 	pos, err := parseFlags(fset, args)
 	if err != nil {
 		return err
@@ -32,6 +36,9 @@ func runFsck(_ context.Context, env *Env, args []string) error {
 	}
 	dir := pos[0]
 	w := env.Stdout
+	if *adopt != "" {
+		return adoptTable(w, dir, *adopt)
+	}
 	rep, err := storage.Check(filepath.Join(dir, "tables"), nil, *repair)
 	if err != nil {
 		return err
@@ -65,6 +72,64 @@ func runFsck(_ context.Context, env *Env, args []string) error {
 	return nil
 }
 
+// adoptTable names an unknown engine table (one the catalog lost): arg
+// is ID=[PROJECT:]DATASET.TABLE. It holds the data dir's lock, as the
+// server does, so it cannot run next to one.
+func adoptTable(w io.Writer, dir, arg string) error {
+	id, name, ok := strings.Cut(arg, "=")
+	if !ok || id == "" {
+		return usagef("--adopt %q: want ID=[PROJECT:]DATASET.TABLE", arg)
+	}
+	r, err := parseRef(name, "local")
+	if err != nil {
+		return err
+	}
+	if r.table == "" {
+		return usagef("--adopt %q: want ID=[PROJECT:]DATASET.TABLE", arg)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("fsck: adopt: data dir %s is in use by a bqstore process (stop the server first): %w", dir, err)
+	}
+	db, err := storage.Open(filepath.Join(dir, "tables"), nil)
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: %w", err)
+	}
+	defer db.Close()
+	tbl, err := db.Table(id)
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: engine table %s: %w", id, err)
+	}
+	version, as := tbl.Schema()
+	sch, err := schema.FromArrow(as)
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: engine table %s: its schema: %w", id, err)
+	}
+	cat, err := catalog.Open(dir, catalog.Options{})
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: %w", err)
+	}
+	ctx := context.Background()
+	if _, err := cat.Dataset(r.project, r.dataset); errors.Is(err, catalog.ErrNotFound) {
+		if _, err := cat.CreateDataset(ctx, catalog.Dataset{ProjectID: r.project, DatasetID: r.dataset}); err != nil {
+			return fmt.Errorf("fsck: adopt: %w", err)
+		}
+		fmt.Fprintf(w, "created dataset %s:%s\n", r.project, r.dataset)
+	}
+	t, err := cat.AdoptTable(ctx, catalog.TableSpec{ProjectID: r.project, DatasetID: r.dataset, TableID: r.table, Schema: sch}, id, version)
+	if err != nil {
+		return fmt.Errorf("fsck: adopt: %w", err)
+	}
+	rows, _ := tbl.Stats()
+	fmt.Fprintf(w, "adopted engine table %s as %s: %d rows, %d columns (schema version %d; descriptions, labels and expiration were in the lost catalog)\n",
+		id, t.FullID(), rows, len(sch.Fields), version)
+	return nil
+}
+
 // checkCatalog reports disagreements between the catalog and the
 // engine's tables and returns how many it found.
 func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableReport) int {
@@ -76,7 +141,7 @@ func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableRepor
 		case len(engine) > 0 && lerr == nil:
 			fmt.Fprintf(w, "catalog: %s is missing but the engine has %d tables (%s, which holds only the changes since that checkpoint, is there): the server refuses to start; restore CATALOG\n", name, len(engine), logName)
 		case len(engine) > 0:
-			fmt.Fprintf(w, "catalog: %s is missing, and %s, but the engine has %d tables: the server refuses to start; restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint, and the server would drop the data of the tables they created)\n", name, logName, len(engine))
+			fmt.Fprintf(w, "catalog: %s is missing, and %s, but the engine has %d tables: the server refuses to start; restore CATALOG and CATALOG.log together, as of the same moment (CATALOG alone lacks the changes since its last checkpoint: the tables they created would be quarantined, not served), or, with both lost for good, name each table with --adopt ID=PROJECT:DATASET.TABLE\n", name, logName, len(engine))
 		case lerr == nil:
 			fmt.Fprintf(w, "catalog: %s is missing but %s is there: the server refuses to open the catalog; restore CATALOG\n", name, logName)
 		default:
@@ -122,8 +187,8 @@ func checkCatalog(w io.Writer, dir string, engine map[string]*storage.TableRepor
 			continue
 		}
 		problems++
-		fmt.Fprintf(w, "catalog: engine table %s (%s) is not in the catalog, which did not delete it (CATALOG.log lost or cut?): the server keeps it quarantined, not served; restore CATALOG and CATALOG.log together to serve it again, or stop the server and remove %s to delete it\n",
-			id, filepath.Base(engine[id].Dir), engine[id].Dir)
+		fmt.Fprintf(w, "catalog: engine table %s (%s) is not in the catalog, which did not delete it (CATALOG.log lost or cut?): the server keeps it quarantined, not served; with the server stopped, restore CATALOG and CATALOG.log together to serve it again, or name it with bqstore fsck --adopt %s=PROJECT:DATASET.TABLE, or remove %s to delete it\n",
+			id, filepath.Base(engine[id].Dir), id, engine[id].Dir)
 	}
 	fmt.Fprintf(w, "catalog: %d tables\n", len(tables))
 	return problems

@@ -165,3 +165,35 @@ func TestFsckUnknownAndDroppedTables(t *testing.T) {
 		t.Errorf("the unknown table is not reported as quarantined with its directory\n%s", out)
 	}
 }
+
+// TestFsckAdoptWithoutCatalog: with both catalog files lost, --adopt
+// writes a new catalog naming the engine's table, after which fsck finds
+// nothing wrong.
+func TestFsckAdoptWithoutCatalog(t *testing.T) {
+	dir := fsckDataDir(t)
+	cat, err := catalog.Open(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := cat.Table("p", "d", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{catalog.FileName, catalog.LogFileName} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	if out, code := runFsckCmd(t, dir); code == 0 || !strings.Contains(out, "--adopt") {
+		t.Fatalf("fsck without the catalog: exit %d, want the --adopt hint:\n%s", code, out)
+	}
+	if out, code := runFsckCmd(t, "--adopt", tb.ID+"=p:d.t", dir); code != 0 || !strings.Contains(out, "adopted engine table "+tb.ID+" as p:d.t") {
+		t.Fatalf("fsck --adopt: exit %d:\n%s", code, out)
+	}
+	if out, code := runFsckCmd(t, dir); code != 0 {
+		t.Fatalf("fsck after --adopt: exit %d:\n%s", code, out)
+	}
+	if out, code := runFsckCmd(t, "--adopt", "nope", dir); code == 0 {
+		t.Fatalf("fsck --adopt nope: exit 0:\n%s", out)
+	}
+}

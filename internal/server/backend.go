@@ -116,7 +116,7 @@ func (b *backend) reconcile(ctx context.Context, log *slog.Logger) error {
 			log.Info("catalog: finished the drop of a deleted table (a crash came between the catalog's delete and the engine's drop)", "table", id)
 		default:
 			b.unknown = append(b.unknown, id)
-			log.Error("catalog: engine table is not in the catalog, which did not delete it: kept and quarantined (not served); was CATALOG.log lost or cut? Restore CATALOG and CATALOG.log together (server stopped) to serve it again, or delete it: `bqstore fsck DATA_DIR` names its directory (docs/format/catalog.md)",
+			log.Error("catalog: engine table is not in the catalog, which did not delete it: kept and quarantined (not served); was CATALOG.log lost or cut? With the server stopped: restore CATALOG and CATALOG.log together to serve it again, or name it with `bqstore fsck --adopt ID=PROJECT:DATASET.TABLE DATA_DIR`, or delete the directory `bqstore fsck DATA_DIR` names (docs/format/catalog.md)",
 				"table", id)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/api/iterator"
 
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/cli"
 	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
 )
@@ -191,5 +193,79 @@ func TestInterruptedDropFinishes(t *testing.T) {
 	}
 	if got := countRows(t, ctx, srv.HTTPAddr(), "b"); got != 5 {
 		t.Fatalf("table b has %d rows, want 5", got)
+	}
+}
+
+// TestAdoptLostTable: with CATALOG.log lost for good (no copy to
+// restore), `bqstore fsck --adopt ID=P:D.T` names the quarantined table
+// again with the engine's schema, and the server serves its rows.
+func TestAdoptLostTable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	createTables(t, dir, "a")
+	srv := testkit.StartDir(t, dir)
+	insertRows(t, ctx, srv.HTTPAddr(), "a", 7)
+	srv.Stop(t)
+	cat, err := catalog.Open(dir, catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := cat.Table("local", "d", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "CATALOG.log")); err != nil {
+		t.Fatal(err)
+	}
+
+	fsck := func(args ...string) (string, int) {
+		var out bytes.Buffer
+		code := cli.MainEnv(ctx, append([]string{"fsck"}, args...), &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out})
+		return out.String(), code
+	}
+	out, code := fsck(dir)
+	if code == 0 || !strings.Contains(out, "engine table "+tb.ID) || !strings.Contains(out, "--adopt "+tb.ID+"=") {
+		t.Fatalf("fsck of the dir without CATALOG.log: exit %d, want the table reported with --adopt:\n%s", code, out)
+	}
+	// Not while a server holds the data dir.
+	srv = testkit.StartDir(t, dir)
+	if out, code := fsck("--adopt", tb.ID+"=local:found.a", dir); code == 0 || !strings.Contains(out, "stop the server") {
+		t.Fatalf("fsck --adopt next to a running server: exit %d:\n%s", code, out)
+	}
+	srv.Stop(t)
+	out, code = fsck("--adopt", tb.ID+"=local:found.a", dir)
+	if code != 0 || !strings.Contains(out, "7 rows") {
+		t.Fatalf("fsck --adopt: exit %d:\n%s", code, out)
+	}
+	if out, code := fsck(dir); code != 0 {
+		t.Fatalf("fsck after --adopt: exit %d:\n%s", code, out)
+	}
+	srv = testkit.StartDir(t, dir)
+	bq, err := bigquery.NewClient(ctx, "local", testkit.RESTOptions(srv.HTTPAddr())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bq.Close()
+	it := bq.Dataset("found").Table("a").Read(ctx)
+	n := 0
+	for {
+		var row []bigquery.Value
+		err := it.Next(&row)
+		if err == iterator.Done {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 7 {
+		t.Fatalf("adopted table has %d rows, want 7", n)
+	}
+	// It takes rows again.
+	rows := []catRow{100}
+	if err := bq.Dataset("found").Table("a").Inserter().Put(ctx, rows); err != nil {
+		t.Fatalf("insert into the adopted table: %v", err)
 	}
 }
