@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -834,9 +835,10 @@ func (kp *kafkaPartition) StartOffset(ctx context.Context, s StartPosition) (int
 type kafkaLedger struct{ s *KafkaSource }
 
 // Identity names the state this ledger holds: the group's offsets of the
-// topics.
+// topics (sorted: the order of the routes does not matter).
 func (l kafkaLedger) Identity() string {
-	return "kafka-group:" + l.s.Group + "/topic:" + strings.Join(l.s.SourceTopics(), ",")
+	topics := slices.Sorted(slices.Values(l.s.SourceTopics()))
+	return "kafka-group:" + l.s.Group + "/topic:" + strings.Join(topics, ",")
 }
 
 func (l kafkaLedger) partition(key string) (tp, error) {

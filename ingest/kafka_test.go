@@ -33,6 +33,14 @@ func TestParseKafkaURL(t *testing.T) {
 	if s, err := ingest.ParseKafkaURL("kafka://h/a,b?group=g"); err != nil || !slices.Equal(s.SourceTopics(), []string{"a", "b"}) {
 		t.Fatalf("ParseKafkaURL(a,b) = %+v, %v", s, err)
 	}
+	// The ledger's identity (which binds a dead-letter file) does not
+	// depend on the order of the topics.
+	ab, _ := ingest.ParseKafkaURL("kafka://h/a,b?group=g")
+	ba, _ := ingest.ParseKafkaURL("kafka://h/b,a?group=g")
+	type identifier interface{ Identity() string }
+	if x, y := ab.Ledger().(identifier).Identity(), ba.Ledger().(identifier).Identity(); x != y {
+		t.Errorf("ledger identities %q and %q differ by topic order", x, y)
+	}
 	if s, err := ingest.ParseKafkaURL("kafka://h/?group=g"); err != nil || len(s.SourceTopics()) != 0 {
 		t.Fatalf("ParseKafkaURL(no topic) = %+v, %v", s, err)
 	}

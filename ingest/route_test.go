@@ -251,3 +251,36 @@ func TestRouteChangedFailsClosed(t *testing.T) {
 		t.Errorf("Table and Routes: %v", err)
 	}
 }
+
+// TestRouteTwoMembers: two members of one group over both topics; the
+// second joins while the first runs, so partitions of both topics move
+// between them (cooperative rebalance): every record once in its table.
+func TestRouteTwoMembers(t *testing.T) {
+	e := newEnv(t)
+	ta, tb := e.table(t, "members_a"), e.table(t, "members_b")
+	const n = 1200
+	k := newRouteKafka(t, 3, n, 0)
+	routes := []ingest.Route{{Topic: "a", Table: ta}, {Topic: "b", Table: tb}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := k.config(e, "members", routes)
+	first.MaxBatchRows = 20
+	committed := make(chan struct{})
+	var once sync.Once
+	first.OnCommit = func(ingest.Committed) { once.Do(func() { close(committed) }) }
+	errc := make(chan error, 1)
+	go func() { errc <- ingest.Run(ctx, first) }()
+	select {
+	case <-committed: // the first member runs: the second's join moves partitions
+	case err := <-errc:
+		t.Fatalf("first member: %v", err)
+	}
+	second := k.config(e, "members", routes)
+	second.MaxBatchRows = 20
+	k.runToEnd(t, second, "members")
+	cancel()
+	if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("first member: %v", err)
+	}
+	checkRouted(t, e, ta, tb, n)
+}

@@ -4,10 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/bqstore/bqstore/ingest"
+	"github.com/bqstore/bqstore/internal/server"
 )
 
 // TestIngestRouteUsage: --route errors are usage errors, found before
@@ -43,4 +54,88 @@ func TestParseRoutes(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseRoutes = %v, %v; want %v", got, err, want)
 	}
+}
+
+// TestIngestRouteKafka: bqstore ingest --route over a kafka:// URL that
+// names no topic consumes the routed topics, each into its table.
+func TestIngestRouteKafka(t *testing.T) {
+	srv, err := server.Start(server.Config{DataDir: t.TempDir(), GRPCAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(context.Background()) })
+	ctx := context.Background()
+	bq, err := bigquery.NewClient(ctx, "p", option.WithEndpoint("http://"+srv.HTTPAddr()), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bq.Close()
+	if err := bq.EnableStorageReadClient(ctx, option.WithEndpoint(srv.GRPCAddr()), option.WithoutAuthentication(),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials()))); err != nil {
+		t.Fatal(err)
+	}
+	if err := bq.Dataset("d").Create(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"ta", "tb"} {
+		if err := bq.Dataset("d").Table(table).Create(ctx, &bigquery.TableMetadata{Schema: bigquery.Schema{
+			{Name: "id", Type: bigquery.IntegerFieldType, Required: true},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const na, nb = 30, 20
+	var recs []*kgo.Record
+	for i := range na {
+		recs = append(recs, &kgo.Record{Topic: "a", Value: fmt.Appendf(nil, `{"id":%d}`, i)})
+	}
+	for i := range nb {
+		recs = append(recs, &kgo.Record{Topic: "b", Value: fmt.Appendf(nil, `{"id":%d}`, 1000+i)})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	prod.Close()
+
+	stderr := &lockedBuffer{ch: make(chan struct{}, 1)}
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, LookupEnv: func(string) (string, bool) { return "", false }}
+	args := []string{"--endpoint", srv.GRPCAddr(), "--route", "a=p:d.ta,b=d.tb", "--project", "p",
+		"--source", fmt.Sprintf("kafka://%s/?group=g", strings.Join(c.ListenAddrs(), ",")), "--start", "earliest",
+		"--batch-age", "100ms", "--log-level", "debug"}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runIngest(rctx, env, args) }()
+	bound := time.NewTimer(2 * time.Minute) // a hang bound, not a performance threshold
+	defer bound.Stop()
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("ingest stopped: %v\n%s", err, stderr.String())
+		case <-bound.C:
+			t.Fatalf("ingest did not commit %d and %d rows within the bound\n%s", na, nb, stderr.String())
+		case <-stderr.ch:
+		}
+		if !strings.Contains(stderr.String(), "batch committed") {
+			continue
+		}
+		ga, gb := countRows(t, bq, "ta"), countRows(t, bq, "tb")
+		if ga > na || gb > nb {
+			t.Fatalf("%d and %d rows, want %d and %d", ga, gb, na, nb)
+		}
+		if ga == na && gb == nb {
+			break
+		}
+	}
+	cancel()
+	<-done
 }
