@@ -18,6 +18,8 @@ import (
 
 	"github.com/bqstore/bqstore/ingest"
 	"github.com/bqstore/bqstore/ingest/rows"
+	"github.com/bqstore/bqstore/internal/faults"
+	"github.com/bqstore/bqstore/internal/server"
 )
 
 // routeBase separates the ids of topic b (routeBase+i) from topic a's.
@@ -283,4 +285,34 @@ func TestRouteTwoMembers(t *testing.T) {
 		t.Fatalf("first member: %v", err)
 	}
 	checkRouted(t, e, ta, tb, n)
+}
+
+// TestRouteFaultStorm: two topics routed to two tables (and a dead-letter
+// table) against a server that drops commit and finalize replies, refuses
+// stream creations and appends with RESOURCE_EXHAUSTED and resets
+// appends: each table's commits are confirmed on their own
+// (STREAM_ALREADY_COMMITTED through commit_time); every record once in
+// its table, every bad record once as a dead letter.
+func TestRouteFaultStorm(t *testing.T) {
+	spec, err := faults.Parse("quota:rpc=AppendRows,p=0.05;quota:rpc=CreateWriteStream,p=0.3;" +
+		"append.reset:when=after,p=0.03;finalize.drop_reply:p=0.3;commit.drop_reply:p=0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, func(c *server.Config) { c.Faults, c.FaultSeed = spec, 11 })
+	ta, tb := e.table(t, "storm_a"), e.table(t, "storm_b")
+	dlt := e.deadLetterTable(t, "storm_dead")
+	const n, badEvery = 300, 100
+	k := newRouteKafka(t, 2, n, badEvery)
+	m := ingest.NewMetrics(nil)
+	cfg := k.config(e, "storm", []ingest.Route{{Topic: "a", Table: ta}, {Topic: "b", Table: tb}})
+	cfg.DeadLetterTable = dlt
+	cfg.Lease = 2 * time.Second
+	cfg.Metrics = m
+	k.runToEnd(t, cfg, "storm")
+	checkRouted(t, e, ta, tb, n)
+	checkDeadLettersOnce(t, e.readDeadLetters(t, dlt, `"bad-`), 2*n/badEvery)
+	if got := counterValue(t, m.CommitFailures); got < 1 {
+		t.Errorf("no commit failed: were the faults injected?")
+	}
 }
