@@ -49,7 +49,11 @@
 // generation for as long as the partition is owned; anything else is
 // another owner's, even with the same batch number and offset, and the
 // worker is fenced: it commits nothing more and gives the partition up
-// only through the revoke or lost callback. A cooperative revoke lets the
+// only through the revoke or lost callback. A member the group dropped
+// that joins again as a new member (franz-go calls neither callback) loses
+// every partition of its old membership, and states are stored only under
+// the membership a partition was assigned to; a partition handed back
+// starts over from its stored state. A cooperative revoke lets the
 // worker finish a batch it already sealed (commit, DONE) and drops the
 // others; a lost partition stops at once.
 //

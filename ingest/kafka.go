@@ -37,6 +37,8 @@ type KafkaSource struct {
 	Topics []string
 	Group  string
 	// Opts are extra franz-go options (tests shorten the session timeout).
+	// They must keep the classic group protocol and its balancer: the
+	// source watches each assignment through it (syncWatcher).
 	Opts []kgo.Opt
 	// MaxBuffered is the bytes fetched and not yet read per partition
 	// before its fetching pauses (default 8 MiB).
@@ -83,8 +85,16 @@ type KafkaSource struct {
 		// that may never come).
 		woken  bool
 		runErr error
+		// member is this client's group member id at the last SyncGroup
+		// (syncWatcher): the membership its partitions were assigned
+		// under. "" before the first sync, or when Opts replaced the
+		// balancer.
+		member string
 	}
 	wg sync.WaitGroup // assign goroutines
+	// clReady is closed once cl is set (a sync may come before NewClient
+	// returned).
+	clReady chan struct{}
 
 	// queued is the bytes buffered over all partitions (kafkaPartition
 	// queued); overBudget is set while it is over queueBudget and until
@@ -203,7 +213,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 	s.mu.Lock()
 	s.mu.parts = map[tp]*kafkaPartition{}
 	s.mu.leaving = map[tp]*kafkaPartition{}
+	s.mu.member = ""
 	s.mu.Unlock()
+	s.clReady = make(chan struct{})
 	ready := make(chan struct{}) // closed once cl, adm and topicIDs are set
 	fail := func(err error) {
 		s.mu.Lock()
@@ -212,6 +224,52 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		}
 		s.mu.Unlock()
 		cancel()
+	}
+	// start begins the workers of partitions assigned to this member.
+	start := func(ps []tp) {
+		s.mu.Lock()
+		member := s.mu.member
+		var stale []tp
+		for _, t := range ps {
+			if s.mu.parts[t] != nil {
+				stale = append(stale, t)
+			}
+		}
+		s.mu.Unlock()
+		if len(stale) > 0 {
+			// Assigned again without having been revoked or lost (franz-go
+			// re-adds a topic that metadata lost and found again): the
+			// worker of the earlier assignment stops first.
+			s.release(stale, "lost")
+		}
+		for _, t := range ps {
+			kp := &kafkaPartition{s: s, topic: t.topic, p: t.p, member: member, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
+			kp.mu.seekTo = -1
+			// The client's pauses outlive an assignment: one paused
+			// under an earlier assignment (buffer full, halted) would
+			// never be fetched again. Marked paused, it is resumed by
+			// the first applySeeksAndPauses.
+			kp.mu.paused = true
+			kp.ctx, kp.cancel = context.WithCancel(ctx)
+			s.mu.Lock()
+			s.mu.parts[t] = kp
+			s.mu.Unlock()
+			s.log.Info("partition assigned", "partition", s.key(t), "member", member)
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer close(kp.done)
+				// The group may assign before NewClient returned.
+				select {
+				case <-ready:
+				case <-kp.ctx.Done():
+					return
+				}
+				if err := assign(kp.ctx, kp); err != nil {
+					fail(err)
+				}
+			}()
+		}
 	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(s.Brokers...),
@@ -229,36 +287,9 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		// reader reports a RecordsGoneError (crash table row 17). A
 		// partition without a committed offset starts at its log start.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
-			for _, t := range s.owned(m) {
-				kp := &kafkaPartition{s: s, topic: t.topic, p: t.p, done: make(chan struct{}), notify: make(chan struct{}, 1), revoking: make(chan struct{})}
-				kp.mu.seekTo = -1
-				// The client's pauses outlive an assignment: one paused
-				// under an earlier assignment (buffer full, halted) would
-				// never be fetched again. Marked paused, it is resumed by
-				// the first applySeeksAndPauses.
-				kp.mu.paused = true
-				kp.ctx, kp.cancel = context.WithCancel(ctx)
-				s.mu.Lock()
-				s.mu.parts[t] = kp
-				s.mu.Unlock()
-				s.log.Info("partition assigned", "partition", s.key(t))
-				s.wg.Add(1)
-				go func() {
-					defer s.wg.Done()
-					defer close(kp.done)
-					// The group may assign before NewClient returned.
-					select {
-					case <-ready:
-					case <-kp.ctx.Done():
-						return
-					}
-					if err := assign(kp.ctx, kp); err != nil {
-						fail(err)
-					}
-				}()
-			}
-		}),
+		kgo.Balancers(syncWatcher{GroupBalancer: kgo.CooperativeStickyBalancer(),
+			onSync: func(assigned map[string][]int32) { s.synced(ctx, s.owned(assigned), start) }}),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { start(s.owned(m)) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(s.owned(m), "revoked") }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { s.release(s.owned(m), "lost") }),
 	}, append(budgetOpts, s.Opts...)...)
@@ -267,6 +298,7 @@ func (s *KafkaSource) Run(ctx context.Context, assign func(ctx context.Context, 
 		return fmt.Errorf("ingest: kafka client: %w", err)
 	}
 	s.cl, s.adm = cl, kadm.NewClient(cl)
+	close(s.clReady)
 	defer func() {
 		cancel()
 		s.releaseAll()
@@ -421,6 +453,70 @@ func (s *KafkaSource) release(ps []tp, why string) {
 	}
 }
 
+// syncWatcher is the group balancer (cooperative-sticky) with a look at
+// every SyncGroup assignment this member receives, before franz-go acts
+// on it.
+type syncWatcher struct {
+	kgo.GroupBalancer
+	onSync func(assigned map[string][]int32)
+}
+
+// ParseSyncAssignment implements kgo.GroupBalancer.
+func (w syncWatcher) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	m, err := w.GroupBalancer.ParseSyncAssignment(assignment)
+	if err == nil {
+		w.onSync(m)
+	}
+	return m, err
+}
+
+// synced runs on franz-go's group goroutine for every assignment this
+// member receives (syncWatcher), before franz-go diffs it against the
+// previous one. It records the member id the assignment belongs to, and
+// handles the one loss franz-go does not report: a JoinGroup answered
+// UNKNOWN_MEMBER_ID (the group dropped this member, say while it was
+// paused mid-rebalance) makes franz-go join again as a new member without
+// calling the lost callback, and a partition the group hands back is to
+// franz-go one it kept. Meanwhile another member may have owned it and
+// moved its state on, so the workers of the old membership stop here, as
+// for a loss, and the partitions the new member holds start over from
+// their stored state (a fenced worker would otherwise wait for ever for a
+// callback that never comes). Partitions of the new assignment the old
+// membership did not hold are started by the assigned callback, as
+// usual; old ones missing from it are then revoked by franz-go, and
+// release finds nothing left to stop.
+func (s *KafkaSource) synced(ctx context.Context, assigned []tp, start func([]tp)) {
+	select {
+	case <-s.clReady:
+	case <-ctx.Done():
+		return
+	}
+	member, gen := s.cl.GroupMetadata()
+	s.mu.Lock()
+	prev := s.mu.member
+	s.mu.member = member
+	var lost []tp
+	if prev != "" && prev != member {
+		for t := range s.mu.parts {
+			lost = append(lost, t)
+		}
+	}
+	s.mu.Unlock()
+	if len(lost) == 0 {
+		return
+	}
+	s.log.Warn("this member was dropped from the group and joined it again as a new member: the workers of its old membership stop; the partitions it holds again start over from their stored state",
+		"old_member", prev, "member", member, "generation", gen, "partitions", len(lost))
+	s.release(lost, "lost")
+	var again []tp
+	for _, t := range assigned {
+		if slices.Contains(lost, t) {
+			again = append(again, t)
+		}
+	}
+	start(again)
+}
+
 func (s *KafkaSource) revokeGrace() time.Duration {
 	if s.RevokeGrace > 0 {
 		return s.RevokeGrace
@@ -543,7 +639,11 @@ type kafkaPartition struct {
 	notify chan struct{} // buffered(1): records arrived or a seek applied
 	// revoking is closed when a cooperative revoke starts (Revoker).
 	revoking chan struct{}
-	mu       struct {
+	// member is the group member id the partition was assigned to
+	// (KafkaSource.mu.member then): its states are stored only while the
+	// client is still that member (kafkaLedger.Store).
+	member string
+	mu     struct {
 		sync.Mutex
 		queue     []*kgo.Record
 		queued    int64 // bytes in queue
@@ -915,6 +1015,14 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 	if member == "" || gen < 0 {
 		return fmt.Errorf("%w: not a group member", ErrFenced)
 	}
+	kp := l.s.part(p)
+	if kp != nil && kp.member != "" && kp.member != member {
+		// The group dropped the member the partition was assigned to
+		// and this client joined again as another: the generation it
+		// now holds is not one under which it owned the partition
+		// (synced stops this worker).
+		return fmt.Errorf("%w: OffsetCommit %s: the partition was assigned to member %s; this client is now member %s", ErrFenced, key, kp.member, member)
+	}
 	st.Generation = gen
 	meta, err := st.Encode()
 	if err != nil {
@@ -933,7 +1041,7 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 	// KIP-320: the epoch of the last record the state covers, so that a
 	// resume from it can tell a truncated log (see Open).
 	pp.LeaderEpoch = -1
-	if kp := l.s.part(p); kp != nil {
+	if kp != nil {
 		pp.LeaderEpoch = kp.epochAt(st.Offset)
 	}
 	m := string(meta)

@@ -321,9 +321,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if errors.Is(err, ErrFenced) && ctx.Err() == nil && !p.single {
 			// Another owner wrote the partition's state, so it is ours no
 			// longer, though the group has not told this member yet. Commit
-			// nothing more and give the partition up only through the
-			// revoke or lost callback (which ends ctx): returning now would
-			// leave it assigned here with no worker.
+			// nothing more and give the partition up only when the source
+			// ends ctx: returning now would leave it assigned here with no
+			// worker. Kafka ends it in the revoke or lost callback, and
+			// also when the member was dropped from the group and joined
+			// again as a new member, which franz-go reports with neither
+			// (KafkaSource.synced): if the group hands the partition back,
+			// a new worker starts from its stored state.
 			p.log.Warn("partition fenced; waiting for the group to take it away", "partition", part.Key(), "err", err)
 			<-ctx.Done()
 			return nil
