@@ -109,9 +109,16 @@ type Table struct {
 	// as the client sent them, stored and echoed: bqstore neither
 	// partitions nor clusters.
 	Partitioning
-	ETag     string    `json:"etag"`
-	Created  time.Time `json:"creationTime"`
-	Modified time.Time `json:"lastModifiedTime"`
+	// View is set for a logical view (type VIEW): its query. Its schema
+	// is the query's result schema when the view was created.
+	View *View `json:"view,omitempty"`
+	// TableConstraints is the REST tableConstraints member (primary and
+	// foreign keys, NOT ENFORCED), a compact JSON object, stored and
+	// echoed; nil when the table has none.
+	TableConstraints json.RawMessage `json:"tableConstraints,omitempty"`
+	ETag             string          `json:"etag"`
+	Created          time.Time       `json:"creationTime"`
+	Modified         time.Time       `json:"lastModifiedTime"`
 	// Schemas holds every schema the table has had, oldest first.
 	// Invariant: len(Schemas) >= 1 and Schemas[i].Version == i+1.
 	Schemas []SchemaVersion `json:"schemas"`
@@ -124,6 +131,13 @@ type Partitioning struct {
 	TimePartitioning  json.RawMessage `json:"timePartitioning,omitempty"`
 	RangePartitioning json.RawMessage `json:"rangePartitioning,omitempty"`
 	Clustering        json.RawMessage `json:"clustering,omitempty"`
+}
+
+// View is a logical view's definition. bqstore runs GoogleSQL only, so
+// UseLegacySQL is always false.
+type View struct {
+	Query        string `json:"query"`
+	UseLegacySQL bool   `json:"useLegacySql"`
 }
 
 // SchemaVersion is one schema of a table and the time it took effect.
@@ -160,6 +174,10 @@ func (t *Table) clone() *Table {
 	c := *t
 	c.Labels = maps.Clone(t.Labels)
 	c.Schemas = slices.Clone(t.Schemas)
+	if t.View != nil {
+		v := *t.View
+		c.View = &v
+	}
 	return &c
 }
 
@@ -529,6 +547,8 @@ type TableSpec struct {
 	Labels                        map[string]string
 	Expiration                    time.Time
 	Partitioning                  Partitioning
+	View                          *View
+	TableConstraints              json.RawMessage
 }
 
 // CreateTable creates a table in an existing dataset. The schema is
@@ -572,9 +592,13 @@ func (c *Catalog) CreateTable(ctx context.Context, spec TableSpec) (*Table, erro
 		ID: id, ProjectID: spec.ProjectID, DatasetID: spec.DatasetID, TableID: spec.TableID,
 		Location: ds.Location, Description: spec.Description, FriendlyName: spec.FriendlyName,
 		Labels: maps.Clone(spec.Labels), Expiration: spec.Expiration.UTC().Truncate(time.Millisecond),
-		Partitioning: spec.Partitioning,
-		ETag:         etag, Created: now, Modified: now,
+		Partitioning: spec.Partitioning, TableConstraints: spec.TableConstraints,
+		ETag: etag, Created: now, Modified: now,
 		Schemas: []SchemaVersion{{Version: 1, Time: now, Schema: sch}},
+	}
+	if spec.View != nil {
+		v := *spec.View
+		t.View = &v
 	}
 	if spec.Expiration.IsZero() {
 		t.Expiration = time.Time{}
@@ -678,9 +702,10 @@ type TablePatch struct {
 	ReplaceLabels bool
 	Expiration    *time.Time
 	Schema        *schema.Schema
-	// TimePartitioning, RangePartitioning and Clustering, when set,
-	// replace the table's member (an empty value clears it).
-	TimePartitioning, RangePartitioning, Clustering *json.RawMessage
+	// TimePartitioning, RangePartitioning, Clustering and
+	// TableConstraints, when set, replace the table's member (an empty
+	// value clears it).
+	TimePartitioning, RangePartitioning, Clustering, TableConstraints *json.RawMessage
 }
 
 // UpdateTable applies patch to table p:d.t. A non-empty ifMatch must equal
@@ -748,6 +773,7 @@ func (c *Catalog) UpdateTable(ctx context.Context, p, d, t string, patch TablePa
 		{&n.TimePartitioning, patch.TimePartitioning},
 		{&n.RangePartitioning, patch.RangePartitioning},
 		{&n.Clustering, patch.Clustering},
+		{&n.TableConstraints, patch.TableConstraints},
 	} {
 		if m.src != nil {
 			*m.dst = *m.src

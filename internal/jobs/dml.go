@@ -44,6 +44,9 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 	if err != nil {
 		return err
 	}
+	if ct.View != nil {
+		return notViewError(q.SQL, ins.Table.Pos, ct, true)
+	}
 	fields := ct.Schema().Fields
 	var cols []int
 	if ins.Columns == nil {
@@ -185,7 +188,7 @@ func (s *Store) appendRows(ctx context.Context, t *catalog.Table, groups []rowGr
 			f.Mode, f.DefaultValueExpression = schema.Nullable, ""
 			in.Fields = append(in.Fields, &f)
 		}
-		rec, err := sql.BuildRecord(in, g.rows)
+		rec, err := sql.BuildRecordRows(in, g.rows)
 		if err != nil {
 			return 0, err
 		}

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,7 +100,7 @@ func (s *Store) runStatement(ctx context.Context, project string, q Query, st *s
 	case st.Insert != nil:
 		err = s.insert(ctx, project, q, st, at, &stats)
 	case st.CreateView != nil:
-		err = filter.NewError(q.SQL, st.Pos, "not supported yet by bqstore: views")
+		err = s.createView(ctx, project, q, st, at, &stats)
 	default:
 		err = fmt.Errorf("jobs: statement %s has no runner", st.Type)
 	}
@@ -109,6 +110,11 @@ func (s *Store) runStatement(ctx context.Context, project string, q Query, st *s
 // query runs one query statement at snapshot time at.
 func (s *Store) query(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, error) {
 	return sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
+		if ref, err := qualify(project, q, n); err == nil {
+			if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View != nil {
+				return s.openView(ctx, ct, at)
+			}
+		}
 		return s.open(project, q, n, at)
 	}, sql.Options{MaxRows: s.opts.MaxRows})
 }
@@ -163,9 +169,6 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 		return err
 	}
 	stats.DDLTargetTable = &ref
-	if ct.PrimaryKey != nil {
-		return filter.NewError(q.SQL, ct.Name.Pos, "not supported yet by bqstore: PRIMARY KEY")
-	}
 	_, err = s.cat.Table(ref.Project, ref.Dataset, ref.Table)
 	exists := err == nil
 	if err != nil && !isNotFound(err) {
@@ -187,6 +190,11 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	var patch catalog.TablePatch
 	tableOptions(ct.Options, &patch)
 	spec := catalog.TableSpec{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: sch}
+	if ct.PrimaryKey != nil {
+		if spec.TableConstraints, err = setPrimaryKey(nil, ct.PrimaryKey, sch, q.SQL, ct.Name.Pos); err != nil {
+			return err
+		}
+	}
 	if patch.Description != nil {
 		spec.Description = *patch.Description
 	}
@@ -250,15 +258,10 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 	}
 	stats.DDLTargetTable = &ref
 	if d.What == "VIEW" {
-		if _, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil {
-			return filter.NewError(q.SQL, d.Name.Pos, "%s:%s.%s is not a view", ref.Project, ref.Dataset, ref.Table)
-		} else if d.IfExists && isNotFound(err) {
-			stats.DDLOperation = "SKIP"
-			return nil
-		} else if isNotFound(err) && strings.HasPrefix(err.Error(), "Not found: Table") {
+		if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View == nil {
+			return notViewError(q.SQL, d.Name.Pos, ct, false)
+		} else if err != nil && !d.IfExists && isNotFound(err) && strings.HasPrefix(err.Error(), "Not found: Table") {
 			return &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: View %s:%s.%s", ref.Project, ref.Dataset, ref.Table)}
-		} else {
-			return err
 		}
 	}
 	err = s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table)
@@ -287,7 +290,11 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 		}
 		return err
 	}
+	if cur.View != nil {
+		return notViewError(q.SQL, a.Name.Pos, cur, true)
+	}
 	var patch catalog.TablePatch
+	constraints := cur.TableConstraints
 	fields := append([]*schema.Field(nil), cur.Schema().Fields...)
 	added := false
 	for _, act := range a.Actions {
@@ -306,8 +313,25 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 			added = true
 		case act.SetOptions != nil:
 			tableOptions(act.SetOptions, &patch)
-		case act.AddPrimaryKey != nil || act.DropPrimaryKey:
-			return filter.NewError(q.SQL, act.Pos, "not supported yet by bqstore: PRIMARY KEY")
+		case act.AddPrimaryKey != nil:
+			if hasMember(constraints, "primaryKey") {
+				return filter.NewError(q.SQL, act.Pos, "Table %s already has a primary key; drop it first (ALTER TABLE ... DROP PRIMARY KEY)", cur.FullID())
+			}
+			if constraints, err = setPrimaryKey(constraints, act.AddPrimaryKey, &schema.Schema{Fields: fields}, q.SQL, act.Pos); err != nil {
+				return err
+			}
+			patch.TableConstraints = &constraints
+		case act.DropPrimaryKey:
+			if !hasMember(constraints, "primaryKey") {
+				if act.IfExists {
+					continue
+				}
+				return filter.NewError(q.SQL, act.Pos, "Table %s has no primary key", cur.FullID())
+			}
+			if constraints, err = setPrimaryKey(constraints, nil, nil, q.SQL, act.Pos); err != nil {
+				return err
+			}
+			patch.TableConstraints = &constraints
 		}
 	}
 	if added {
@@ -351,4 +375,42 @@ func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *s
 	}
 	stats.DDLOperation = "CREATE"
 	return nil
+}
+
+// hasMember reports whether the JSON object obj has member name.
+func hasMember(obj json.RawMessage, name string) bool {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(obj, &m)
+	_, ok := m[name]
+	return ok
+}
+
+// setPrimaryKey returns the tableConstraints object constraints with its
+// primaryKey set to cols (nil: removed), its other members (foreignKeys)
+// kept; every column must be a top-level column of sch. With no member
+// left the result is empty (which clears tableConstraints in a patch).
+func setPrimaryKey(constraints json.RawMessage, cols []string, sch *schema.Schema, src string, pos int) (json.RawMessage, error) {
+	m := map[string]any{}
+	if len(constraints) > 0 {
+		if err := json.Unmarshal(constraints, &m); err != nil {
+			return nil, fmt.Errorf("jobs: stored tableConstraints: %w", err)
+		}
+	}
+	if cols == nil {
+		delete(m, "primaryKey")
+	} else {
+		names := schema.IndexNames(sch.Fields)
+		for i, c := range cols {
+			j := names.Lookup(c)
+			if j < 0 {
+				return nil, filter.NewError(src, pos, "Column %s of the primary key is not a column of the table", c)
+			}
+			cols[i] = sch.Fields[j].Name
+		}
+		m["primaryKey"] = map[string]any{"columns": cols}
+	}
+	if len(m) == 0 {
+		return json.RawMessage{}, nil
+	}
+	return json.Marshal(m)
 }

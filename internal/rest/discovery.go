@@ -166,6 +166,7 @@ var echoTypes = map[string]reflect.Type{
 	"TimePartitioning":  reflect.TypeFor[bq.TimePartitioning](),
 	"RangePartitioning": reflect.TypeFor[bq.RangePartitioning](),
 	"Clustering":        reflect.TypeFor[bq.Clustering](),
+	"TableConstraints":  reflect.TypeFor[bq.TableConstraints](),
 }
 
 var pathParamDesc = map[string]string{

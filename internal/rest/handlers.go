@@ -267,7 +267,7 @@ func (h *Handler) listTables(w http.ResponseWriter, r *http.Request) {
 		out.Tables = append(out.Tables, tableListItem{
 			Kind: "bigquery#table", ID: t.FullID(),
 			TableReference: tableRef{ProjectID: t.ProjectID, DatasetID: t.DatasetID, TableID: t.TableID},
-			FriendlyName:   t.FriendlyName, Labels: t.Labels, Type: "TABLE",
+			FriendlyName:   t.FriendlyName, Labels: t.Labels, Type: tableKind(t),
 			CreationTime: ms(t.Created), ExpirationTime: ms(t.Expiration),
 			TimePartitioning: t.TimePartitioning, RangePartitioning: t.RangePartitioning, Clustering: t.Clustering,
 		})
@@ -279,12 +279,16 @@ func (h *Handler) listTables(w http.ResponseWriter, r *http.Request) {
 type tableBody struct {
 	TableReference *tableRef `json:"tableReference"`
 	Type           string    `json:"type"`
+	View           *struct {
+		Query        string `json:"query"`
+		UseLegacySQL *bool  `json:"useLegacySql"`
+	} `json:"view"`
 }
 
 // unsupportedTableMembers are Table members that would make the table
 // something bqstore does not implement; they are refused rather than
 // silently ignored.
-var unsupportedTableMembers = []string{"view", "materializedView", "externalDataConfiguration", "biglakeConfiguration", "tableReplicationInfo", "cloneDefinition", "snapshotDefinition"}
+var unsupportedTableMembers = []string{"materializedView", "externalDataConfiguration", "biglakeConfiguration", "tableReplicationInfo", "cloneDefinition", "snapshotDefinition"}
 
 // insertTable serves tables.insert.
 func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
@@ -305,12 +309,12 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, m := range unsupportedTableMembers {
 		if raw, ok := members[m]; ok && !rawNull(raw) {
-			h.writeError(w, r, invalid("bqstore does not support table.%s: only standard tables (type TABLE) can be created", m))
+			h.writeError(w, r, invalid("bqstore does not support table.%s: only tables and views can be created", m))
 			return
 		}
 	}
-	if in.Type != "" && !strings.EqualFold(in.Type, "TABLE") {
-		h.writeError(w, r, invalid("bqstore does not support tables of type %s: only TABLE", in.Type))
+	if in.Type != "" && !strings.EqualFold(in.Type, "TABLE") && !(strings.EqualFold(in.Type, "VIEW") && in.View != nil) {
+		h.writeError(w, r, invalid("bqstore does not support tables of type %s: only TABLE and VIEW", in.Type))
 		return
 	}
 	ref := in.TableReference
@@ -337,6 +341,30 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	spec := catalog.TableSpec{ProjectID: p, DatasetID: d, TableID: ref.TableID, Schema: patch.Schema}
+	if v := in.View; v != nil {
+		// A view: its schema is its query's result schema.
+		if v.UseLegacySQL == nil || *v.UseLegacySQL {
+			h.writeError(w, r, invalid("Invalid value for table.view.useLegacySql: bqstore runs GoogleSQL only, not legacy SQL: send view.useLegacySql: false (the Go client sends it)"))
+			return
+		}
+		if strings.TrimSpace(v.Query) == "" {
+			h.writeError(w, r, invalid("Required parameter is missing: table.view.query"))
+			return
+		}
+		if h.jobs == nil {
+			h.writeError(w, r, notImplementedYet("views"))
+			return
+		}
+		s, err := h.jobs.ViewSchema(r.Context(), p, v.Query)
+		if err != nil {
+			h.writeError(w, r, queryError(err))
+			return
+		}
+		spec.Schema, spec.View = s, &catalog.View{Query: v.Query}
+	}
+	if patch.TableConstraints != nil {
+		spec.TableConstraints = *patch.TableConstraints
+	}
 	if patch.Description != nil {
 		spec.Description = *patch.Description
 	}
@@ -400,6 +428,7 @@ func tablePatch(members map[string]json.RawMessage, full bool) (catalog.TablePat
 		{"timePartitioning", &p.TimePartitioning},
 		{"rangePartitioning", &p.RangePartitioning},
 		{"clustering", &p.Clustering},
+		{"tableConstraints", &p.TableConstraints},
 	} {
 		raw, present := members[m.name]
 		if !present && !full {

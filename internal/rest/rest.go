@@ -224,6 +224,22 @@ type tableJSON struct {
 	TimePartitioning  json.RawMessage `json:"timePartitioning,omitempty" discovery:"TimePartitioning"`
 	RangePartitioning json.RawMessage `json:"rangePartitioning,omitempty" discovery:"RangePartitioning"`
 	Clustering        json.RawMessage `json:"clustering,omitempty" discovery:"Clustering"`
+	TableConstraints  json.RawMessage `json:"tableConstraints,omitempty" discovery:"TableConstraints"`
+	View              *viewJSON       `json:"view,omitempty"`
+}
+
+// viewJSON is a view's ViewDefinition.
+type viewJSON struct {
+	Query        string `json:"query"`
+	UseLegacySQL bool   `json:"useLegacySql"`
+}
+
+// tableKind is a catalog table's REST type: TABLE or VIEW.
+func tableKind(t *catalog.Table) string {
+	if t.View != nil {
+		return "VIEW"
+	}
+	return "TABLE"
 }
 
 type tableListItem struct {
@@ -298,8 +314,12 @@ func (h *Handler) tableOut(r *http.Request, t *catalog.Table) *tableJSON {
 		FriendlyName:   t.FriendlyName, Description: t.Description, Labels: t.Labels,
 		NumLongTermBytes: "0",
 		CreationTime:     ms(t.Created), ExpirationTime: ms(t.Expiration), LastModifiedTime: ms(t.Modified),
-		Type: "TABLE", Location: t.Location,
+		Type: tableKind(t), Location: t.Location,
 		TimePartitioning: t.TimePartitioning, RangePartitioning: t.RangePartitioning, Clustering: t.Clustering,
+		TableConstraints: t.TableConstraints,
+	}
+	if t.View != nil {
+		out.View = &viewJSON{Query: t.View.Query, UseLegacySQL: t.View.UseLegacySQL}
 	}
 	if known {
 		out.NumRows, out.NumBytes = strconv.FormatInt(rows, 10), strconv.FormatInt(size, 10)

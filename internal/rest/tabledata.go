@@ -148,6 +148,9 @@ func (h *Handler) tableDataPage(r *http.Request, db *storage.DB) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	if ct.View != nil {
+		return nil, invalid("Cannot list a table of type VIEW.")
+	}
 	st, err := db.Table(ct.ID)
 	if err != nil {
 		if errors.Is(err, storage.ErrTableNotFound) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/readapi"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/storage"
@@ -16,7 +17,7 @@ var (
 )
 
 func (b *backend) LookupTable(ctx context.Context, p, d, t string) (writeapi.TableInfo, error) {
-	tbl, err := b.lookup(p, d, t)
+	tbl, err := b.lookupTable(p, d, t)
 	if err != nil {
 		return writeapi.TableInfo{}, err
 	}
@@ -24,12 +25,22 @@ func (b *backend) LookupTable(ctx context.Context, p, d, t string) (writeapi.Tab
 	return writeapi.TableInfo{ID: tbl.ID, Schema: last.Schema, SchemaVersion: last.Version, Location: tbl.Location}, nil
 }
 
+// lookupTable is lookup for the Storage APIs, which read and write
+// tables, not views.
+func (b *backend) lookupTable(p, d, t string) (*catalog.Table, error) {
+	tbl, err := b.lookup(p, d, t)
+	if err == nil && tbl.View != nil {
+		return nil, fmt.Errorf("%w: %s is a view; the Storage Read and Write APIs serve tables only (query the view instead)", storage.ErrInvalidArgument, tbl.FullID())
+	}
+	return tbl, err
+}
+
 // readTables adapts the backend to readapi.Tables (its LookupTable returns
 // a different struct).
 type readTables struct{ *backend }
 
 func (r readTables) LookupTable(ctx context.Context, p, d, t string) (readapi.TableInfo, error) {
-	tbl, err := r.lookup(p, d, t)
+	tbl, err := r.lookupTable(p, d, t)
 	if err != nil {
 		return readapi.TableInfo{}, err
 	}

@@ -1,0 +1,158 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/sql"
+)
+
+// This file serves logical views: a view is a catalog entry with a query
+// (catalog.View); a query that names it runs that query, at the same
+// snapshot time, and reads its result as a table.
+
+// MaxViewDepth bounds views reading views (BigQuery allows 16 levels).
+const MaxViewDepth = 16
+
+type viewDepthKey struct{}
+
+// ViewSchema runs a view's query in project and returns its result
+// schema: the schema tables.insert and CREATE VIEW give the view.
+func (s *Store) ViewSchema(ctx context.Context, project, query string) (*schema.Schema, error) {
+	res, err := s.query(ctx, project, Query{}, query, s.opts.Clock())
+	if err != nil {
+		return nil, err
+	}
+	return res.Schema, nil
+}
+
+// openView runs view v (of table ct) at snapshot time at.
+func (s *Store) openView(ctx context.Context, ct *catalog.Table, at time.Time) (sql.Table, error) {
+	depth, _ := ctx.Value(viewDepthKey{}).(int)
+	if depth >= MaxViewDepth {
+		return nil, &TableError{Msg: fmt.Sprintf("View %s: views nest more than %d levels deep", ct.FullID(), MaxViewDepth)}
+	}
+	ctx = context.WithValue(ctx, viewDepthKey{}, depth+1)
+	res, err := s.query(ctx, ct.ProjectID, Query{}, ct.View.Query, at)
+	if err != nil {
+		return nil, fmt.Errorf("in view %s: %w", ct.FullID(), err)
+	}
+	return &resultTable{res: res}, nil
+}
+
+// resultTable is a query result read as a table.
+type resultTable struct{ res *sql.Result }
+
+func (t *resultTable) Schema() *schema.Schema { return t.res.Schema }
+
+func (t *resultTable) Close() {}
+
+// resultBatchRows is the rows of one batch Scan hands on.
+const resultBatchRows = 8192
+
+func (t *resultTable) Scan(ctx context.Context, cols []string, fn func(arrow.RecordBatch) error) error {
+	sub := &schema.Schema{}
+	idx := make([]int, len(cols))
+	for i, c := range cols {
+		idx[i] = schema.IndexNames(t.res.Schema.Fields).Lookup(c)
+		if idx[i] < 0 {
+			return fmt.Errorf("jobs: column %s not in the view's result", c)
+		}
+		sub.Fields = append(sub.Fields, t.res.Schema.Fields[idx[i]])
+	}
+	rows := t.res.Rows
+	for lo := 0; lo < len(rows); lo += resultBatchRows {
+		hi := min(len(rows), lo+resultBatchRows)
+		if len(cols) == 0 {
+			// No columns (COUNT(*)): batches that still count rows.
+			if err := fn(array.NewRecordBatch(arrow.NewSchema(nil, nil), nil, int64(hi-lo))); err != nil {
+				return err
+			}
+			continue
+		}
+		part := make([][]any, hi-lo)
+		for r := range part {
+			row := make([]any, len(idx))
+			for i, j := range idx {
+				row[i] = rows[lo+r][j]
+			}
+			part[r] = row
+		}
+		rec, err := sql.BuildRecordRows(sub, part)
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) createView(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, stats *Stats) error {
+	cv := st.CreateView
+	ref, err := qualify(project, q, cv.Name)
+	if err != nil {
+		return err
+	}
+	stats.DDLTargetTable = &ref
+	cur, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+	exists := err == nil
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	if exists && cv.IfNotExists {
+		stats.DDLOperation = "SKIP"
+		return nil
+	}
+	if exists && cv.OrReplace && cur.View == nil {
+		return filter.NewError(q.SQL, cv.Name.Pos, "%s is a table, not a view: CREATE OR REPLACE VIEW cannot replace it", cur.FullID())
+	}
+	// The query runs as it will when read: in the view's project, no
+	// default dataset. Its errors carry the statement's positions.
+	res, err := s.query(ctx, ref.Project, Query{}, cv.QueryText, at)
+	if err != nil {
+		return err
+	}
+	var patch catalog.TablePatch
+	tableOptions(cv.Options, &patch)
+	spec := catalog.TableSpec{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: res.Schema,
+		View: &catalog.View{Query: cv.Query}}
+	if patch.Description != nil {
+		spec.Description = *patch.Description
+	}
+	if patch.FriendlyName != nil {
+		spec.FriendlyName = *patch.FriendlyName
+	}
+	if patch.Expiration != nil {
+		spec.Expiration = *patch.Expiration
+	}
+	stats.DDLOperation = "CREATE"
+	if exists && cv.OrReplace {
+		if err := s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table); err != nil && !isNotFound(err) {
+			return err
+		}
+		stats.DDLOperation = "REPLACE"
+	}
+	_, err = s.cat.CreateTable(ctx, spec)
+	return err
+}
+
+// notViewError is a VIEW statement naming a table, or a table statement
+// naming a view.
+func notViewError(src string, pos int, t *catalog.Table, isView bool) error {
+	if isView {
+		return filter.NewError(src, pos, "%s is a view, not a table", t.FullID())
+	}
+	return filter.NewError(src, pos, "%s is a table, not a view", strings.TrimSpace(t.FullID()))
+}
