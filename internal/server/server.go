@@ -347,6 +347,10 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	storagepb.RegisterBigQueryReadServer(s.grpcSrv, s.read)
 	s.registry.MustRegister(newStorageCollector(s.db))
+	unknown := len(s.backend.unknown)
+	s.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_catalog_unknown_tables",
+		Help: "Engine tables the catalog neither names nor deleted, found at start-up: kept and quarantined, not served (docs/format/catalog.md)."},
+		func() float64 { return float64(unknown) }))
 	s.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_grpc_receive_admitted_bytes",
 			Help: "Cost (3x length) of the large gRPC messages admitted by the receive budget and not yet handled (--max-receive-bytes)."},

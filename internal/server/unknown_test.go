@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigquery"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/api/iterator"
 
 	"github.com/bqstore/bqstore/internal/catalog"
@@ -113,6 +114,9 @@ func TestLostCatalogLogKeepsTables(t *testing.T) {
 	}
 	if _, err := bq.Dataset("d").Table("a").Metadata(ctx); err == nil {
 		t.Fatal("table a is served without its catalog entry")
+	}
+	if got := gauge(t, srv.Registry(), "bqstore_catalog_unknown_tables"); got != 2 {
+		t.Errorf("bqstore_catalog_unknown_tables = %v, want 2", got)
 	}
 	bq.Close()
 	srv.Stop(t)
@@ -268,4 +272,20 @@ func TestAdoptLostTable(t *testing.T) {
 	if err := bq.Dataset("found").Table("a").Inserter().Put(ctx, rows); err != nil {
 		t.Fatalf("insert into the adopted table: %v", err)
 	}
+}
+
+// gauge reads the value of an unlabelled gauge from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }
