@@ -16,7 +16,8 @@
 //     with a member OffsetCommit fenced by the group generation; files: a
 //     state file replaced atomically).
 //  2. Only the partition's current owner can write its State, and seals
-//     form one chain per partition: seal k+1 is written after k is DONE.
+//     form one chain per partition: seal k+1 is written after k is
+//     committed (after DONE k, or carrying it when k+1 was waiting).
 //  3. Once sealed, anyone may commit the stream any number of times:
 //     BigQuery commits a stream at most once (STREAM_ALREADY_COMMITTED,
 //     confirmed with GetWriteStream's commit_time).
@@ -28,7 +29,9 @@
 // Each partition runs a worker (batches: read and map records, append to
 // its own PENDING stream with explicit offsets, pipelined; finalize and
 // check row_count) and a closer (seal, hand the stream to the committer,
-// write DONE), so batch k+1 appends while batch k commits. The committer
+// write DONE, or leave it to the next seal when the next batch is already
+// waiting: one state write per batch), so batch k+1 appends while batch k
+// commits. The committer
 // issues one BatchCommitWriteStreams per window over every sealed stream
 // ready; it only ever sees sealed streams, so it never waits for a worker.
 // Every batch has a lease: a worker that stalls (hung connection, slow

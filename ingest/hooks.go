@@ -20,7 +20,9 @@ const (
 	AfterSeal Point = "after-seal"
 	// AfterCommit: BatchCommit applied, reply lost, DONE not written (rows 6, 8).
 	AfterCommit Point = "after-commit"
-	// AfterDone: DONE durable, reply lost (row 9).
+	// AfterDone: DONE durable, reply lost (row 9). When the next batch was
+	// waiting, its seal (or DONE) carries this DONE: the point is then
+	// after that state is stored, before the next batch's AfterSeal.
 	AfterDone Point = "after-done"
 )
 

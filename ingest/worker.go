@@ -25,7 +25,7 @@ import (
 //	S4 finalize, check row_count
 //	S5 SEAL {X, Y, streams}      <- the decision; only the owner can write it
 //	S6 BatchCommit (the committer, shared by the table's partitions)
-//	S7 DONE: state IDLE at Y
+//	S7 DONE: state IDLE at Y (or carried by seal k+1 when batch k+1 waits)
 //
 // Any failure before S5 abandons the batch: its stream is never sealed, so
 // never committed, and [X, Y) is read again into a new stream. A failure at
@@ -138,7 +138,9 @@ func (w *worker) run(ctx context.Context) error {
 	// S5-S7 of batch k run on the closer goroutine while this one appends
 	// batch k+1 (docs/ingest-protocol.md: unsealed streams are always safe to
 	// throw away). Seals stay in order: the closer handles one batch at a
-	// time, so seal k+1 is written only after k is DONE.
+	// time, so seal k+1 is written only after k is committed, and DONE k
+	// before it, unless seal k+1 carries it (docs/ingest-protocol.md, "One
+	// write for DONE k and seal k+1").
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// cctx is the closer's. An injected crash in the worker ends it at
@@ -179,6 +181,9 @@ func (w *worker) run(ctx context.Context) error {
 	go func() {
 		defer close(closed)
 		last := st // the state stored last
+		// owed is a batch sealed and committed whose DONE the next state
+		// stored carries (last is its seal).
+		var owed *closeItem
 		for it := range items {
 			if closeErr != nil {
 				continue
@@ -187,13 +192,25 @@ func (w *worker) run(ctx context.Context) error {
 				w.p.log.Info("partition revoked: dropping a batch not yet sealed", "partition", w.key, "batch", it.b, "from", it.x)
 				continue
 			}
-			next, err := w.close(cctx, it, last)
+			// A batch already waiting once this one is committed will
+			// carry its DONE.
+			next, err := w.close(cctx, it, last, owed, func() bool { return len(items) > 0 })
 			if err != nil {
 				closeErr = err
 				cancel()
 				continue
 			}
-			last = next
+			last, owed = next, nil
+			if next.Sealed {
+				owed = it
+			}
+		}
+		if owed != nil && closeErr == nil && cctx.Err() == nil {
+			// No batch came to carry it (the source ended, a revoke
+			// dropped the rest): DONE on its own, as S7 always was.
+			if _, err := w.done(cctx, owed, last, nil, last.DeadLetterEnd); err != nil {
+				closeErr = err
+			}
 		}
 	}()
 	finish := func(err error) error {
@@ -369,6 +386,7 @@ type closeItem struct {
 	n, bytes int64
 	start    time.Time
 	dls      []pendingDeadLetter
+	sealed   bool // set by the closer once its seal is stored (it had streams)
 }
 
 // stream returns a PENDING stream for the next batch: the unused one from
@@ -701,8 +719,13 @@ func (w *worker) batch(ctx context.Context, x int64, b uint64) (*closeItem, erro
 }
 
 // close runs S5-S7 for a finalized batch, given prev, the state stored
-// last, and returns the state it stored (DONE).
-func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, error) {
+// last, and returns the state it stored last: DONE, or, when the batch
+// has streams and more reports another batch waiting for the closer once
+// they are committed, its seal, leaving S7 to the next state stored
+// (docs/ingest-protocol.md, "One write for DONE k and seal k+1"). owed,
+// if set, is the batch whose DONE the first state this call stores
+// carries (prev is its seal).
+func (w *worker) close(ctx context.Context, it *closeItem, prev State, owed *closeItem, more func() bool) (State, error) {
 	p := w.p
 	// Dead letters are durable before the state that covers them.
 	end, err := w.writeDeadLetters(it.dls, prev.DeadLetterEnd)
@@ -738,6 +761,14 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 			return State{}, err
 		}
 		prev = seal
+		it.sealed = true
+		if owed != nil {
+			// The seal is owed's DONE too: its offset is owed's end.
+			if err := w.doneStored(ctx, owed); err != nil {
+				return State{}, err
+			}
+			owed = nil
+		}
 		if err := ctx.Err(); err != nil {
 			return State{}, err
 		}
@@ -755,27 +786,52 @@ func (w *worker) close(ctx context.Context, it *closeItem, prev State) (State, e
 		if err := hook(p.cfg.Hooks, AfterCommit, w.key, it.b); err != nil {
 			return State{}, err
 		}
+		if more() {
+			// The waiting batch's seal (or DONE) will carry this DONE.
+			return seal, nil
+		}
 	}
-	// S7.
-	done := State{Batch: it.b, Offset: it.to, DeadLetterEnd: end, Owner: p.owner}
+	return w.done(ctx, it, prev, owed, end)
+}
+
+// done runs S7 for it: stores DONE at its end, given prev, the state
+// stored last, and dlEnd, the dead-letter file's size with its dead
+// letters; owed, if set, is an earlier batch whose DONE this one carries.
+func (w *worker) done(ctx context.Context, it *closeItem, prev State, owed *closeItem, dlEnd int64) (State, error) {
+	done := State{Batch: it.b, Offset: it.to, DeadLetterEnd: dlEnd, Owner: w.p.owner}
 	if err := w.store(ctx, done, prev, "DONE"); err != nil {
 		return State{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	if owed != nil {
+		if err := w.doneStored(ctx, owed); err != nil {
+			return State{}, err
+		}
+	}
+	if err := w.doneStored(ctx, it); err != nil {
 		return State{}, err
+	}
+	return done, nil
+}
+
+// doneStored follows a stored DONE of it (its own, or carried by a later
+// state): the lag, the AfterDone hook of a batch that had streams.
+func (w *worker) doneStored(ctx context.Context, it *closeItem) error {
+	p := w.p
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if e, ok := w.part.(Ender); ok {
 		if end := e.End(); end >= it.to {
 			p.metrics.Lag.WithLabelValues(w.key).Set(float64(end - it.to))
 		}
 	}
-	if len(streams) > 0 {
+	if it.sealed {
 		if err := hook(p.cfg.Hooks, AfterDone, w.key, it.b); err != nil {
-			return State{}, err
+			return err
 		}
 	}
 	p.log.Debug("batch committed", "partition", w.key, "batch", it.b, "from", it.x, "to", it.to, "rows", it.n, "dead_letters", len(it.dls))
-	return done, nil
+	return nil
 }
 
 // store writes st as the partition's state; prev is the state stored
