@@ -87,6 +87,17 @@ func (b *syncBuffer) String() string {
 // quarantined (not served, reported at start naming the table and its
 // directory), and restoring the log brings them back with every row.
 func TestLostCatalogLogKeepsTables(t *testing.T) {
+	t.Run("log=removed", func(t *testing.T) {
+		testLostCatalogLog(t, func(name string) error { return os.Remove(name) })
+	})
+	// Cut inside its first record (a disk that lost the file's end):
+	// read as a torn tail, which holds every change.
+	t.Run("log=cut", func(t *testing.T) {
+		testLostCatalogLog(t, func(name string) error { return os.Truncate(name, 12) })
+	})
+}
+
+func testLostCatalogLog(t *testing.T, lose func(name string) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -100,7 +111,7 @@ func TestLostCatalogLogKeepsTables(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the tables' creations are not in the log: %v", err)
 	}
-	if err := os.Remove(logName); err != nil {
+	if err := lose(logName); err != nil {
 		t.Fatal(err)
 	}
 
