@@ -69,6 +69,7 @@ type checker struct {
 	cols   []string
 	seen   map[string]bool
 	names  NameResolver
+	consts map[string]Const
 }
 
 // NameResolver maps a name path as written (a.b.c, at byte offset pos of
@@ -173,6 +174,12 @@ func fieldType(f *schema.Field) typ {
 }
 
 func (c *checker) column(e *Ident) (node, error) {
+	if k, ok := c.constLookup(e); ok {
+		if k.Set || len(k.Values) != 1 {
+			return nil, c.errf(e.P, "internal error: a list where a value is expected")
+		}
+		return c.constNodeOf(k.Type, k.Values[0], e.P)
+	}
 	if c.names != nil {
 		col, used, err := c.names(e.Parts, e.P)
 		if err != nil {
@@ -532,14 +539,39 @@ func (c *checker) in(e *In) (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	items := make([]node, len(e.List))
+	if len(e.List) == 1 {
+		if k, ok := c.constLookup(e.List[0]); ok && k.Set {
+			if len(k.Values) == 0 {
+				// IN an empty subquery is FALSE (NOT IN: TRUE), even for NULL.
+				return &constNode{v: constVec(tBool, value{b: e.Not}), p: e.P}, nil
+			}
+			list := make([]Expr, len(k.Values))
+			items := make([]node, len(k.Values))
+			for i, v := range k.Values {
+				if items[i], err = c.constNodeOf(k.Type, v, e.List[0].Pos()); err != nil {
+					return nil, err
+				}
+				list[i] = e.List[0]
+			}
+			return c.inNodes(e, x, list, items)
+		}
+	}
+	return c.inNodes(e, x, e.List, nil)
+}
+
+// inNodes checks IN over the items (checked from list when nil).
+func (c *checker) inNodes(e *In, x node, list []Expr, checked []node) (node, error) {
+	var err error
+	items := make([]node, len(list))
 	t := x.typ()
 	// The NULL of the list's type so far, rebuilt only when the type
 	// changes (one per item cost a vector each: ~1 KB per item of a long
 	// list, transiently).
 	var tnull *constNode
-	for i, it := range e.List {
-		if items[i], err = c.check(it); err != nil {
+	for i, it := range list {
+		if checked != nil {
+			items[i] = checked[i]
+		} else if items[i], err = c.check(it); err != nil {
 			return nil, err
 		}
 		if tnull == nil || tnull.v.t != t {

@@ -2,6 +2,8 @@ package filter
 
 import (
 	"context"
+	"math/big"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -136,3 +138,68 @@ func NewError(src string, pos int, format string, args ...any) *Error {
 
 // IsReserved reports whether word is a GoogleSQL reserved keyword.
 func IsReserved(word string) bool { return isReserved(word) }
+
+// Const is a value computed outside the expression (the query engine's
+// uncorrelated subqueries) that the expression names: one value, or a
+// list when Set (the right side of IN). Type is a GoogleSQL type name as
+// Scalar.Type returns; values are as Scalar.Values returns them.
+type Const struct {
+	Type   string
+	Values []any
+	Set    bool
+}
+
+// WithConstants makes the names of consts (lower case) stand for their
+// values: a name alone is its value; "x IN (name)" with a Set tests
+// membership in the list (an empty list: FALSE, even for a NULL x).
+func WithConstants(consts map[string]Const) Option {
+	return func(c *checker) { c.consts = consts }
+}
+
+// constLookup returns the constant an identifier names, if any.
+func (c *checker) constLookup(e Expr) (Const, bool) {
+	id, ok := e.(*Ident)
+	if !ok || len(id.Parts) != 1 || c.consts == nil {
+		return Const{}, false
+	}
+	k, ok := c.consts[strings.ToLower(id.Parts[0])]
+	return k, ok
+}
+
+// constNodeOf builds the node of one constant value.
+func (c *checker) constNodeOf(typeName string, v any, pos int) (node, error) {
+	t := tNull
+	for tt, n := range typNames {
+		if n == typeName {
+			t = typ(tt)
+		}
+	}
+	if typeName != "NULL" && t == tNull {
+		return nil, c.errf(pos, "not supported yet by bqstore: subquery values of type %s", typeName)
+	}
+	var x value
+	switch y := v.(type) {
+	case nil:
+		x = nullValue
+	case bool:
+		x.b = y
+	case int64:
+		x.i = y
+	case float64:
+		x.f = y
+	case *big.Rat:
+		x.r = y
+	case string:
+		x.s = y
+		if t == tGeo {
+			g, err := parseWKT(y)
+			if err != nil {
+				return nil, c.errf(pos, "%v", err)
+			}
+			x.g = g
+		}
+	default:
+		return nil, c.errf(pos, "not supported yet by bqstore: subquery values of type %s", typeName)
+	}
+	return &constNode{v: constVec(t, x), p: pos}, nil
+}

@@ -19,7 +19,11 @@ func isCall(toks []filter.Token, i int) bool {
 
 // findAgg returns the position of the first aggregate call in toks.
 func findAgg(toks []filter.Token) (int, bool) {
-	for i := range toks {
+	for i := 0; i < len(toks); i++ {
+		if end := subqueryEnd(toks, i); end > 0 {
+			i = end // a subquery's aggregates are its own
+			continue
+		}
 		if isCall(toks, i) && aggFuncs[strings.ToUpper(toks[i].Text)] {
 			return toks[i].Pos, true
 		}
@@ -70,6 +74,10 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		last = to
 	}
 	for i := 0; i < len(toks); i++ {
+		if end := subqueryEnd(toks, i); end > 0 {
+			i = end // a subquery's names and aggregates are its own
+			continue
+		}
 		// A GROUP BY expression (not a plain name: those are columns of
 		// the post-aggregation schema already).
 		matched := false
@@ -171,7 +179,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		var x *filter.Scalar
 		var err error
 		if starCol[g] != "" {
-			x, err = q.compileText(quoteIdent(starCol[g]), q.in.schema)
+			x, err = q.compileText(quoteIdent(starCol[g]), q.in.schema, nil)
 		} else {
 			x, err = q.compile(gs)
 		}
@@ -250,9 +258,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	compilePost := func(text string, clause string) (*filter.Scalar, error) {
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
-			return q.compileText(text, post) // an expanded star's column
+			return q.compileText(text, post, nil) // an expanded star's column
 		}
-		return q.compileText(text, post, filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		return q.compileText(text, post, q.scope(), filter.WithNames(func(parts []string, pos int) (string, int, error) {
 			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g")) {
 				return parts[0], 1, nil
 			}

@@ -73,7 +73,7 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Resu
 	if opts.MaxRows <= 0 {
 		opts.MaxRows = DefaultMaxRows
 	}
-	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}}
+	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}, ctx: ctx}
 	defer r.close()
 	rs, err := r.query(ctx, q, nil)
 	if err != nil {
@@ -102,6 +102,10 @@ type runner struct {
 	tables  map[string]Table
 	names   []TableName
 	bytes   int64
+	// ctx is Run's: subqueries inside expressions run while their
+	// expression compiles.
+	ctx  context.Context
+	nsub int // subqueries substituted so far (their constants' names)
 }
 
 func (r *runner) close() {
@@ -165,7 +169,7 @@ func (r *runner) query(ctx context.Context, q *Query, e *env) (*rowset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.finish(ctx, rs, q)
+	return r.finish(ctx, rs, q, e)
 }
 
 func (r *runner) body(ctx context.Context, b queryBody, e *env) (*rowset, error) {
@@ -266,17 +270,26 @@ type selectQuery struct {
 	*runner
 	sel   *Select
 	in    *relation
+	env   *env
 	order []OrderItem
 }
 
+func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in} }
+
 // compile compiles a span against the block's input.
 func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
-	return q.compileText(q.text(sp.pos(), sp.end()), q.in.schema, filter.WithNames(q.in.names(q.src)))
+	return q.compileText(q.text(sp.pos(), sp.end()), q.in.schema, q.scope(), filter.WithNames(q.in.names(q.src)))
 }
 
-func (r *runner) compileText(text string, s *schema.Schema, opts ...filter.Option) (*filter.Scalar, error) {
-	if err := r.checkSubqueries(text); err != nil {
+// compileText compiles an expression (the statement's text blanked
+// outside it) against s; its subqueries run in sc (nil: none allowed).
+func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...filter.Option) (*filter.Scalar, error) {
+	text, consts, err := r.substitute(text, sc)
+	if err != nil {
 		return nil, err
+	}
+	if consts != nil {
+		opts = append(opts, filter.WithConstants(consts))
 	}
 	x, err := filter.CompileScalar(text, s, opts...)
 	var fe *filter.Error
@@ -290,25 +303,6 @@ func (r *runner) compileText(text string, s *schema.Schema, opts ...filter.Optio
 	return x, err
 }
 
-// checkSubqueries rejects subqueries inside expressions, which the
-// expression layer does not know.
-func (r *runner) checkSubqueries(text string) error {
-	toks, err := filter.Tokens(text)
-	if err != nil {
-		return nil // the expression layer reports it
-	}
-	for i, t := range toks {
-		if t.Ident && strings.EqualFold(t.Text, "EXISTS") {
-			return notSupported(r.src, t.Pos, "subqueries in expressions")
-		}
-		if t.Op && t.Text == "(" && i+1 < len(toks) && toks[i+1].Ident &&
-			(strings.EqualFold(toks[i+1].Text, "SELECT") || strings.EqualFold(toks[i+1].Text, "WITH")) {
-			return notSupported(r.src, toks[i+1].Pos, "subqueries in expressions")
-		}
-	}
-	return nil
-}
-
 // selectBlock runs one SELECT; q (nil inside a set operation) holds the
 // ORDER BY and LIMIT that apply to it.
 func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query) (*rowset, error) {
@@ -316,7 +310,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if err != nil {
 		return nil, err
 	}
-	q := &selectQuery{runner: r, sel: sel, in: in}
+	q := &selectQuery{runner: r, sel: sel, in: in, env: e}
 	if qq != nil {
 		q.order = qq.OrderBy
 	}
@@ -342,8 +336,12 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		spans = append(spans, o.Expr)
 	}
 	for _, sp := range spans {
-		for i, t := range sp.toks {
-			if isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] {
+		for i := 0; i < len(sp.toks); i++ {
+			if end := subqueryEnd(sp.toks, i); end > 0 {
+				i = end
+				continue
+			}
+			if t := sp.toks[i]; isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] {
 				return nil, notSupported(q.src, t.Pos, "aggregate or analytic function "+strings.ToUpper(t.Text))
 			}
 		}
@@ -547,7 +545,7 @@ func ordinal(r *runner, sp Span, n int, clause string) (int, bool, error) {
 // compileItem compiles a select-list item against the input.
 func (q *selectQuery) compileItem(it Item) (*filter.Scalar, error) {
 	if it.Star {
-		return q.compileText(quoteIdent(it.col), q.in.schema)
+		return q.compileText(quoteIdent(it.col), q.in.schema, nil)
 	}
 	return q.compile(it.Expr)
 }

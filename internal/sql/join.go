@@ -112,7 +112,7 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		if at, ok := findAgg(j.On.toks); ok {
 			return nil, r.errf(at, "Aggregate function %s not allowed in JOIN ON clause", strings.ToUpper(j.On.toks[indexAt(j.On.toks, at)].Text))
 		}
-		if jr.on, err = r.compileText(r.text(j.On.pos(), j.On.end()), out.schema, names); err != nil {
+		if jr.on, err = r.compileText(r.text(j.On.pos(), j.On.end()), out.schema, &scope{env: e, outer: out}, names); err != nil {
 			return nil, err
 		}
 		if t := jr.on.Type(); t != "BOOL" && t != "NULL" {
@@ -126,11 +126,11 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		}
 	}
 	for k := range j.Using {
-		lx, err := r.compileText(quoteIdent(jr.outName(0, jr.src[k].index)), out.schema)
+		lx, err := r.compileText(quoteIdent(jr.outName(0, jr.src[k].index)), out.schema, nil)
 		if err != nil {
 			return nil, err
 		}
-		rx, err := r.compileText(quoteIdent(jr.outName(1, jr.src[k].right)), out.schema)
+		rx, err := r.compileText(quoteIdent(jr.outName(1, jr.src[k].right)), out.schema, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -215,8 +215,13 @@ func (jr *joinRel) equiKey(conj []filter.Token, names filter.Option) bool {
 	if eq <= 0 || eq == len(conj)-1 {
 		return false
 	}
-	a, erra := jr.compileText(jr.text(conj[0].Pos, conj[eq-1].End), jr.out.schema, names)
-	b, errb := jr.compileText(jr.text(conj[eq+1].Pos, conj[len(conj)-1].End), jr.out.schema, names)
+	for i := range conj {
+		if subqueryEnd(conj, i) > 0 || conj[i].Ident && strings.EqualFold(conj[i].Text, "EXISTS") {
+			return false // evaluated once, in the whole condition
+		}
+	}
+	a, erra := jr.compileText(jr.text(conj[0].Pos, conj[eq-1].End), jr.out.schema, nil, names)
+	b, errb := jr.compileText(jr.text(conj[eq+1].Pos, conj[len(conj)-1].End), jr.out.schema, nil, names)
 	if erra != nil || errb != nil || a.Type() != b.Type() {
 		return false
 	}

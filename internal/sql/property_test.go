@@ -166,7 +166,47 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 }
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(5) {
+	switch rng.Intn(6) {
+	case 5: // [NOT] IN (subquery), with SQL's NULL rules
+		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
+		not := rng.Intn(2) == 0
+		var list []any
+		for _, row := range r.rows {
+			if x := q.eval(row); x != nil && *x {
+				list = append(list, row[0])
+			}
+		}
+		var out [][]any
+		for _, row := range l.rows {
+			if x := p.eval(row); x == nil || !*x {
+				continue
+			}
+			var in tri = triOf(false)
+			for _, v := range list {
+				switch {
+				case v == nil || row[0] == nil:
+					if in != nil && !*in {
+						in = nil
+					}
+				case v.(int64) == row[0].(int64):
+					in = triOf(true)
+				}
+			}
+			if len(list) == 0 {
+				in = triOf(false)
+			}
+			if not && in != nil {
+				in = triOf(!*in)
+			}
+			if in != nil && *in {
+				out = append(out, []any{row[0], row[1]})
+			}
+		}
+		op := " IN "
+		if not {
+			op = " NOT IN "
+		}
+		return "SELECT a, b FROM l WHERE " + p.text + " AND a" + op + "(SELECT r.a FROM r WHERE " + q.text + ")", out
 	case 0: // filter and project
 		p := randPred(rng, "l", 2)
 		var out [][]any

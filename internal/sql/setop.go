@@ -191,7 +191,7 @@ func coerce(v any, from, to string) any {
 // finish applies a query's ORDER BY and LIMIT to the result of a set
 // operation or a parenthesised query: ORDER BY names output columns (by
 // ordinal, name, or an expression over them).
-func (r *runner) finish(ctx context.Context, rs *rowset, q *Query) (*rowset, error) {
+func (r *runner) finish(ctx context.Context, rs *rowset, q *Query, e *env) (*rowset, error) {
 	if len(q.OrderBy) > 0 {
 		rel := rowsRelation(rs, "")
 		var keys []orderKey
@@ -202,7 +202,7 @@ func (r *runner) finish(ctx context.Context, rs *rowset, q *Query) (*rowset, err
 				return nil, err
 			}
 			if !ok {
-				x, err := r.compileText(r.text(o.Expr.pos(), o.Expr.end()), rel.schema, filter.WithNames(rel.names(r.src)))
+				x, err := r.compileText(r.text(o.Expr.pos(), o.Expr.end()), rel.schema, &scope{env: e, outer: rel}, filter.WithNames(rel.names(r.src)))
 				if err != nil {
 					return nil, err
 				}

@@ -1,0 +1,162 @@
+package sql
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/filter"
+)
+
+// Subqueries inside expressions: scalar `(SELECT ...)`, `x [NOT] IN
+// (SELECT ...)` and `EXISTS (SELECT ...)`. An uncorrelated subquery is
+// run before the expression is compiled; its text is replaced by a name
+// of the same length (padded with spaces, so positions hold) that the
+// expression layer resolves to the value (filter.WithConstants). A
+// subquery that names a column of the enclosing query (correlated)
+// answers "not supported yet".
+
+// scope is what an expression's subqueries see: the WITH entries, and
+// the enclosing query's input (to recognise correlated references).
+type scope struct {
+	env   *env
+	outer *relation
+}
+
+// subqueryEnd returns the index of the parenthesis closing a subquery
+// that opens at toks[i], or -1 if none opens there.
+func subqueryEnd(toks []filter.Token, i int) int {
+	if i+1 >= len(toks) || !(toks[i].Op && toks[i].Text == "(") {
+		return -1
+	}
+	nx := toks[i+1]
+	if !nx.Ident || !(strings.EqualFold(nx.Text, "SELECT") || strings.EqualFold(nx.Text, "WITH")) {
+		return -1
+	}
+	return closing(toks, i)
+}
+
+// substitute runs the subqueries of text and returns the text with each
+// replaced by a constant's name, and the constants.
+func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.Const, error) {
+	toks, err := filter.Tokens(text)
+	if err != nil {
+		return text, nil, nil // the expression layer reports it
+	}
+	var consts map[string]filter.Const
+	out := []byte(text)
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		exists := t.Ident && strings.EqualFold(t.Text, "EXISTS")
+		open := i
+		if exists {
+			open = i + 1
+		}
+		end := subqueryEnd(toks, open)
+		if end < 0 && open+1 < len(toks) && toks[open].Op && toks[open].Text == "(" && toks[open+1].Ident &&
+			(strings.EqualFold(toks[open+1].Text, "SELECT") || strings.EqualFold(toks[open+1].Text, "WITH")) {
+			// Unbalanced: the parser names what is missing.
+			p := &parser{src: r.src, toks: toks, i: open + 1}
+			if _, err := p.query(); err != nil {
+				return "", nil, err
+			}
+			return "", nil, p.errf(p.tok().Pos, "Syntax error: Expected \")\" but got %s", describe(p.tok()))
+		}
+		if end < 0 {
+			if exists {
+				if open < len(toks) && !toks[open].EOF {
+					return "", nil, r.errf(toks[open].Pos, "Syntax error: Expected \"(\" but got %s", describe(toks[open]))
+				}
+			}
+			continue
+		}
+		if sc == nil {
+			return "", nil, notSupported(r.src, toks[open+1].Pos, "subqueries here")
+		}
+		kind := "scalar"
+		switch {
+		case exists:
+			kind = "EXISTS"
+		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "IN"):
+			kind = "IN"
+		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "ARRAY"):
+			return "", nil, notSupported(r.src, toks[i-1].Pos, "ARRAY subqueries")
+		}
+		p := &parser{src: r.src, toks: append(append([]filter.Token(nil), toks[:end]...), filter.Token{Pos: toks[end].Pos, End: toks[end].Pos, EOF: true}), i: open + 1}
+		q, err := p.query()
+		if err != nil {
+			return "", nil, err
+		}
+		if !p.tok().EOF {
+			return "", nil, p.errf(p.tok().Pos, "Syntax error: Expected \")\" but got %s", describe(p.tok()))
+		}
+		rs, err := r.query(r.ctx, q, sc.env)
+		if err != nil {
+			return "", nil, r.correlated(err, sc)
+		}
+		subPos := toks[open+1].Pos
+		var k filter.Const
+		switch kind {
+		case "EXISTS":
+			k = filter.Const{Type: "BOOL", Values: []any{len(rs.rows) > 0}}
+		case "IN":
+			if len(rs.types) != 1 {
+				return "", nil, r.errf(subPos, "Subquery of type IN must have only one output column")
+			}
+			k = filter.Const{Type: rs.types[0], Set: true}
+			for _, row := range rs.rows {
+				k.Values = append(k.Values, row[0])
+			}
+		default:
+			if len(rs.types) != 1 {
+				return "", nil, r.errf(subPos, "Scalar subquery cannot have more than one column unless using SELECT AS STRUCT to build STRUCT values")
+			}
+			if len(rs.rows) > 1 {
+				return "", nil, r.errf(subPos, "Scalar subquery produced more than one element")
+			}
+			var v any
+			if len(rs.rows) == 1 {
+				v = rs.rows[0][0]
+			}
+			k = filter.Const{Type: rs.types[0], Values: []any{v}}
+		}
+		r.nsub++
+		name := fmt.Sprintf("__s%d", r.nsub)
+		from, to := toks[i].Pos, toks[end].End
+		repl := name
+		if kind == "IN" || kind == "scalar" {
+			repl = "(" + name
+		}
+		if len(repl)+1 > to-from {
+			return "", nil, notSupported(r.src, from, "this subquery")
+		}
+		for k := from; k < to; k++ {
+			if out[k] != '\n' {
+				out[k] = ' '
+			}
+		}
+		copy(out[from:], repl)
+		if kind == "IN" || kind == "scalar" {
+			out[to-1] = ')'
+		}
+		if consts == nil {
+			consts = map[string]filter.Const{}
+		}
+		consts[name] = k
+		i = end
+	}
+	return string(out), consts, nil
+}
+
+// correlated turns "Unrecognized name: x" inside a subquery, where x is a
+// column of the enclosing query, into "not supported yet".
+func (r *runner) correlated(err error, sc *scope) error {
+	var fe *filter.Error
+	if sc.outer == nil || !errors.As(err, &fe) {
+		return err
+	}
+	if name, ok := strings.CutPrefix(fe.Msg, "Unrecognized name: "); ok && (sc.outer.has(name) || sc.outer.vars[strings.ToLower(name)]) {
+		return &filter.Error{Pos: fe.Pos, Line: fe.Line, Column: fe.Column, Msg: "not supported yet by bqstore: correlated subqueries (a reference to " + name + " of the enclosing query)"}
+	}
+	return err
+}
