@@ -168,7 +168,10 @@ func TestRouteCrashBetweenTables(t *testing.T) {
 	const n = 300
 	k := newRouteKafka(t, 1, n, 0)
 	routes := []ingest.Route{{Topic: "a", Table: ta}, {Topic: "b", Table: tb}}
+	// Batches close at 50 rows, never by age (a slow first fetch would
+	// otherwise move the batch boundaries the counts below rely on).
 	cfg := k.config(e, "crash-route", routes)
+	cfg.MaxBatchAge = time.Minute
 	bSealed, aCommitted := make(chan struct{}), make(chan struct{})
 	var onceA, onceB sync.Once
 	cfg.Hooks = hookFunc(func(p ingest.Point, partition string, batch uint64) error {
@@ -204,7 +207,9 @@ func TestRouteCrashBetweenTables(t *testing.T) {
 	if got := len(e.readIDs(t, tb)); got != 50 {
 		t.Fatalf("after the crash table b holds %d rows, want 50 (batch 1; batch 2 sealed, not committed)", got)
 	}
-	k.runToEnd(t, k.config(e, "crash-route", routes), "crash-route")
+	cfg = k.config(e, "crash-route", routes)
+	cfg.MaxBatchAge = time.Minute
+	k.runToEnd(t, cfg, "crash-route")
 	checkRouted(t, e, ta, tb, n)
 }
 
