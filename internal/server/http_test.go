@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -161,5 +162,35 @@ func TestHTTPSlowBody(t *testing.T) {
 	_, err = io.Copy(io.Discard, c)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatal("the server kept a connection whose body never arrived")
+	}
+}
+
+// TestCloseUnusedConn: a client connection that never sends a request
+// (Go's and Node's HTTP clients open spares for concurrent requests) does
+// not hold shutdown: net/http's Shutdown waits until such a connection is
+// 5 s old before it counts as idle, so a SIGTERM took 5 s longer than
+// needed and a deadline under 5 s was missed. Close ends as soon as no
+// request is in flight.
+func TestCloseUnusedConn(t *testing.T) {
+	srv := testkit.Start(t)
+	conn, err := net.Dial("tcp", srv.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Make sure the server has accepted it (a served request on another
+	// connection comes after the accept loop took ours).
+	if code, _ := get(t, "http://"+srv.HTTPAddr()+"/healthz"); code != http.StatusOK {
+		t.Fatalf("healthz = %d", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	if err := srv.Close(ctx); err != nil {
+		t.Fatalf("Close with an unused client connection open: %v", err)
+	}
+	// The connection was closed by the server.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("unused connection still open after Close")
 	}
 }

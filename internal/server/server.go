@@ -200,6 +200,9 @@ type Server struct {
 	read    *readapi.Service
 	write   *writeapi.Service
 	busy    atomic.Int64 // calls in flight other than AppendRows
+	// httpBusy counts HTTP requests in flight on the public and admin
+	// ports, so Close can cut connections that carry none (shutdownHTTP).
+	httpBusy atomic.Int64
 	// compactor compacts tables in the background (nil: disabled).
 	compactor *compactor
 	faults    *faults.Injector
@@ -399,7 +402,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	errLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	s.httpSrv = &http.Server{
-		Handler:           public,
+		Handler:           s.countHTTP(public),
 		ReadHeaderTimeout: 30 * time.Second,
 		ReadTimeout:       cfg.HTTPReadTimeout,
 		WriteTimeout:      cfg.HTTPWriteTimeout,
@@ -410,7 +413,7 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 	if s.adminLis != nil {
 		s.adminSrv = &http.Server{
-			Handler:           s.adminHandler(metrics, healthz),
+			Handler:           s.countHTTP(s.adminHandler(metrics, healthz)),
 			ReadHeaderTimeout: 30 * time.Second,
 			ReadTimeout:       time.Minute,
 			IdleTimeout:       cfg.HTTPIdleTimeout,
@@ -548,10 +551,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.grpcSrv.GracefulStop()
 		close(stopped)
 	}()
-	httpErr := s.httpSrv.Shutdown(ctx)
-	if s.adminSrv != nil {
-		httpErr = errors.Join(httpErr, s.adminSrv.Shutdown(ctx))
-	}
+	httpErr := s.shutdownHTTP(ctx)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 wait:
