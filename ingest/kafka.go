@@ -670,6 +670,10 @@ type kafkaPartition struct {
 		readTo int64
 		// loaded is the committed offset and epoch last loaded.
 		loaded epochMark
+		// sealEnd is the end of the last seal loaded and the leader
+		// epoch of the record before it (recorded in the seal): the
+		// epoch of the DONE that resolves the seal.
+		sealEnd epochMark
 	}
 }
 
@@ -697,7 +701,8 @@ func (kp *kafkaPartition) noteEpochLocked(end int64, epoch int32) {
 
 // epochAt returns the leader epoch of the record ending at offset at: the
 // epoch to commit and to seek with at that offset (KIP-320), or -1 when
-// unknown (no record before it read nor loaded).
+// unknown (no record before it read, nor loaded: a committed offset, or
+// the end of a seal).
 func (kp *kafkaPartition) epochAt(at int64) int32 {
 	kp.mu.Lock()
 	defer kp.mu.Unlock()
@@ -710,6 +715,9 @@ func (kp *kafkaPartition) epochAt(at int64) int32 {
 	}
 	if kp.mu.loaded.end == at && at > 0 {
 		return kp.mu.loaded.epoch
+	}
+	if kp.mu.sealEnd.end == at && at > 0 {
+		return kp.mu.sealEnd.epoch
 	}
 	return -1
 }

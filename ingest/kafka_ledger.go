@@ -64,12 +64,18 @@ func (l kafkaLedger) Load(ctx context.Context, key string) (State, error) {
 		})
 		return st, nil
 	}
-	if kp := l.s.part(p); kp != nil {
+	kp := l.s.part(p)
+	if kp != nil {
 		kp.mu.Lock()
 		kp.mu.loaded = epochMark{end: o.At, epoch: o.LeaderEpoch}
 		kp.mu.Unlock()
 	}
-	st, err := DecodeState([]byte(o.Metadata))
+	st, toEpoch, err := decodeState([]byte(o.Metadata))
+	if err == nil && kp != nil && st.Sealed && toEpoch >= 0 {
+		kp.mu.Lock()
+		kp.mu.sealEnd = epochMark{end: st.To, epoch: toEpoch}
+		kp.mu.Unlock()
+	}
 	if err != nil {
 		if !strings.HasPrefix(o.Metadata, "{") {
 			// Committed by another tool (no seal): IDLE at its offset.
@@ -106,7 +112,13 @@ func (l kafkaLedger) Store(ctx context.Context, key string, st State) error {
 		return fmt.Errorf("%w: OffsetCommit %s: the partition was assigned to member %s; this client is now member %s", ErrFenced, key, kp.member, member)
 	}
 	st.Generation = gen
-	meta, err := st.Encode()
+	// A seal records the leader epoch of its range's last record too: a
+	// recovery stores DONE at its end without reading the range (Load).
+	toEpoch := int32(-1)
+	if st.Sealed && kp != nil {
+		toEpoch = kp.epochAt(st.To)
+	}
+	meta, err := st.encode(toEpoch)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStoreFinal, err)
 	}

@@ -91,13 +91,18 @@ type SealedStream struct {
 // wireState is the compact, versioned JSON form:
 //
 //	IDLE   {"v":1,"b":7,"x":1234,"o":"9f2c4e1a0b3d5c7e"}
-//	SEALED {"v":1,"b":8,"x":1234,"to":5678,"s":[{"t":0,"id":"...","n":100}],"dl":77,"o":"9f2c4e1a0b3d5c7e"}
+//	SEALED {"v":1,"b":8,"x":1234,"to":5678,"te":3,"s":[{"t":0,"id":"...","n":100}],"dl":77,"o":"9f2c4e1a0b3d5c7e"}
+//
+// te (Kafka, SEALED only) is the leader epoch of the range's last record:
+// the DONE that a recovery stores at "to" commits it (KIP-320) without
+// having read the range.
 type wireState struct {
 	V   int          `json:"v"`
 	B   uint64       `json:"b"`
 	X   int64        `json:"x"`
 	G   int32        `json:"g,omitempty"`
 	To  *int64       `json:"to,omitempty"`
+	TE  *int32       `json:"te,omitempty"`
 	S   []wireStream `json:"s,omitempty"`
 	DL  *int64       `json:"dl,omitempty"`
 	O   string       `json:"o,omitempty"`
@@ -112,7 +117,11 @@ type wireStream struct {
 }
 
 // Encode returns the compact form of s, at most MaxStateBytes long.
-func (s State) Encode() ([]byte, error) {
+func (s State) Encode() ([]byte, error) { return s.encode(-1) }
+
+// encode is Encode with toEpoch, the leader epoch of the record before To,
+// written in a seal when known (>= 0).
+func (s State) encode(toEpoch int32) ([]byte, error) {
 	if len(s.Owner) > maxOwnerBytes {
 		return nil, fmt.Errorf("ingest: state owner token %q is longer than %d bytes", s.Owner, maxOwnerBytes)
 	}
@@ -128,6 +137,9 @@ func (s State) Encode() ([]byte, error) {
 			return nil, fmt.Errorf("ingest: seal range [%d, %d) is inverted", s.Offset, s.To)
 		}
 		w.To = &s.To
+		if toEpoch >= 0 {
+			w.TE = &toEpoch
+		}
 		for _, st := range s.Streams {
 			if st.ID == "" || strings.Contains(st.ID, "/") {
 				return nil, fmt.Errorf("ingest: seal stream id %q is not a bare id", st.ID)
@@ -148,40 +160,51 @@ func (s State) Encode() ([]byte, error) {
 // DecodeState parses the compact form. Empty input is the initial state
 // (IDLE at offset 0).
 func DecodeState(b []byte) (State, error) {
+	s, _, err := decodeState(b)
+	return s, err
+}
+
+// decodeState is DecodeState that also returns a seal's leader epoch of
+// the record before To (-1: not recorded).
+func decodeState(b []byte) (State, int32, error) {
 	if len(b) == 0 {
-		return State{DeadLetterEnd: -1}, nil
+		return State{DeadLetterEnd: -1}, -1, nil
 	}
 	var w wireState
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return State{}, fmt.Errorf("ingest: partition state %q: %w", truncate(b), err)
+		return State{}, -1, fmt.Errorf("ingest: partition state %q: %w", truncate(b), err)
 	}
 	if w.V != 1 {
-		return State{}, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
+		return State{}, -1, fmt.Errorf("ingest: partition state version %d is not supported", w.V)
 	}
 	s := State{Batch: w.B, Offset: w.X, Generation: w.G, DeadLetterEnd: -1, Owner: w.O, Config: w.C, Source: w.Src}
 	if w.X < 0 {
-		return State{}, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
+		return State{}, -1, fmt.Errorf("ingest: partition state offset %d is negative", w.X)
 	}
 	if w.DL != nil {
 		s.DeadLetterEnd = *w.DL
 	}
+	toEpoch := int32(-1)
 	if w.To != nil {
 		s.Sealed, s.To = true, *w.To
 		if s.To < s.Offset {
-			return State{}, fmt.Errorf("ingest: seal range [%d, %d) is inverted", s.Offset, s.To)
+			return State{}, -1, fmt.Errorf("ingest: seal range [%d, %d) is inverted", s.Offset, s.To)
 		}
 		for _, st := range w.S {
 			if st.ID == "" || st.N < 0 || st.T < 0 {
-				return State{}, fmt.Errorf("ingest: seal stream %+v is invalid", st)
+				return State{}, -1, fmt.Errorf("ingest: seal stream %+v is invalid", st)
 			}
 			s.Streams = append(s.Streams, SealedStream{Table: st.T, ID: st.ID, Rows: st.N})
 		}
-	} else if len(w.S) > 0 {
-		return State{}, fmt.Errorf("ingest: IDLE state names streams")
+		if w.TE != nil && *w.TE >= 0 {
+			toEpoch = *w.TE
+		}
+	} else if len(w.S) > 0 || w.TE != nil {
+		return State{}, -1, fmt.Errorf("ingest: IDLE state names streams or a seal's epoch")
 	}
-	return s, nil
+	return s, toEpoch, nil
 }
 
 func truncate(b []byte) string {

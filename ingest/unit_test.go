@@ -49,6 +49,18 @@ func TestStateCodec(t *testing.T) {
 	if want := `{"v":1,"b":8,"x":10,"to":20,"s":[{"t":0,"id":"s1","n":3}]}`; string(b) != want {
 		t.Errorf("encoded %s, want %s", b, want)
 	}
+	// Kafka seals carry the leader epoch of their last record (te).
+	seal := State{Batch: 8, Offset: 10, Sealed: true, To: 20, DeadLetterEnd: -1, Streams: []SealedStream{{ID: "s1", Rows: 3}}}
+	b, _ = seal.encode(4)
+	if want := `{"v":1,"b":8,"x":10,"to":20,"te":4,"s":[{"t":0,"id":"s1","n":3}]}`; string(b) != want {
+		t.Errorf("encoded %s, want %s", b, want)
+	}
+	if got, te, err := decodeState(b); err != nil || te != 4 || got.String() != seal.String() {
+		t.Errorf("decoded %s: %v, te %d, %v", b, got, te, err)
+	}
+	if _, te, _ := decodeState([]byte(`{"v":1,"b":8,"x":10,"to":20}`)); te != -1 {
+		t.Errorf("a seal without te decodes with epoch %d, want -1", te)
+	}
 }
 
 func TestStateCodecRejects(t *testing.T) {
@@ -67,7 +79,7 @@ func TestStateCodecRejects(t *testing.T) {
 	}
 	for _, bad := range []string{`{`, `{"v":2,"b":1,"x":0}`, `{"v":1,"b":1,"x":-1}`, `{"v":1,"b":1,"x":5,"to":4}`,
 		`{"v":1,"b":1,"x":0,"s":[{"t":0,"id":"a","n":1}]}`, `{"v":1,"b":1,"x":0,"zz":1}`,
-		`{"v":1,"b":1,"x":0,"to":1,"s":[{"t":0,"id":"","n":1}]}`} {
+		`{"v":1,"b":1,"x":0,"to":1,"s":[{"t":0,"id":"","n":1}]}`, `{"v":1,"b":1,"x":0,"te":1}`} {
 		if _, err := DecodeState([]byte(bad)); err == nil {
 			t.Errorf("DecodeState(%s) accepted", bad)
 		}
