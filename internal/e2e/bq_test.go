@@ -206,9 +206,16 @@ var bqTime = regexp.MustCompile(`\b\d\d [A-Z][a-z][a-z] \d\d:\d\d:\d\d\b`)
 // lines bq wraps around them wrap the same way every run).
 var bqJobID = regexp.MustCompile(`\bbqjob_r[0-9a-f]+_[0-9a-f]+_\d+\b`)
 
-// normalizeBQ replaces what changes from run to run: times, job ids and
-// the server's address.
+// bqWaiting matches the progress lines bq prints while it polls a job
+// that was not DONE when inserted ("\rWaiting on bqjob_... (0s) Current
+// status: RUNNING", then a line of spaces or a newline): how many there
+// are depends on timing.
+var bqWaiting = regexp.MustCompile(`(?:\rWaiting on [^\r\n]*)+(?:\r *)?\n?`)
+
+// normalizeBQ replaces what changes from run to run: times, job ids, the
+// server's address, and drops bq's progress lines.
 func normalizeBQ(s, api string) string {
+	s = bqWaiting.ReplaceAllString(s, "")
 	s = bqTime.ReplaceAllString(s, "DD Mon hh:mm:ss")
 	s = bqJobID.ReplaceAllString(s, "bqjob_ID")
 	return strings.ReplaceAll(s, api, "http://SERVER")

@@ -1,14 +1,32 @@
-// Package jobs runs BigQuery jobs over the catalog and the engine: today
-// query jobs of the first SQL slice (internal/sql), run synchronously when
-// they are created and kept in memory with their results. See
-// docs/design/sql.md for where this goes (persisted jobs, results in
-// anonymous tables, load/extract/copy jobs).
+// Package jobs runs BigQuery jobs over the catalog and the engine: query
+// jobs of internal/sql, run asynchronously by the Store, their results
+// written to a table (an anonymous table of a hidden dataset, or the
+// job's destinationTable), and the jobs kept for 24 hours in a log that
+// survives a restart (log.go, docs/format/jobs.md). See docs/design/sql.md.
+//
+// Outline. Insert records the job (PENDING, synced to the log) and starts
+// its goroutine, which waits for one of MaxRunning slots, records RUNNING,
+// runs the query under the job's context (cancelled by Cancel or Close),
+// writes the rows to the result table through the engine's ordinary append
+// path (a PENDING stream committed at the job's end: the table holds all
+// of the rows or none) and records DONE with the outcome. Wait waits for
+// DONE up to a timeout (jobs.query and getQueryResults' timeoutMs).
+//
+// Goroutines: one per job from Insert until DONE, owned by the Store;
+// Close cancels them and waits. Locks: Store.mu guards the job table only
+// and is never held across the log, the catalog or the engine.
+//
+// A job RUNNING when the server stopped (a crash) is DONE with a
+// backendError when the log is replayed; its result table, created but
+// never committed, is dropped.
 package jobs
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -21,13 +39,17 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 	"github.com/bqstore/bqstore/internal/storage"
+	"github.com/bqstore/bqstore/internal/storage/vfs"
 )
 
 // Retention bounds what the store keeps: jobs older than Retention are
-// forgotten, and so are the oldest beyond MaxJobs (results are in memory).
+// forgotten with their anonymous result tables, and so are the oldest
+// done jobs beyond MaxJobs.
 const (
 	Retention = 24 * time.Hour
 	MaxJobs   = 1000
+	// MaxRunning is how many queries run at once; more jobs wait PENDING.
+	MaxRunning = 4
 )
 
 var (
@@ -35,7 +57,13 @@ var (
 	ErrDuplicate = errors.New("jobs: duplicate job id")
 	// ErrNotFound: no such job (or it expired).
 	ErrNotFound = errors.New("jobs: job not found")
+	// ErrRunning: the job is not done (jobs.delete).
+	ErrRunning = errors.New("jobs: job is running")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("jobs: store closed")
 )
+
+const internalMsg = "An internal error occurred and the request could not be completed."
 
 // TableError is a query's table that cannot be read: not found, or named
 // without a dataset and no default dataset.
@@ -46,14 +74,51 @@ type TableError struct {
 
 func (e *TableError) Error() string { return e.Msg }
 
+// StoppedError is a job cancelled by jobs.cancel (BigQuery's reason
+// "stopped").
+type StoppedError struct{ Msg string }
+
+func (e *StoppedError) Error() string { return e.Msg }
+
+// BackendError is a job that failed for a reason of the server, not of
+// the query: a crash while it ran, a storage error (reason backendError).
+type BackendError struct{ Msg string }
+
+func (e *BackendError) Error() string { return e.Msg }
+
+// DestinationError is a destination table the job's dispositions refuse:
+// missing under CREATE_NEVER (NotFound), not empty under WRITE_EMPTY.
+type DestinationError struct {
+	NotFound bool
+	Msg      string
+}
+
+func (e *DestinationError) Error() string { return e.Msg }
+
+// Dispositions of a destination table (BigQuery's createDisposition and
+// writeDisposition).
+const (
+	CreateIfNeeded = "CREATE_IF_NEEDED"
+	CreateNever    = "CREATE_NEVER"
+	WriteTruncate  = "WRITE_TRUNCATE"
+	WriteAppend    = "WRITE_APPEND"
+	WriteEmpty     = "WRITE_EMPTY"
+)
+
 // Query is a query job's configuration.
 type Query struct {
-	SQL            string
-	DefaultProject string // of DefaultDataset; "" for the job's project
-	DefaultDataset string
+	SQL            string `json:"sql"`
+	DefaultProject string `json:"defaultProject,omitempty"` // of DefaultDataset; "" for the job's project
+	DefaultDataset string `json:"defaultDataset,omitempty"`
 	// MaxBytesBilled fails a query whose bytes billed (Billed) would pass
 	// it (maximumBytesBilled); 0: no limit.
-	MaxBytesBilled int64
+	MaxBytesBilled int64 `json:"maxBytesBilled,omitempty"`
+	// Destination is the table the rows go to; nil: an anonymous table.
+	Destination *TableRef `json:"destination,omitempty"`
+	// CreateDisposition and WriteDisposition apply to Destination; ""
+	// means CREATE_IF_NEEDED and WRITE_EMPTY, BigQuery's defaults.
+	CreateDisposition string `json:"createDisposition,omitempty"`
+	WriteDisposition  string `json:"writeDisposition,omitempty"`
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the
@@ -73,157 +138,370 @@ func Billed(processed int64) int64 {
 	return max(10*mb, (processed+mb-1)/mb*mb)
 }
 
-// Job is a job and, once done, its outcome. Fields are not changed after
-// Run returns it.
+// State is a job's state.
+type State int
+
+const (
+	StatePending State = iota
+	StateRunning
+	StateDone
+)
+
+func (s State) String() string {
+	switch s {
+	case StateRunning:
+		return "RUNNING"
+	case StateDone:
+		return "DONE"
+	}
+	return "PENDING"
+}
+
+// Job is a job and, once done, its outcome. The Store hands out copies.
 type Job struct {
 	Project, ID, Location string
 	Query                 Query
+	State                 State
+	// Created, Started (RUNNING) and End (DONE); zero until then.
 	Created, Started, End time.Time
-	// Err is the query's error, nil if it succeeded.
+	// Err is the job's error once DONE, nil if it succeeded.
 	Err error
-	// Result and Record hold the result's rows (Record in the Arrow
-	// mapping of Result.Schema); nil if the query failed or returns no
-	// rows (DDL, DML).
-	Result *sql.Result
-	Record arrow.RecordBatch
-	// Stats are the statement's statistics (statements.go).
+	// Schema, NumRows: the result's, once DONE without error; nil and 0
+	// for statements without rows (DDL, DML).
+	Schema  *schema.Schema
+	NumRows int64
+	// BytesProcessed is what the statements read (Stats.BytesProcessed).
+	BytesProcessed int64
+	// Referenced are the tables the query read.
+	Referenced []TableRef
+	// Stats are the statements' statistics (statements.go).
 	Stats Stats
+	// Destination is the table holding the result: the anonymous table
+	// or Query.Destination. Zero until DONE without error, and without a
+	// data engine (Options.DB nil; the rows are then held in memory).
+	Destination TableRef
 }
 
 // Options configure a Store.
 type Options struct {
 	// DB is the engine the catalog's tables live in; nil: queries can only
-	// be without FROM.
+	// be without FROM, and results are held in memory.
 	DB *storage.DB
 	// Clock is the time source. Default: time.Now.
 	Clock func() time.Time
-	// MaxRows bounds a result's rows (held in memory). Default:
-	// sql.DefaultMaxRows.
+	// MaxRows bounds a result's rows, held in memory by the executor
+	// while the query runs. Default: sql.DefaultMaxRows.
 	MaxRows int
+	// Dir is where the jobs log lives (Open); "": jobs are not persisted.
+	Dir string
+	// FS is the file system of Dir. Default: vfs.Default.
+	FS vfs.FS
+	// Logger receives internal errors. Default: discard.
+	Logger *slog.Logger
+	// BeforeRun, if set, is called by a job's goroutine when the job is
+	// RUNNING, before its query runs, with the job's context (tests use
+	// it to hold a job RUNNING).
+	BeforeRun func(ctx context.Context, project, id string)
 }
 
 // Store runs jobs and keeps them.
 type Store struct {
 	cat  *catalog.Catalog
 	opts Options
+	log  *slog.Logger
+	jl   *jobLog // nil: not persisted
+
+	bgCtx  context.Context
+	cancel context.CancelFunc
+	slots  chan struct{} // MaxRunning tokens
+	wg     sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
-		jobs map[key]*Job
+		jobs   map[key]*entry
+		closed bool
 	}
 }
 
 type key struct{ project, id string }
 
-// New returns a Store over cat.
+// entry is a job in the store. job is guarded by Store.mu.
+type entry struct {
+	job    Job
+	done   chan struct{}      // closed once job.State is DONE
+	cancel context.CancelFunc // cancels the job's query; nil once done
+	// rec holds the result rows when there is no engine (Options.DB nil).
+	rec arrow.RecordBatch
+}
+
+// New returns a Store over cat that keeps jobs in memory only.
 func New(cat *catalog.Catalog, opts Options) *Store {
-	if opts.Clock == nil {
-		opts.Clock = time.Now
-	}
-	s := &Store{cat: cat, opts: opts}
-	s.mu.jobs = map[key]*Job{}
+	opts.Dir = ""
+	s, _ := Open(cat, opts)
 	return s
 }
 
-// RunQuery creates the job project/id (id chosen by the caller) and runs
-// its query to the end. A repeated id is ErrDuplicate and runs nothing.
-func (s *Store) RunQuery(ctx context.Context, project, id, location string, q Query) (*Job, error) {
-	now := s.opts.Clock()
-	j := &Job{Project: project, ID: id, Location: location, Query: q, Created: now}
+// Open returns a Store over cat, replaying the jobs log in opts.Dir (when
+// set): jobs past Retention are forgotten, with their anonymous tables,
+// and a job that was not DONE is DONE with a backendError.
+func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	s := &Store{cat: cat, opts: opts, log: opts.Logger, slots: make(chan struct{}, MaxRunning)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.bgCtx, s.cancel = context.WithCancel(context.Background())
+	s.mu.jobs = map[key]*entry{}
+	if opts.Dir == "" {
+		return s, nil
+	}
+	now := opts.Clock()
+	var drop []TableRef
+	jl, live, err := openLog(opts.FS, path.Clean(opts.Dir), func(all []*Job) []*Job {
+		var keep []*Job
+		for _, j := range all {
+			if now.Sub(j.Created) > Retention {
+				if j.anonymous() {
+					drop = append(drop, j.Destination)
+				}
+				continue
+			}
+			if j.State != StateDone {
+				if j.State == StateRunning {
+					drop = append(drop, anonRef(j.Project, j.Location, j.ID))
+				}
+				j.State, j.End = StateDone, now
+				if j.Started.IsZero() {
+					j.Started = now
+				}
+				j.Err = &BackendError{Msg: "The job was running when the server stopped: it did not complete; run it again."}
+			}
+			keep = append(keep, j)
+		}
+		return keep
+	})
+	if err != nil {
+		s.cancel()
+		return nil, err
+	}
+	s.jl = jl
+	for _, j := range live {
+		e := &entry{job: *j, done: make(chan struct{})}
+		close(e.done)
+		s.mu.jobs[key{j.Project, j.ID}] = e
+	}
+	for _, t := range drop {
+		s.dropTable(t)
+	}
+	return s, nil
+}
+
+// anonymous reports whether j's result is in its anonymous table.
+func (j *Job) anonymous() bool {
+	return j.Query.Destination == nil && j.Destination != (TableRef{})
+}
+
+// Close cancels the running jobs, waits for their goroutines and closes
+// the log. Jobs cancelled by Close are DONE with a backendError.
+func (s *Store) Close() error {
 	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	if s.jl != nil {
+		return s.jl.close()
+	}
+	return nil
+}
+
+// Insert creates the job project/id (id chosen by the caller) and starts
+// it; it returns the job as created (PENDING). A repeated id is
+// ErrDuplicate and starts nothing.
+func (s *Store) Insert(project, id, location string, q Query) (Job, error) {
+	now := s.opts.Clock()
 	k := key{project, id}
+	ctx, cancel := context.WithCancel(s.bgCtx)
+	e := &entry{job: Job{Project: project, ID: id, Location: location, Query: q, Created: now, State: StatePending},
+		done: make(chan struct{}), cancel: cancel}
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		cancel()
+		return Job{}, ErrClosed
+	}
 	if _, ok := s.mu.jobs[k]; ok {
 		s.mu.Unlock()
-		return nil, ErrDuplicate
+		cancel()
+		return Job{}, ErrDuplicate
 	}
-	s.mu.jobs[k] = j // reserve the id while it runs
+	s.mu.jobs[k] = e
+	victims := s.expireLocked(now)
+	j := e.job
+	s.wg.Add(1)
 	s.mu.Unlock()
+	s.forget(victims)
 
-	done := &Job{Project: project, ID: id, Location: location, Query: q, Created: now, Started: now}
-	res, stats, err := s.runScript(ctx, project, q, now)
-	done.Stats = stats
-	// BigQuery refuses such a query before it runs, from an estimate;
-	// here the exact figure is known once it ran, and its result is
-	// dropped: the caller sees the same error and no rows.
-	if err == nil && res != nil && res.Table != nil && q.MaxBytesBilled > 0 && Billed(res.BytesProcessed) > q.MaxBytesBilled {
-		err = &BytesBilledError{Limit: q.MaxBytesBilled, Required: Billed(res.BytesProcessed)}
+	if err := s.persist(&j); err != nil {
+		s.mu.Lock()
+		delete(s.mu.jobs, k)
+		s.mu.Unlock()
+		cancel()
+		s.wg.Done()
+		return Job{}, err
 	}
-	if err == nil && res != nil {
-		done.Result = res
-		done.Record, err = res.Record()
-	}
-	if err != nil {
-		done.Result, done.Err = nil, err
-	}
-	done.End = s.opts.Clock()
-
-	s.mu.Lock()
-	s.mu.jobs[k] = done
-	s.expireLocked(done.End)
-	s.mu.Unlock()
-	return done, nil
-}
-
-// expireLocked forgets jobs past Retention and the oldest beyond MaxJobs.
-// REQUIRES: s.mu held.
-func (s *Store) expireLocked(now time.Time) {
-	var all []*Job
-	for k, j := range s.mu.jobs {
-		if now.Sub(j.Created) > Retention {
-			delete(s.mu.jobs, k)
-			release(j)
-			continue
-		}
-		all = append(all, j)
-	}
-	if len(all) <= MaxJobs {
-		return
-	}
-	sort.Slice(all, func(a, b int) bool { return all[a].Created.Before(all[b].Created) })
-	for _, j := range all[:len(all)-MaxJobs] {
-		if j.End.IsZero() {
-			continue // running
-		}
-		delete(s.mu.jobs, key{j.Project, j.ID})
-		release(j)
-	}
-}
-
-func release(j *Job) {
-	// Readers may still be formatting a page from the record; the garbage
-	// collector frees it (records of the Go allocator need no Release).
-	_ = j
-}
-
-// Get returns the job project/id.
-func (s *Store) Get(project, id string) (*Job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, ok := s.mu.jobs[key{project, id}]
-	if !ok {
-		return nil, ErrNotFound
-	}
+	go func() {
+		defer s.wg.Done()
+		s.run(ctx, e)
+	}()
 	return j, nil
 }
 
-// Delete forgets the job project/id.
-func (s *Store) Delete(project, id string) {
+// persist writes j's state to the log.
+func (s *Store) persist(j *Job) error {
+	if s.jl == nil {
+		return nil
+	}
+	return s.jl.append(logRecord{Put: recordOf(j)})
+}
+
+// Wait returns the job project/id once it is DONE, or as it is when
+// timeout passes or ctx ends first.
+func (s *Store) Wait(ctx context.Context, project, id string, timeout time.Duration) (Job, error) {
+	s.mu.Lock()
+	e, ok := s.mu.jobs[key{project, id}]
+	s.mu.Unlock()
+	if !ok {
+		return Job{}, ErrNotFound
+	}
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-e.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return e.job, nil
+}
+
+// Get returns the job project/id.
+func (s *Store) Get(project, id string) (Job, error) {
+	return s.Wait(context.Background(), project, id, 0)
+}
+
+// Cancel asks the job project/id to stop: a PENDING or RUNNING job ends
+// DONE with a StoppedError (once its goroutine sees it); a DONE job is
+// unchanged. It returns the job as it is.
+func (s *Store) Cancel(project, id string) (Job, error) {
+	s.mu.Lock()
+	e, ok := s.mu.jobs[key{project, id}]
+	if !ok {
+		s.mu.Unlock()
+		return Job{}, ErrNotFound
+	}
+	cancel := e.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return s.Get(project, id)
+}
+
+// Delete forgets the job project/id and drops its anonymous table. A job
+// not DONE is ErrRunning.
+func (s *Store) Delete(project, id string) error {
+	s.mu.Lock()
+	e, ok := s.mu.jobs[key{project, id}]
+	if !ok {
+		s.mu.Unlock()
+		return ErrNotFound
+	}
+	if e.job.State != StateDone {
+		s.mu.Unlock()
+		return ErrRunning
+	}
 	delete(s.mu.jobs, key{project, id})
+	j := e.job
+	s.mu.Unlock()
+	s.forget([]Job{j})
+	return nil
 }
 
 // List returns the project's jobs, in no particular order.
-func (s *Store) List(project string) []*Job {
+func (s *Store) List(project string) []Job {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*Job
-	for k, j := range s.mu.jobs {
+	var out []Job
+	for k, e := range s.mu.jobs {
 		if k.project == project {
-			out = append(out, j)
+			out = append(out, e.job)
 		}
 	}
 	return out
+}
+
+// expireLocked removes jobs past Retention and the oldest done ones
+// beyond MaxJobs, and returns them (forget drops their tables).
+// REQUIRES: s.mu held.
+func (s *Store) expireLocked(now time.Time) []Job {
+	var victims []Job
+	var all []*entry
+	for k, e := range s.mu.jobs {
+		if now.Sub(e.job.Created) > Retention && e.job.State == StateDone {
+			delete(s.mu.jobs, k)
+			victims = append(victims, e.job)
+			continue
+		}
+		all = append(all, e)
+	}
+	if len(all) <= MaxJobs {
+		return victims
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].job.Created.Before(all[b].job.Created) })
+	for _, e := range all[:len(all)-MaxJobs] {
+		if e.job.State != StateDone {
+			continue
+		}
+		delete(s.mu.jobs, key{e.job.Project, e.job.ID})
+		victims = append(victims, e.job)
+	}
+	return victims
+}
+
+// forget logs the removal of jobs (already out of the table) and drops
+// their anonymous tables.
+func (s *Store) forget(jobs []Job) {
+	for _, j := range jobs {
+		if s.jl != nil {
+			if err := s.jl.append(logRecord{Delete: &jobKey{j.Project, j.ID}}); err != nil {
+				s.log.Error("jobs: log a removed job", "job", j.ID, "err", err)
+			}
+		}
+		if j.anonymous() {
+			s.dropTable(j.Destination)
+		}
+	}
+}
+
+// dropTable deletes a result table (missing is fine).
+func (s *Store) dropTable(t TableRef) {
+	err := s.cat.DeleteTable(context.Background(), t.Project, t.Dataset, t.Table)
+	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		s.log.Error("jobs: drop a result table", "table", t.Project+":"+t.Dataset+"."+t.Table, "err", err)
+	}
 }
 
 // open resolves a table the query names and opens it at the snapshot at.
@@ -303,6 +581,9 @@ func (t *table) Scan(ctx context.Context, cols []string, fn func(arrow.RecordBat
 		}
 	}
 	for _, c := range t.snap.Chunks() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n := c.RowEnd - c.RowStart
 		if n == 0 {
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,8 +28,14 @@ func (h *Handler) listDatasets(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	// Datasets whose id starts with "_" are hidden (the anonymous
+	// datasets of query results) unless all=true, as in BigQuery.
+	listAll, _ := strconv.ParseBool(r.URL.Query().Get("all"))
 	var all []*catalog.Dataset
 	for _, d := range h.cat.ListDatasets(p) {
+		if strings.HasPrefix(d.DatasetID, "_") && !listAll {
+			continue
+		}
 		if filter.match(d.Labels) {
 			all = append(all, d)
 		}

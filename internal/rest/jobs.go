@@ -2,11 +2,14 @@ package rest
 
 // The jobs API for queries: jobs.query, jobs.insert (query jobs),
 // jobs.getQueryResults, jobs.get, jobs.list, jobs.cancel, jobs.delete.
-// Queries run synchronously in internal/jobs when the job is created, so
-// every answer has jobComplete true and state DONE; this file only
-// translates between BigQuery's JSON and internal/jobs.
+// Jobs run asynchronously in internal/jobs: jobs.query and
+// getQueryResults wait for the job up to timeoutMs (default 10 s) and
+// answer jobComplete false if it is not done; jobs.insert answers at once.
+// Results are read from the job's result table. This file only translates
+// between BigQuery's JSON and internal/jobs.
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -16,6 +19,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/jobs"
@@ -31,6 +37,10 @@ const (
 
 // defaultLocation is the location jobs report when the request names none.
 const defaultLocation = "US"
+
+// defaultTimeout is how long jobs.query and getQueryResults wait for the
+// job when the request has no timeoutMs (BigQuery's 10 seconds).
+const defaultTimeout = 10 * time.Second
 
 type jobReference struct {
 	ProjectID string `json:"projectId"`
@@ -263,9 +273,23 @@ func queryError(err error) *Error {
 	var fe *filter.Error
 	var te *jobs.TableError
 	var be *jobs.BytesBilledError
+	var se *jobs.StoppedError
+	var bk *jobs.BackendError
+	var de *jobs.DestinationError
 	switch {
 	case errors.As(err, &be):
 		return &Error{Code: http.StatusBadRequest, Reason: "bytesBilledLimitExceeded", Msg: be.Error()}
+	case errors.As(err, &se):
+		// BigQuery's error table gives "stopped" HTTP 200 (it is a job
+		// status); as the error of getQueryResults it is a 400 here, one
+		// the clients do not retry.
+		return &Error{Code: http.StatusBadRequest, Reason: "stopped", Msg: se.Msg}
+	case errors.As(err, &bk):
+		return &Error{Code: http.StatusInternalServerError, Reason: "backendError", Msg: bk.Msg}
+	case errors.As(err, &de) && de.NotFound:
+		return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: de.Msg}
+	case errors.As(err, &de):
+		return &Error{Code: http.StatusBadRequest, Reason: "duplicate", Msg: de.Msg}
 	case errors.As(err, &fe):
 		return &Error{Code: http.StatusBadRequest, Reason: "invalidQuery", Msg: fe.Error(), Location: "q", LocationType: "parameter"}
 	case errors.As(err, &te) && te.NotFound:
@@ -287,33 +311,48 @@ func jobErrorOf(err error) *jobError {
 	return ep
 }
 
-// runQuery checks a query configuration and runs it as job project/id.
-func (h *Handler) runQuery(r *http.Request, project, id, location string, legacy *bool, dryRun bool, params []any, def *datasetRef, sqlText string, maxBilled int64) (*jobs.Job, error) {
-	if legacy == nil || *legacy {
-		return nil, legacySQL()
+// queryOptions is a query configuration as the two request shapes
+// (jobs.query, jobs.insert) carry it.
+type queryOptions struct {
+	legacy    *bool
+	dryRun    bool
+	params    []any
+	def       *datasetRef
+	sql       string
+	maxBilled int64
+	dest      *tableRef
+	create    string
+	write     string
+}
+
+// startQuery checks a query configuration and starts it as job
+// project/id.
+func (h *Handler) startQuery(project, id, location string, o queryOptions) (jobs.Job, error) {
+	if o.legacy == nil || *o.legacy {
+		return jobs.Job{}, legacySQL()
 	}
-	if dryRun {
-		return nil, notImplementedYet("dry-run queries")
+	if o.dryRun {
+		return jobs.Job{}, notImplementedYet("dry-run queries")
 	}
-	if len(params) > 0 {
-		return nil, notImplementedYet("query parameters")
+	if len(o.params) > 0 {
+		return jobs.Job{}, notImplementedYet("query parameters")
 	}
-	if strings.TrimSpace(sqlText) == "" {
-		return nil, invalid("Required parameter is missing: query")
+	if strings.TrimSpace(o.sql) == "" {
+		return jobs.Job{}, invalid("Required parameter is missing: query")
 	}
-	if maxBilled < 0 {
-		return nil, invalid("Invalid value for maximumBytesBilled: %d", maxBilled)
+	if o.maxBilled < 0 {
+		return jobs.Job{}, invalid("Invalid value for maximumBytesBilled: %d", o.maxBilled)
 	}
-	q := jobs.Query{SQL: sqlText, MaxBytesBilled: maxBilled}
-	if def != nil {
-		q.DefaultProject, q.DefaultDataset = def.ProjectID, def.DatasetID
+	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled}
+	if o.def != nil {
+		q.DefaultProject, q.DefaultDataset = o.def.ProjectID, o.def.DatasetID
 	}
 	if location == "" {
 		location = defaultLocation
 	}
-	j, err := h.jobs.RunQuery(r.Context(), project, id, location, q)
+	j, err := h.jobs.Insert(project, id, location, q)
 	if errors.Is(err, jobs.ErrDuplicate) {
-		return nil, &Error{Code: http.StatusConflict, Reason: "duplicate", Msg: fmt.Sprintf("Already Exists: Job %s:%s.%s", project, location, id)}
+		return j, &Error{Code: http.StatusConflict, Reason: "duplicate", Msg: fmt.Sprintf("Already Exists: Job %s:%s.%s", project, location, id)}
 	}
 	return j, err
 }
@@ -323,8 +362,10 @@ func notImplementedYet(feature string) *Error {
 	return invalid("not supported yet by bqstore: %s", feature)
 }
 
-// query serves jobs.query: the query runs to the end and the answer holds
-// the first page of its rows.
+// query serves jobs.query: the job starts and the answer waits for it up
+// to timeoutMs; it holds the first page of the rows if the job is done,
+// else jobComplete false and the job's reference (the client polls
+// getQueryResults).
 func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 	p := r.PathValue("projectId")
 	if err := checkProject(p); err != nil {
@@ -341,13 +382,22 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	j, err := h.runQuery(r, p, newJobID(), in.Location, in.UseLegacySQL, in.DryRun, in.QueryParameters, in.DefaultDataset, in.Query, int64(in.MaximumBytesBilled))
+	timeout := cmp.Or(h.opts.QueryTimeout, defaultTimeout)
+	if in.TimeoutMs != nil {
+		if *in.TimeoutMs < 0 {
+			h.writeError(w, r, invalid("Invalid value for timeoutMs: %d", *in.TimeoutMs))
+			return
+		}
+		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
+	}
+	j, err := h.startQuery(p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, params: in.QueryParameters,
+		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled)})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	if j.Err != nil {
-		h.writeError(w, r, queryError(j.Err))
+	if j, err = h.jobs.Wait(r.Context(), j.Project, j.ID, timeout); err != nil {
+		h.writeError(w, r, err)
 		return
 	}
 	maxRows := int64(queryMaxRows)
@@ -358,14 +408,23 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 	h.writeResults(w, r, j, "bigquery#queryResponse", 0, maxRows, int64TS)
 }
 
-// writeResults answers with rows [start, start+maxRows) of j's result.
-func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j *jobs.Job, kind string, start, maxRows int64, int64TS bool) {
-	res := j.Result
-	if res == nil {
+// writeResults answers with rows [start, start+maxRows) of j's result,
+// or jobComplete false if j is not done.
+func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j jobs.Job, kind string, start, maxRows int64, int64TS bool) {
+	ref := &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location}
+	if j.State != jobs.StateDone {
+		writeJSON(w, http.StatusOK, &queryResultsWire{Kind: kind, JobReference: ref, JobComplete: false})
+		return
+	}
+	if j.Err != nil {
+		h.writeError(w, r, queryError(j.Err))
+		return
+	}
+	if j.Schema == nil {
 		// DDL and DML: no rows, no schema.
 		out := queryResultsWire{
-			Kind: kind, JobReference: &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
-			TotalBytesProcessed: schema.Int64(j.Stats.BytesProcessed), JobComplete: true, Rows: []byte("[]"),
+			Kind: kind, JobReference: ref,
+			TotalBytesProcessed: ptr(schema.Int64(j.BytesProcessed)), JobComplete: true, Rows: []byte("[]"),
 		}
 		if j.Stats.DML {
 			n := schema.Int64(j.Stats.AffectedRows)
@@ -374,29 +433,46 @@ func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j *jobs.J
 		writeJSON(w, http.StatusOK, &out)
 		return
 	}
-	total := int64(len(res.Rows))
+	res, err := h.jobs.Rows(j)
+	if err != nil {
+		h.writeError(w, r, queryError(err))
+		return
+	}
+	defer res.Close()
+	total := res.Total
 	var rows []byte
 	pos := min(start, total)
 	end := min(total, pos+maxRows)
 	f := rowjson.NewFormatter(res.Schema, rowjson.Options{UseInt64Timestamp: int64TS})
-	for pos < end && len(rows) < queryMaxPageBytes {
-		k := min(end, pos+256)
-		if len(rows) > 0 {
-			rows = append(rows, ',')
+	errFull := errors.New("page full")
+	err = res.Read(r.Context(), pos, end, func(rec arrow.RecordBatch) error {
+		n := int(rec.NumRows())
+		for i := 0; i < n; {
+			if len(rows) >= queryMaxPageBytes {
+				return errFull
+			}
+			k := min(n, i+256)
+			if len(rows) > 0 {
+				rows = append(rows, ',')
+			}
+			var err error
+			if rows, err = f.AppendRows(rows, rec, i, k); err != nil {
+				return err
+			}
+			pos += int64(k - i)
+			i = k
 		}
-		var err error
-		rows, err = f.AppendRows(rows, j.Record, int(pos), int(k))
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		pos = k
+		return nil
+	})
+	if err != nil && err != errFull {
+		h.writeError(w, r, err)
+		return
 	}
 	out := queryResultsWire{
 		Kind: kind, Schema: res.Schema,
-		JobReference:        &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
-		TotalRows:           schema.Int64(total),
-		TotalBytesProcessed: schema.Int64(res.BytesProcessed),
+		JobReference:        ref,
+		TotalRows:           ptr(schema.Int64(total)),
+		TotalBytesProcessed: ptr(schema.Int64(j.BytesProcessed)),
 		JobComplete:         true,
 	}
 	if pos < total {
@@ -415,10 +491,10 @@ type queryResultsWire struct {
 	Kind                string         `json:"kind"`
 	Schema              *schema.Schema `json:"schema,omitempty"`
 	JobReference        *jobReference  `json:"jobReference"`
-	TotalRows           schema.Int64   `json:"totalRows"`
+	TotalRows           *schema.Int64  `json:"totalRows,omitempty"` // nil: not done
 	PageToken           string         `json:"pageToken,omitempty"`
-	Rows                rawJSON        `json:"rows"`
-	TotalBytesProcessed schema.Int64   `json:"totalBytesProcessed"`
+	Rows                rawJSON        `json:"rows,omitempty"`
+	TotalBytesProcessed *schema.Int64  `json:"totalBytesProcessed,omitempty"`
 	JobComplete         bool           `json:"jobComplete"`
 	CacheHit            bool           `json:"cacheHit"`
 	NumDMLAffectedRows  *schema.Int64  `json:"numDmlAffectedRows,omitempty"`
@@ -447,32 +523,34 @@ func decodeQueryToken(tok string) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
+// jobNotFound is BigQuery's answer for a job it does not have.
+func jobNotFound(r *http.Request, p, id string) *Error {
+	loc := r.URL.Query().Get("location")
+	if loc == "" {
+		loc = defaultLocation
+	}
+	return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: fmt.Sprintf("Not found: Job %s:%s.%s", p, loc, id)}
+}
+
 // jobFromPath returns the job the path names.
-func (h *Handler) jobFromPath(r *http.Request) (*jobs.Job, error) {
+func (h *Handler) jobFromPath(r *http.Request) (jobs.Job, error) {
 	p, id := r.PathValue("projectId"), r.PathValue("jobId")
 	if err := checkProject(p); err != nil {
-		return nil, err
+		return jobs.Job{}, err
 	}
 	j, err := h.jobs.Get(p, id)
 	if err != nil {
-		loc := r.URL.Query().Get("location")
-		if loc == "" {
-			loc = defaultLocation
-		}
-		return nil, &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: fmt.Sprintf("Not found: Job %s:%s.%s", p, loc, id)}
+		return j, jobNotFound(r, p, id)
 	}
 	return j, nil
 }
 
-// getQueryResults serves jobs.getQueryResults.
+// getQueryResults serves jobs.getQueryResults: it waits for the job up to
+// timeoutMs, then answers a page of its rows or jobComplete false.
 func (h *Handler) getQueryResults(w http.ResponseWriter, r *http.Request) {
 	j, err := h.jobFromPath(r)
 	if err != nil {
 		h.writeError(w, r, err)
-		return
-	}
-	if j.Err != nil {
-		h.writeError(w, r, queryError(j.Err))
 		return
 	}
 	q := r.URL.Query()
@@ -506,17 +584,27 @@ func (h *Handler) getQueryResults(w http.ResponseWriter, r *http.Request) {
 		}
 		start = v
 	}
+	timeout := cmp.Or(h.opts.QueryTimeout, defaultTimeout)
 	if s := q.Get("timeoutMs"); s != "" {
-		if _, err := strconv.ParseUint(s, 10, 32); err != nil {
+		v, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
 			h.writeError(w, r, invalid("Invalid value for timeoutMs: %q is not a non-negative integer", s))
 			return
 		}
+		timeout = time.Duration(v) * time.Millisecond
 	}
 	int64TS, _ := strconv.ParseBool(q.Get("formatOptions.useInt64Timestamp"))
+	if j.State != jobs.StateDone {
+		if j, err = h.jobs.Wait(r.Context(), j.Project, j.ID, timeout); err != nil {
+			h.writeError(w, r, jobNotFound(r, j.Project, j.ID))
+			return
+		}
+	}
 	h.writeResults(w, r, j, "bigquery#getQueryResultsResponse", start, maxRows, int64TS)
 }
 
-// insertJob serves jobs.insert for query jobs.
+// insertJob serves jobs.insert for query jobs: the job starts and the
+// answer is the job as it is then (PENDING, RUNNING or DONE).
 func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 	p := r.PathValue("projectId")
 	if err := checkProject(p); err != nil {
@@ -571,7 +659,9 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		}
 		loc = ref.Location
 	}
-	j, err := h.runQuery(r, p, id, loc, qc.UseLegacySQL, cfg.DryRun, qc.QueryParameters, qc.DefaultDataset, qc.Query, int64(qc.MaximumBytesBilled))
+	j, err := h.startQuery(p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, params: qc.QueryParameters,
+		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
+		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -580,7 +670,7 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobResource is the Job resource of j.
-func jobResource(j *jobs.Job) *jobJSON {
+func jobResource(j jobs.Job) *jobJSON {
 	f := false
 	out := &jobJSON{
 		Kind:         "bigquery#job",
@@ -588,11 +678,8 @@ func jobResource(j *jobs.Job) *jobJSON {
 		JobReference: &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
 		Configuration: &jobConfiguration{JobType: "QUERY", Query: &queryConfig{
 			Query: j.Query.SQL, UseLegacySQL: &f, Priority: "INTERACTIVE"}},
-		Status: &jobStatus{State: "RUNNING"},
-		Statistics: &jobStatistics{
-			CreationTime: schema.Int64(j.Created.UnixMilli()),
-			StartTime:    schema.Int64(j.Started.UnixMilli()),
-		},
+		Status:     &jobStatus{State: j.State.String()},
+		Statistics: &jobStatistics{CreationTime: schema.Int64(j.Created.UnixMilli())},
 	}
 	if j.Query.DefaultDataset != "" {
 		out.Configuration.Query.DefaultDataset = &datasetRef{ProjectID: j.Query.DefaultProject, DatasetID: j.Query.DefaultDataset}
@@ -600,25 +687,39 @@ func jobResource(j *jobs.Job) *jobJSON {
 			out.Configuration.Query.DefaultDataset.ProjectID = j.Project
 		}
 	}
-	if j.End.IsZero() {
+	if d := j.Query.Destination; d != nil {
+		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
+		out.Configuration.Query.CreateDisposition = cmpOr(j.Query.CreateDisposition, jobs.CreateIfNeeded)
+		out.Configuration.Query.WriteDisposition = cmpOr(j.Query.WriteDisposition, jobs.WriteEmpty)
+	} else if d := j.Destination; d != (jobs.TableRef{}) {
+		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
+		out.Configuration.Query.CreateDisposition = jobs.CreateIfNeeded
+		out.Configuration.Query.WriteDisposition = jobs.WriteTruncate
+	}
+	if !j.Started.IsZero() {
+		out.Statistics.StartTime = schema.Int64(j.Started.UnixMilli())
+	}
+	if j.State != jobs.StateDone {
 		return out
 	}
-	out.Status.State = "DONE"
 	out.Statistics.EndTime = schema.Int64(j.End.UnixMilli())
 	st := j.Stats
-	qs := &queryStatistics{StatementType: st.StatementType}
+	qs := &queryStatistics{StatementType: st.StatementType, TotalBytesProcessed: schema.Int64(j.BytesProcessed)}
+	for _, t := range j.Referenced {
+		qs.ReferencedTables = append(qs.ReferencedTables, tableRef{ProjectID: t.Project, DatasetID: t.Dataset, TableID: t.Table})
+	}
+	if len(j.Referenced) > 0 || j.BytesProcessed > 0 {
+		qs.TotalBytesBilled = schema.Int64(jobs.Billed(j.BytesProcessed))
+	}
+	out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
+	out.Statistics.NumChildJobs = schema.Int64(st.NumChildJobs)
 	if j.Err != nil {
 		ep := jobErrorOf(j.Err)
 		out.Status.ErrorResult = ep
 		out.Status.Errors = []jobError{*ep}
 		qs.StatementType = ""
-	} else if res := j.Result; res == nil || st.StatementType != "SELECT" {
-		// DDL, DML and scripts.
-		qs.TotalBytesProcessed = schema.Int64(st.BytesProcessed)
-		qs.TotalBytesBilled = schema.Int64(st.BytesProcessed)
-		if st.BytesProcessed > 0 {
-			qs.TotalBytesBilled = schema.Int64(jobs.Billed(st.BytesProcessed))
-		}
+	} else {
+		qs.Schema = j.Schema
 		qs.DDLOperationPerformed = st.DDLOperation
 		if t := st.DDLTargetTable; t != nil {
 			qs.DDLTargetTable = &tableRef{ProjectID: t.Project, DatasetID: t.Dataset, TableID: t.Table}
@@ -630,30 +731,18 @@ func jobResource(j *jobs.Job) *jobJSON {
 			n := schema.Int64(st.AffectedRows)
 			qs.NumDMLAffectedRows, qs.DMLStats = &n, &dmlStats{InsertedRowCount: n}
 		}
-		if res != nil {
-			qs.Schema = res.Schema
-		}
-		out.Statistics.NumChildJobs = schema.Int64(st.NumChildJobs)
-		out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
-	} else {
-		qs.TotalBytesProcessed = schema.Int64(res.BytesProcessed)
-		qs.Schema = res.Schema
-		if res.Table != nil {
-			qs.TotalBytesBilled = schema.Int64(jobs.Billed(res.BytesProcessed))
-			n := *res.Table
-			p, d := n.Project, n.Dataset
-			if d == "" {
-				p, d = j.Query.DefaultProject, j.Query.DefaultDataset
-			}
-			if p == "" {
-				p = j.Project
-			}
-			qs.ReferencedTables = []tableRef{{ProjectID: p, DatasetID: d, TableID: n.Table}}
-		}
-		out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
 	}
 	out.Statistics.Query = qs
 	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // getJob serves jobs.get.
@@ -666,12 +755,17 @@ func (h *Handler) getJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, jobResource(j))
 }
 
-// cancelJob serves jobs.cancel: jobs run to the end when created, so
-// there is never anything to cancel; the answer is the job, DONE.
+// cancelJob serves jobs.cancel: a job not done is asked to stop (it ends
+// DONE with the error "stopped" once its query notices); the answer is
+// the job as it is then.
 func (h *Handler) cancelJob(w http.ResponseWriter, r *http.Request) {
 	j, err := h.jobFromPath(r)
 	if err != nil {
 		h.writeError(w, r, err)
+		return
+	}
+	if j, err = h.jobs.Cancel(j.Project, j.ID); err != nil {
+		h.writeError(w, r, jobNotFound(r, j.Project, j.ID))
 		return
 	}
 	writeJSON(w, http.StatusOK, &jobCancelResponse{Kind: "bigquery#jobCancelResponse", Job: jobResource(j)})
@@ -684,11 +778,17 @@ func (h *Handler) deleteJob(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if j.End.IsZero() {
+	switch err := h.jobs.Delete(j.Project, j.ID); {
+	case errors.Is(err, jobs.ErrRunning):
 		h.writeError(w, r, invalid("Job %s:%s.%s is still running; cancel it or wait for it to finish before deleting it.", j.Project, j.Location, j.ID))
 		return
+	case errors.Is(err, jobs.ErrNotFound):
+		h.writeError(w, r, jobNotFound(r, j.Project, j.ID))
+		return
+	case err != nil:
+		h.writeError(w, r, err)
+		return
 	}
-	h.jobs.Delete(j.Project, j.ID)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -744,7 +844,7 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		return all[a].ID < all[b].ID
 	})
 	out := jobList{Kind: "bigquery#jobList", Jobs: []jobListItem{}}
-	var kept []*jobs.Job
+	var kept []jobs.Job
 	for _, j := range all {
 		jr := jobResource(j)
 		ms := j.Created.UnixMilli()

@@ -1,9 +1,26 @@
 package rest_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/jobs"
+	"github.com/bqstore/bqstore/internal/rest"
 )
 
 // TestQueryREST: jobs.query and getQueryResults as raw REST: legacy SQL is
@@ -57,5 +74,172 @@ func TestQueryREST(t *testing.T) {
 	}
 	if code, b = do(t, base, "GET", "/projects/p/jobs/"+id, ""); code != 404 {
 		t.Fatalf("jobs.get after delete: %d %s", code, b)
+	}
+}
+
+// incompleteSeen maps an asyncEnv's URL to a channel closed once the
+// server answered jobComplete false.
+var incompleteSeen sync.Map
+
+func incomplete(base string) <-chan struct{} {
+	ch, _ := incompleteSeen.Load(base)
+	return ch.(chan struct{})
+}
+
+// asyncEnv serves the REST handler over a jobs store whose jobs wait, once
+// RUNNING, until gate is closed (or they are cancelled).
+func asyncEnv(t *testing.T) (base string, client *bigquery.Client, gate chan struct{}) {
+	t.Helper()
+	cat, err := catalog.Open(t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate = make(chan struct{})
+	js := jobs.New(cat, jobs.Options{BeforeRun: func(ctx context.Context, project, id string) {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+		}
+	}})
+	t.Cleanup(func() { js.Close() })
+	h := rest.New(cat, rest.Options{Jobs: js, QueryTimeout: time.Millisecond})
+	seen := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		if bytes.Contains(rec.Body.Bytes(), []byte(`"jobComplete":false`)) {
+			once.Do(func() { close(seen) })
+		}
+	}))
+	incompleteSeen.Store(srv.URL, seen)
+	t.Cleanup(srv.Close)
+	c, err := bigquery.NewClient(context.Background(), "p", option.WithEndpoint(srv.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return srv.URL, c, gate
+}
+
+// TestQueryAsyncREST: jobs.query answers jobComplete false with the job's
+// reference when the job is not done within timeoutMs; getQueryResults
+// too, then the rows once it is; jobs.insert answers at once (RUNNING or
+// PENDING); jobs.cancel stops a running job, which ends DONE with the
+// reason "stopped".
+func TestQueryAsyncREST(t *testing.T) {
+	base, _, gate := asyncEnv(t)
+	code, b := do(t, base, "POST", "/projects/p/queries", `{"query":"SELECT 7 AS x","useLegacySql":false,"timeoutMs":1}`)
+	var qr struct {
+		JobComplete  bool
+		TotalRows    *string
+		Rows         []struct{ F []struct{ V any } }
+		JobReference struct{ ProjectID, JobID, Location string }
+	}
+	if err := json.Unmarshal(b, &qr); code != 200 || err != nil || qr.JobComplete || qr.TotalRows != nil || qr.JobReference.JobID == "" {
+		t.Fatalf("jobs.query of a job not done: %d %s", code, b)
+	}
+	id := qr.JobReference.JobID
+	code, b = do(t, base, "GET", "/projects/p/queries/"+id+"?timeoutMs=0", "")
+	if code != 200 || !strings.Contains(string(b), `"jobComplete":false`) {
+		t.Fatalf("getQueryResults of a job not done: %d %s", code, b)
+	}
+	code, b = do(t, base, "GET", "/projects/p/jobs/"+id, "")
+	if code != 200 || !strings.Contains(string(b), `"state":"RUNNING"`) && !strings.Contains(string(b), `"state":"PENDING"`) {
+		t.Fatalf("jobs.get of a job not done: %d %s", code, b)
+	}
+	close(gate)
+	code, b = do(t, base, "GET", "/projects/p/queries/"+id, "")
+	qr.TotalRows = nil
+	if err := json.Unmarshal(b, &qr); code != 200 || err != nil || !qr.JobComplete || qr.TotalRows == nil || *qr.TotalRows != "1" || qr.Rows[0].F[0].V != "7" {
+		t.Fatalf("getQueryResults once done: %d %s", code, b)
+	}
+}
+
+// TestQueryCancelREST: jobs.cancel of a running job; the job ends DONE
+// with errorResult reason "stopped", and getQueryResults answers that
+// error.
+func TestQueryCancelREST(t *testing.T) {
+	base, _, _ := asyncEnv(t)
+	code, b := do(t, base, "POST", "/projects/p/jobs", `{"jobReference":{"jobId":"slow"},"configuration":{"query":{"query":"SELECT 1","useLegacySql":false}}}`)
+	if code != 200 || strings.Contains(string(b), `"state":"DONE"`) {
+		t.Fatalf("jobs.insert: %d %s, want the job not done", code, b)
+	}
+	code, b = do(t, base, "POST", "/projects/p/jobs/slow/cancel", "")
+	if code != 200 || !strings.Contains(string(b), `"kind":"bigquery#jobCancelResponse"`) {
+		t.Fatalf("jobs.cancel: %d %s", code, b)
+	}
+	code, b = do(t, base, "GET", "/projects/p/queries/slow", "")
+	if code != 400 || !strings.Contains(string(b), `"reason":"stopped"`) || !strings.Contains(string(b), "Job execution was cancelled: User requested cancellation") {
+		t.Fatalf("getQueryResults of a cancelled job: %d %s", code, b)
+	}
+	code, b = do(t, base, "GET", "/projects/p/jobs/slow", "")
+	if code != 200 || !strings.Contains(string(b), `"state":"DONE"`) || !strings.Contains(string(b), `"errorResult":{"reason":"stopped"`) {
+		t.Fatalf("jobs.get of a cancelled job: %d %s", code, b)
+	}
+}
+
+// TestQueryPollingOfficialClient: the Go client's Query.Read polls a job
+// that is not done within jobs.query's timeout to its end; Job.Cancel
+// ends a running job, and Wait reports BigQuery's "stopped" error.
+func TestQueryPollingOfficialClient(t *testing.T) {
+	base, c, gate := asyncEnv(t)
+	ctx := context.Background()
+	type result struct {
+		rows [][]bigquery.Value
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		it, err := c.Query("SELECT 'late' AS s").Read(ctx)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		var rows [][]bigquery.Value
+		for {
+			var row []bigquery.Value
+			err := it.Next(&row)
+			if errors.Is(err, iterator.Done) {
+				break
+			}
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			rows = append(rows, row)
+		}
+		done <- result{rows: rows}
+	}()
+	<-incomplete(base) // the client was told jobComplete false
+	close(gate)
+	r := <-done
+	if r.err != nil || len(r.rows) != 1 || r.rows[0][0] != "late" {
+		t.Fatalf("Read: %v %v", r.rows, r.err)
+	}
+
+	_, c, _ = asyncEnv(t)
+	q := c.Query("SELECT 1")
+	q.JobID = "to_cancel"
+	job, err := q.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Wait polls getQueryResults, which answers the job's error.
+	_, err = job.Wait(ctx)
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || len(ge.Errors) == 0 || ge.Errors[0].Reason != "stopped" {
+		t.Fatalf("wait for a cancelled job: %v, want the reason stopped", err)
+	}
+	st, err := job.Status(ctx)
+	var be *bigquery.Error
+	if err != nil || !st.Done() || !errors.As(st.Err(), &be) || be.Reason != "stopped" {
+		t.Fatalf("status of a cancelled job: %+v %v, want DONE with the reason stopped", st, err)
 	}
 }

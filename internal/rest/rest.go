@@ -74,6 +74,12 @@ type Options struct {
 	InsertIDWindow time.Duration
 	// Clock is the time source of the insertId window. Default: time.Now.
 	Clock func() time.Time
+	// QueryTimeout is how long jobs.query and getQueryResults wait for a
+	// job when the request has no timeoutMs. Zero means 10 s, BigQuery's.
+	QueryTimeout time.Duration
+	// Jobs runs and keeps the query jobs. Nil: the handler keeps its own,
+	// in memory, over DB (closed by Close).
+	Jobs *jobs.Store
 	// Admit, when set, is asked before the rows of a tabledata.insertAll
 	// request are appended (the data directory's disk quota); its error
 	// refuses the request, nothing of it stored. It should return an
@@ -91,6 +97,7 @@ type Handler struct {
 	served []*route // the routes registered, in table order
 
 	jobs       *jobs.Store // query jobs and their results
+	ownJobs    bool        // jobs was created by New: Close closes it
 	insertIDs  *insertIDs  // tabledata.insertAll's insertId window
 	converters converters  // tabledata.insertAll's idle row converters
 
@@ -122,7 +129,11 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 		window = DefaultInsertIDWindow
 	}
 	h.insertIDs = newInsertIDs(window, clock, insertIDMaxBytes)
-	h.jobs = jobs.New(cat, jobs.Options{DB: opts.DB, Clock: clock})
+	h.jobs = opts.Jobs
+	if h.jobs == nil {
+		h.jobs = jobs.New(cat, jobs.Options{DB: opts.DB, Clock: clock, Logger: h.log})
+		h.ownJobs = true
+	}
 	h.register()
 	for _, path := range discoveryPaths {
 		h.mux.HandleFunc("GET "+path, h.serveDiscovery)
@@ -131,6 +142,15 @@ func New(cat *catalog.Catalog, opts Options) *Handler {
 		h.writeError(w, r, &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: "Not found: URL " + r.URL.Path})
 	})
 	return h
+}
+
+// Close stops the jobs store the handler created (Options.Jobs nil),
+// waiting for its running jobs, which end DONE with an error.
+func (h *Handler) Close() error {
+	if h.ownJobs {
+		return h.jobs.Close()
+	}
+	return nil
 }
 
 // ServeHTTP implements http.Handler.

@@ -40,6 +40,7 @@ import (
 	"github.com/bqstore/bqstore/internal/apierr"
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/faults"
+	"github.com/bqstore/bqstore/internal/jobs"
 	"github.com/bqstore/bqstore/internal/quota"
 	"github.com/bqstore/bqstore/internal/readapi"
 	"github.com/bqstore/bqstore/internal/recvbudget"
@@ -215,6 +216,7 @@ type Server struct {
 	httpSrv  *http.Server
 	adminSrv *http.Server
 	rest     *rest.Handler
+	jobs     *jobs.Store
 	health   *health.Server
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
@@ -367,7 +369,12 @@ func Start(cfg Config) (_ *Server, err error) {
 	}
 
 	mux := http.NewServeMux()
-	restOpts := rest.Options{Stats: s.tableStats, DB: s.db, Logger: s.log}
+	// Jobs and their results survive a restart (docs/format/jobs.md).
+	s.jobs, err = jobs.Open(s.cat, jobs.Options{DB: s.db, Dir: filepath.Join(cfg.DataDir, "jobs"), Logger: s.log})
+	if err != nil {
+		return nil, fmt.Errorf("server: open jobs: %w", err)
+	}
+	restOpts := rest.Options{Stats: s.tableStats, DB: s.db, Logger: s.log, Jobs: s.jobs}
 	if admit := wopts.Admit; admit != nil {
 		// tabledata.insertAll is refused as an AppendRows request is,
 		// with REST's form of RESOURCE_EXHAUSTED: 403 quotaExceeded.
@@ -675,6 +682,11 @@ func (s *Server) closeResources() error {
 	if s.read != nil {
 		s.read.Close()
 		s.read = nil
+	}
+	if s.jobs != nil {
+		// Before the engine: running jobs write to it.
+		errs = append(errs, s.jobs.Close())
+		s.jobs = nil
 	}
 	if s.db != nil {
 		errs = append(errs, s.db.Close())

@@ -1,0 +1,323 @@
+package jobs
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/sql"
+	"github.com/bqstore/bqstore/internal/storage"
+)
+
+// The messages of a cancelled job and of one stopped by the server.
+const (
+	cancelledMsg = "Job execution was cancelled: User requested cancellation"
+	shutdownMsg  = "The job was stopped by a server shutdown; run it again."
+)
+
+// appendRows is how many result rows go in one append (one engine frame).
+const appendRows = 4096
+
+// run is a job's goroutine: it waits for a slot, runs the query, writes
+// its rows and records the outcome.
+func (s *Store) run(ctx context.Context, e *entry) {
+	pprof.Do(ctx, pprof.Labels("bqstore", "job"), func(ctx context.Context) {
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			s.finish(e, Job{}, nil, ctx.Err())
+			return
+		}
+		defer func() { <-s.slots }()
+
+		s.mu.Lock()
+		e.job.State, e.job.Started = StateRunning, s.opts.Clock()
+		j := e.job
+		s.mu.Unlock()
+		if err := s.persist(&j); err != nil {
+			s.log.Error("jobs: log a started job", "job", j.ID, "err", err)
+		}
+		if s.opts.BeforeRun != nil {
+			s.opts.BeforeRun(ctx, j.Project, j.ID)
+		}
+		out, rec, err := s.execute(ctx, j)
+		s.finish(e, out, rec, err)
+	})
+}
+
+// finish records the job's outcome: out's result fields when err is nil.
+func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
+	if err != nil && errors.Is(err, context.Canceled) {
+		if s.bgCtx.Err() != nil {
+			err = &BackendError{Msg: shutdownMsg}
+		} else {
+			err = &StoppedError{Msg: cancelledMsg}
+		}
+	}
+	s.mu.Lock()
+	j := &e.job
+	if j.Started.IsZero() {
+		j.Started = s.opts.Clock()
+	}
+	j.State, j.End, j.Err = StateDone, s.opts.Clock(), err
+	j.BytesProcessed, j.Referenced, j.Stats = out.BytesProcessed, out.Referenced, out.Stats
+	if err == nil {
+		j.Schema, j.NumRows, j.Destination = out.Schema, out.NumRows, out.Destination
+		e.rec = rec
+	}
+	done := *j
+	e.cancel()
+	e.cancel = nil
+	s.mu.Unlock()
+	// Logged before it is published: a client that saw DONE sees it
+	// after a crash too.
+	if err := s.persist(&done); err != nil {
+		s.log.Error("jobs: log a finished job", "job", done.ID, "err", err)
+	}
+	close(e.done)
+}
+
+// execute runs j's statements (internal/sql: a query, DDL, DML or a
+// script) and writes the rows of the last query, if any. It returns the
+// result's fields of a Job, and the rows when there is no engine.
+func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, error) {
+	var out Job
+	q := j.Query
+	res, stats, err := s.runScript(ctx, j.Project, q, j.Started)
+	out.Stats, out.BytesProcessed = stats, stats.BytesProcessed
+	if res != nil {
+		for _, n := range res.Tables {
+			out.Referenced = append(out.Referenced, resolveRef(j, n))
+		}
+	}
+	if err != nil {
+		return out, nil, err
+	}
+	// BigQuery refuses such a query before it runs, from an estimate;
+	// here the exact figure is known once it ran, and its result is
+	// dropped: the caller sees the same error and no rows.
+	if len(out.Referenced) > 0 && q.MaxBytesBilled > 0 && Billed(out.BytesProcessed) > q.MaxBytesBilled {
+		return out, nil, &BytesBilledError{Limit: q.MaxBytesBilled, Required: Billed(out.BytesProcessed)}
+	}
+	if res == nil {
+		return out, nil, nil // DDL, DML: no rows
+	}
+	out.Schema, out.NumRows = res.Schema, int64(len(res.Rows))
+	if s.opts.DB == nil {
+		rec, err := res.Record()
+		return out, rec, err
+	}
+	out.Destination, err = s.writeResult(ctx, &j, res)
+	return out, nil, err
+}
+
+// resolveRef is the full name of a table the query named.
+func resolveRef(j Job, n sql.TableName) TableRef {
+	p, d := n.Project, n.Dataset
+	if d == "" {
+		p, d = j.Query.DefaultProject, j.Query.DefaultDataset
+	}
+	if p == "" {
+		p = j.Project
+	}
+	return TableRef{Project: p, Dataset: d, Table: n.Table}
+}
+
+// AnonDataset is the hidden dataset of the anonymous result tables of a
+// project's jobs in location: "_" and 40 hex digits, as BigQuery names
+// them (datasets.list leaves out datasets whose id starts with "_").
+func AnonDataset(project, location string) string {
+	h := sha1.Sum([]byte("bqstore anonymous dataset\x00" + project + "\x00" + location))
+	return "_" + hex.EncodeToString(h[:])
+}
+
+// anonRef is the anonymous result table of job project/id: "anon" and 40
+// hex digits, in AnonDataset.
+func anonRef(project, location, id string) TableRef {
+	h := sha1.Sum([]byte("bqstore anonymous table\x00" + project + "\x00" + id))
+	return TableRef{Project: project, Dataset: AnonDataset(project, location), Table: "anon" + hex.EncodeToString(h[:])}
+}
+
+// writeResult writes res to j's anonymous table, created for it (it
+// expires with the job), and returns the table.
+func (s *Store) writeResult(ctx context.Context, j *Job, res *sql.Result) (TableRef, error) {
+	ref := anonRef(j.Project, j.Location, j.ID)
+	_, err := s.cat.CreateDataset(ctx, catalog.Dataset{ProjectID: ref.Project, DatasetID: ref.Dataset, Location: j.Location,
+		Description: "Anonymous query results (hidden; each table expires with its job)"})
+	if err != nil && !errors.Is(err, catalog.ErrExists) {
+		return TableRef{}, err
+	}
+	ct, err := s.cat.CreateTable(ctx, catalog.TableSpec{
+		ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: res.Schema,
+		Expiration:  j.Created.Add(Retention),
+		Description: fmt.Sprintf("Results of job %s:%s.%s", j.Project, j.Location, j.ID),
+	})
+	if err != nil {
+		return TableRef{}, err
+	}
+	if err := s.appendResult(ctx, ct, res); err != nil {
+		s.dropTable(ref)
+		return TableRef{}, err
+	}
+	return ref, nil
+}
+
+// appendResult appends res's rows to the engine table of ct through one
+// PENDING stream, committed once every row is durable: the table shows
+// all of them or none. Rows are dropped from res as they are written.
+func (s *Store) appendResult(ctx context.Context, ct *catalog.Table, res *sql.Result) error {
+	st, err := s.opts.DB.Table(ct.ID)
+	if err != nil {
+		return err
+	}
+	sv := ct.Schemas[len(ct.Schemas)-1].Version
+	info, err := st.CreateStream(ctx, storage.StreamPending)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(res.Rows); i += appendRows {
+		k := min(len(res.Rows), i+appendRows)
+		part := &sql.Result{Schema: res.Schema, Rows: res.Rows[i:k]}
+		rec, err := part.Record()
+		if err != nil {
+			return err
+		}
+		_, err = st.Append(ctx, storage.AppendRequest{Stream: info.ID, Offset: int64(i), Batch: rec, SchemaVersion: sv})
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		clear(res.Rows[i:k]) // the table has them now
+	}
+	if _, err := st.Finalize(ctx, info.ID); err != nil {
+		return err
+	}
+	_, serrs, err := st.BatchCommit(ctx, []string{info.ID})
+	if err != nil {
+		return err
+	}
+	if len(serrs) > 0 {
+		return fmt.Errorf("jobs: commit result stream: %w", serrs[0].Err)
+	}
+	return nil
+}
+
+// Rows reads a done job's result rows.
+type Rows struct {
+	// Schema is the result's schema (of the result table).
+	Schema *schema.Schema
+	// Total is the number of rows.
+	Total int64
+
+	snap *storage.Snapshot // nil: rec holds the rows
+	cols []int
+	rec  arrow.RecordBatch
+}
+
+// Rows opens the result of job j (DONE, without error). The caller closes
+// it.
+func (s *Store) Rows(j Job) (*Rows, error) {
+	if j.State != StateDone {
+		return nil, fmt.Errorf("jobs: job %s is not done", j.ID)
+	}
+	if j.Err != nil {
+		return nil, j.Err
+	}
+	if j.Schema == nil {
+		return &Rows{}, nil // DDL, DML: no rows
+	}
+	if j.Destination == (TableRef{}) {
+		s.mu.Lock()
+		e, ok := s.mu.jobs[key{j.Project, j.ID}]
+		s.mu.Unlock()
+		if !ok || e.rec == nil {
+			return nil, ErrNotFound
+		}
+		return &Rows{Schema: j.Schema, Total: e.rec.NumRows(), rec: e.rec}, nil
+	}
+	d := j.Destination
+	gone := &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Table %s:%s.%s", d.Project, d.Dataset, d.Table)}
+	ct, err := s.cat.Table(d.Project, d.Dataset, d.Table)
+	if errors.Is(err, catalog.ErrNotFound) || err == nil && s.opts.DB == nil {
+		return nil, gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.opts.DB.Table(ct.ID)
+	if errors.Is(err, storage.ErrTableNotFound) {
+		return nil, gone
+	}
+	if err != nil {
+		return nil, err
+	}
+	snap, err := st.Snapshot(time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	var full *schema.Schema
+	for _, sv := range ct.Schemas {
+		if sv.Version == snap.SchemaVersion() {
+			full = sv.Schema
+		}
+	}
+	if full == nil {
+		snap.Release()
+		return nil, fmt.Errorf("jobs: table %s has no schema version %d", ct.ID, snap.SchemaVersion())
+	}
+	cols := make([]int, min(len(full.Fields), snap.Schema().NumFields()))
+	for i := range cols {
+		cols[i] = i
+	}
+	return &Rows{Schema: &schema.Schema{Fields: full.Fields[:len(cols)]}, Total: snap.NumRows(), snap: snap, cols: cols}, nil
+}
+
+// Read calls fn with the rows [start, end) in order, in one or more
+// records (fn must not keep them).
+func (r *Rows) Read(ctx context.Context, start, end int64, fn func(rec arrow.RecordBatch) error) error {
+	end = min(end, r.Total)
+	if start >= end {
+		return nil
+	}
+	if r.snap == nil {
+		sub := r.rec.NewSlice(start, end)
+		defer sub.Release()
+		return fn(sub)
+	}
+	chunks := r.snap.Chunks()
+	for pos := start; pos < end; {
+		ci := sort.Search(len(chunks), func(i int) bool { return chunks[i].RowEnd > pos })
+		if ci == len(chunks) {
+			return nil
+		}
+		c := chunks[ci]
+		hi := min(end, c.RowEnd)
+		rec, err := r.snap.ReadChunk(ctx, c, pos-c.RowStart, hi-c.RowStart, r.cols)
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+		pos = hi
+	}
+	return nil
+}
+
+// Close releases the rows' snapshot.
+func (r *Rows) Close() {
+	if r.snap != nil {
+		r.snap.Release()
+	}
+}
