@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/iterator"
 )
 
 // runStatement runs one statement (or a script) as a job through the Go
@@ -135,6 +137,22 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 		t.Fatalf("replaced table %+v %v", md, err)
 	}
 
+	// PARTITION BY and CLUSTER BY are the REST members, as dbt writes them.
+	runStatement(t, e, "CREATE TABLE ddl.p (ts TIMESTAMP, id INT64) PARTITION BY DATE(ts) CLUSTER BY id")
+	md, err = e.bq.Dataset("ddl").Table("p").Metadata(e.ctx)
+	if err != nil || md.TimePartitioning == nil || md.TimePartitioning.Field != "ts" || md.TimePartitioning.Type != bigquery.DayPartitioningType ||
+		md.Clustering == nil || strings.Join(md.Clustering.Fields, ",") != "id" {
+		t.Fatalf("partitioned table: %+v %v", md, err)
+	}
+	runStatement(t, e, "create or replace table ddl.r\npartition by range_bucket(id, generate_array(0, 100, 10))\nOPTIONS()\nas (\n  select id from ddl.t\n)")
+	md, err = e.bq.Dataset("ddl").Table("r").Metadata(e.ctx)
+	if err != nil || md.RangePartitioning == nil || md.RangePartitioning.Field != "id" || md.RangePartitioning.Range.End != 100 || md.RangePartitioning.Range.Interval != 10 {
+		t.Fatalf("range-partitioned CTAS: %+v %v", md, err)
+	}
+	if _, err := e.bq.Query("CREATE TABLE ddl.bad (s STRING) PARTITION BY s").Read(e.ctx); !isHTTP(err, http.StatusBadRequest, "invalidQuery") {
+		t.Fatalf("PARTITION BY a STRING column: %v", err)
+	}
+
 	// ALTER TABLE.
 	qs = runStatement(t, e, "ALTER TABLE ddl.t ADD COLUMN IF NOT EXISTS name STRING, ADD COLUMN score FLOAT64 OPTIONS(description='s'), SET OPTIONS(description='altered')")
 	if qs.StatementType != "ALTER_TABLE" || qs.DDLOperationPerformed != "ALTER" {
@@ -153,8 +171,20 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 	if len(rows) != 1 || rows[0][0] != int64(3) || it.Schema[0].Name != "total" {
 		t.Fatalf("script result %v", rows)
 	}
-	if qs := runStatement(t, e, "DROP TABLE ddl.s; SELECT 1"); qs.StatementType != "SCRIPT" {
-		t.Fatalf("script statistics %+v", qs)
+	job, err := e.bq.Query("DROP TABLE ddl.s; SELECT 1").Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := job.Wait(e.ctx)
+	if err != nil || st.Err() != nil {
+		t.Fatalf("script: %v %v", err, st.Err())
+	}
+	if qs := st.Statistics.Details.(*bigquery.QueryStatistics); qs.StatementType != "SCRIPT" || st.Statistics.NumChildJobs != 2 {
+		t.Fatalf("script statistics %+v, %d children", qs, st.Statistics.NumChildJobs)
+	}
+	// No child jobs are listed (jobs.list parentJobId), not every job.
+	if _, err := job.Children(e.ctx).Next(); !errors.Is(err, iterator.Done) {
+		t.Fatalf("children of a script: %v, want none", err)
 	}
 
 	// Statements bqstore does not run yet say so.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -194,6 +195,9 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 		if spec.TableConstraints, err = setPrimaryKey(nil, ct.PrimaryKey, sch, q.SQL, ct.Name.Pos); err != nil {
 			return err
 		}
+	}
+	if err := partitioning(ct, sch, q.SQL, &spec.Partitioning); err != nil {
+		return err
 	}
 	if patch.Description != nil {
 		spec.Description = *patch.Description
@@ -413,4 +417,48 @@ func setPrimaryKey(constraints json.RawMessage, cols []string, sch *schema.Schem
 		return json.RawMessage{}, nil
 	}
 	return json.Marshal(m)
+}
+
+// partitionTypes are the column types each PARTITION BY form takes.
+var partitionTypes = map[string][]schema.Type{
+	"":                {schema.Date},
+	"DATE":            {schema.Timestamp, schema.DateTime},
+	"DATE_TRUNC":      {schema.Date},
+	"DATETIME_TRUNC":  {schema.DateTime},
+	"TIMESTAMP_TRUNC": {schema.Timestamp},
+	"RANGE":           {schema.Integer},
+}
+
+// partitioning checks PARTITION BY and CLUSTER BY against the table's
+// schema and sets them as the REST members tables.insert stores.
+func partitioning(ct *sql.CreateTable, sch *schema.Schema, src string, out *catalog.Partitioning) error {
+	names := schema.IndexNames(sch.Fields)
+	if f := ct.PartitionField; f != "" {
+		i := names.Lookup(f)
+		if i < 0 {
+			return filter.NewError(src, ct.PartitionPos, "Unrecognized name: %s", f)
+		}
+		fd := sch.Fields[i]
+		if fd.EffectiveMode() == schema.Repeated || !slices.Contains(partitionTypes[ct.PartitionType], fd.Type) {
+			return filter.NewError(src, ct.PartitionPos, "PARTITION BY expression cannot use column %s of type %s", fd.Name, sql.TypeName(fd.Type))
+		}
+	}
+	out.TimePartitioning, out.RangePartitioning = ct.TimePartitioning, ct.RangePartitioning
+	if len(ct.ClusterBy) > 0 {
+		for _, c := range ct.ClusterBy {
+			i := names.Lookup(c)
+			if i < 0 {
+				return filter.NewError(src, ct.ClusterPos, "Unrecognized name: %s", c)
+			}
+			if f := sch.Fields[i]; f.EffectiveMode() == schema.Repeated || f.Type == schema.Record || f.Type == schema.Float {
+				return filter.NewError(src, ct.ClusterPos, "CLUSTER BY cannot use column %s of type %s", f.Name, sql.TypeName(f.Type))
+			}
+		}
+		b, err := json.Marshal(map[string][]string{"fields": ct.ClusterBy})
+		if err != nil {
+			return err
+		}
+		out.Clustering = b
+	}
+	return nil
 }

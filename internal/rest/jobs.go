@@ -819,6 +819,13 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		start = int(n)
 	}
+	if q.Get("parentJobId") != "" {
+		// A script runs its statements inside its own job: there are no
+		// child jobs to list (the Go client then reads the script's
+		// result from the script job itself).
+		writeJSON(w, http.StatusOK, &jobList{Kind: "bigquery#jobList", Jobs: []jobListItem{}})
+		return
+	}
 	states := map[string]bool{}
 	for _, s := range q["stateFilter"] {
 		for _, v := range strings.Split(s, ",") {

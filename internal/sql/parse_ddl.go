@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -87,9 +88,33 @@ func (p *parser) create(st *Statement) error {
 				return err
 			}
 		}
-		for _, kw := range []string{"LIKE", "COPY", "CLONE", "PARTITION", "CLUSTER", "DEFAULT", "WITH"} {
+		for _, kw := range []string{"LIKE", "COPY", "CLONE", "DEFAULT", "WITH"} {
 			if p.isKw(kw) {
 				return notSupported(p.src, p.tok().Pos, "CREATE TABLE ... "+kw)
+			}
+		}
+		if p.isKw("PARTITION", "BY") {
+			p.i += 2
+			if err := p.partitionBy(ct); err != nil {
+				return err
+			}
+		}
+		if p.isKw("CLUSTER", "BY") {
+			ct.ClusterPos = p.tok().Pos
+			p.i += 2
+			for {
+				n, _, err := p.name()
+				if err != nil {
+					return err
+				}
+				ct.ClusterBy = append(ct.ClusterBy, n)
+				if !p.isOp(",") {
+					break
+				}
+				p.i++
+			}
+			if len(ct.ClusterBy) > 4 {
+				return p.errf(ct.ClusterPos, "Too many clustering columns: %d, the limit is 4", len(ct.ClusterBy))
 			}
 		}
 		if p.isKw("OPTIONS") {
@@ -716,4 +741,112 @@ func (p *parser) alter(st *Statement) error {
 		p.i++
 	}
 	return p.end()
+}
+
+// partitionBy parses the partition expression of CREATE TABLE:
+// _PARTITIONDATE, DATE(_PARTITIONTIME), col, DATE(col),
+// {DATE|DATETIME|TIMESTAMP}_TRUNC(col, unit) or
+// RANGE_BUCKET(col, GENERATE_ARRAY(start, end[, interval])).
+func (p *parser) partitionBy(ct *CreateTable) error {
+	t := p.tok()
+	ct.PartitionPos = t.Pos
+	fn := ""
+	if p.isOp("(") || t.EOF {
+		return p.unexpected()
+	}
+	if p.toks[p.i+1].Op && p.toks[p.i+1].Text == "(" {
+		fn = strings.ToUpper(t.Text)
+		p.i += 2
+	}
+	col, _, err := p.name()
+	if err != nil {
+		return err
+	}
+	unit := "DAY"
+	switch fn {
+	case "":
+	case "DATE":
+	case "DATE_TRUNC", "DATETIME_TRUNC", "TIMESTAMP_TRUNC":
+		if err := p.expectOp(","); err != nil {
+			return err
+		}
+		u := p.tok()
+		unit = strings.ToUpper(u.Text)
+		allowed := map[string]bool{"MONTH": true, "YEAR": true}
+		if fn != "DATE_TRUNC" {
+			allowed["DAY"], allowed["HOUR"] = true, true
+		}
+		if !u.Ident || !allowed[unit] {
+			return p.errf(u.Pos, "Unsupported partitioning granularity for %s: %s", fn, u.Text)
+		}
+		p.i++
+	case "RANGE_BUCKET":
+		if err := p.expectOp(","); err != nil {
+			return err
+		}
+		if !p.isKw("GENERATE_ARRAY") {
+			return p.errf(p.tok().Pos, "RANGE_BUCKET partitioning needs GENERATE_ARRAY(start, end[, interval])")
+		}
+		p.i++
+		if err := p.expectOp("("); err != nil {
+			return err
+		}
+		var args []int64
+		for {
+			neg := p.isOp("-")
+			if neg {
+				p.i++
+			}
+			a := p.tok()
+			v, err := strconv.ParseInt(a.Text, 10, 64)
+			if a.Ident || a.QIdent || a.Op || a.EOF || err != nil {
+				return p.unexpected()
+			}
+			if neg {
+				v = -v
+			}
+			args = append(args, v)
+			p.i++
+			if !p.isOp(",") {
+				break
+			}
+			p.i++
+		}
+		if err := p.expectOp(")"); err != nil {
+			return err
+		}
+		if len(args) < 2 || len(args) > 3 {
+			return p.errf(ct.PartitionPos, "GENERATE_ARRAY takes 2 or 3 arguments")
+		}
+		if len(args) == 2 {
+			args = append(args, 1)
+		}
+		if args[2] <= 0 || args[1] <= args[0] {
+			return p.errf(ct.PartitionPos, "Invalid RANGE_BUCKET range: start %d, end %d, interval %d", args[0], args[1], args[2])
+		}
+		if err := p.expectOp(")"); err != nil {
+			return err
+		}
+		ct.PartitionField, ct.PartitionType = col, "RANGE"
+		ct.RangePartitioning = fmt.Appendf(nil, `{"field":%q,"range":{"end":"%d","interval":"%d","start":"%d"}}`, col, args[1], args[2], args[0])
+		return nil
+	default:
+		return notSupported(p.src, t.Pos, "PARTITION BY "+fn)
+	}
+	if fn != "" {
+		if err := p.expectOp(")"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case strings.EqualFold(col, "_PARTITIONDATE") && fn == "",
+		strings.EqualFold(col, "_PARTITIONTIME") && fn != "":
+		ct.TimePartitioning = fmt.Appendf(nil, `{"type":%q}`, unit)
+		return nil
+	case strings.HasPrefix(col, "_"):
+		return p.errf(ct.PartitionPos, "Invalid partitioning column: %s", col)
+	}
+	ct.PartitionField, ct.PartitionType = col, fn
+	ct.TimePartitioning = fmt.Appendf(nil, `{"field":%q,"type":%q}`, col, unit)
+	return nil
 }

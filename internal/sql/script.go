@@ -1,6 +1,7 @@
 package sql
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/filter"
@@ -184,6 +185,16 @@ type CreateTable struct {
 	Options []Option
 	// PrimaryKey are the columns of PRIMARY KEY (...) NOT ENFORCED.
 	PrimaryKey []string
+	// TimePartitioning and RangePartitioning are PARTITION BY as the
+	// REST members (compact JSON), nil if none; PartitionField is the
+	// column (the job checks its type: PartitionType is "" for a bare
+	// column, DATE, DATE_TRUNC, DATETIME_TRUNC, TIMESTAMP_TRUNC or RANGE).
+	TimePartitioning, RangePartitioning json.RawMessage
+	PartitionField, PartitionType       string
+	PartitionPos                        int
+	// ClusterBy are the columns of CLUSTER BY.
+	ClusterBy  []string
+	ClusterPos int
 	// Query is the text of AS SELECT (blanked before it), "" if none.
 	Query string
 }
