@@ -24,6 +24,9 @@ func findAgg(toks []filter.Token) (int, bool) {
 			i = end // a subquery's aggregates are its own
 			continue
 		}
+		if o, _ := overAt(toks, i); o > 0 {
+			continue // an aggregate OVER a window is an analytic function
+		}
 		if isCall(toks, i) && aggFuncs[strings.ToUpper(toks[i].Text)] {
 			return toks[i].Pos, true
 		}

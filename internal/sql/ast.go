@@ -52,6 +52,7 @@ type Select struct {
 	Where    *Span
 	GroupBy  []Span
 	Having   *Span
+	Qualify  *Span
 	Pos      int
 }
 

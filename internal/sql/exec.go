@@ -272,13 +272,58 @@ type selectQuery struct {
 	in    *relation
 	env   *env
 	order []OrderItem
+	// windows are the block's analytic function calls, windowAt them by
+	// the position of their text.
+	windows  []*window
+	windowAt map[int]*window
 }
 
 func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in} }
 
 // compile compiles a span against the block's input.
 func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
-	return q.compileText(q.text(sp.pos(), sp.end()), q.in.schema, q.scope(), filter.WithNames(q.in.names(q.src)))
+	text := q.text(sp.pos(), sp.end())
+	if len(q.windows) > 0 {
+		text = q.windowText(sp)
+	}
+	return q.compileText(text, q.in.schema, q.scope(), filter.WithNames(q.in.names(q.src)))
+}
+
+// compileQualify compiles QUALIFY over the input and the windows' columns;
+// it may name a select-list alias of a window call or of a column.
+func (q *selectQuery) compileQualify(sp Span, items []Item) (*filter.Scalar, error) {
+	base := q.in.names(q.src)
+	names := func(parts []string, pos int) (string, int, error) {
+		col, used, err := base(parts, pos)
+		if err == nil || len(parts) == 0 {
+			return col, used, err
+		}
+		for _, it := range items {
+			if !strings.EqualFold(it.Alias, parts[0]) {
+				continue
+			}
+			if it.Star {
+				return it.col, 1, nil
+			}
+			if w, ok := q.windowAt[it.Expr.pos()]; ok && w.end == it.Expr.end() {
+				return w.col, 1, nil
+			}
+			if p, ok := it.Expr.path(); ok && len(p) > 0 {
+				if c, u, err2 := base(p, pos); err2 == nil && u == len(p) {
+					return c, 1, nil
+				}
+			}
+		}
+		return col, used, err
+	}
+	x, err := q.compileText(q.windowText(sp), q.in.schema, q.scope(), filter.WithNames(names))
+	if err != nil {
+		return nil, err
+	}
+	if t := x.Type(); t != "BOOL" && t != "NULL" {
+		return nil, q.errf(sp.pos(), "QUALIFY clause should return type BOOL, but returns %s", t)
+	}
+	return x, nil
 }
 
 // compileText compiles an expression (the statement's text blanked
@@ -310,7 +355,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if err != nil {
 		return nil, err
 	}
-	q := &selectQuery{runner: r, sel: sel, in: in, env: e}
+	q := &selectQuery{runner: r, sel: sel, in: in, env: e, windowAt: map[int]*window{}}
 	if qq != nil {
 		q.order = qq.OrderBy
 	}
@@ -341,9 +386,27 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 				i = end
 				continue
 			}
+			if name := strings.ToUpper(sp.toks[i].Text); isCall(sp.toks, i) && analyticFuncs[name] {
+				if o, _ := overAt(sp.toks, i); o < 0 {
+					return nil, q.errf(sp.toks[i].Pos, "Analytic function %s cannot be called without an OVER clause", name)
+				}
+				continue
+			}
 			if t := sp.toks[i]; isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] {
 				return nil, notSupported(q.src, t.Pos, "aggregate or analytic function "+strings.ToUpper(t.Text))
 			}
+		}
+	}
+	for k, sp := range []*Span{sel.Where, sel.Having} {
+		if sp != nil {
+			if at, ok := hasWindow(sp.toks); ok {
+				return nil, q.errf(at, "Analytic function not allowed in %s clause", []string{"WHERE", "HAVING"}[k])
+			}
+		}
+	}
+	for _, sp := range sel.GroupBy {
+		if at, ok := hasWindow(sp.toks); ok {
+			return nil, q.errf(at, "Analytic function not allowed in GROUP BY clause")
 		}
 	}
 	var where *filter.Scalar
@@ -358,6 +421,26 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 			return nil, q.errf(sel.Where.pos(), "WHERE clause should return type BOOL, but returns %s", t)
 		}
 	}
+	for _, it := range items {
+		if !it.Star {
+			if err := q.findWindows(it.Expr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, o := range q.order {
+		if err := q.findWindows(o.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if sel.Qualify != nil {
+		if err := q.findWindows(*sel.Qualify); err != nil {
+			return nil, err
+		}
+		if len(q.windows) == 0 {
+			return nil, q.errf(sel.Qualify.pos(), "QUALIFY clause must be used with an analytic function in the SELECT list or the QUALIFY clause")
+		}
+	}
 	aggregate := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, it := range items {
 		if !it.Star {
@@ -369,6 +452,18 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	for _, o := range q.order {
 		if _, ok := findAgg(o.Expr.toks); ok {
 			aggregate = true
+		}
+	}
+	if len(q.windows) > 0 {
+		if aggregate {
+			return nil, notSupported(q.src, q.windows[0].pos, "analytic functions with GROUP BY or aggregation")
+		}
+		q.in = q.windowRelation(q.in, where)
+		where = nil
+		if sel.Qualify != nil {
+			if where, err = q.compileQualify(*sel.Qualify, items); err != nil {
+				return nil, err
+			}
 		}
 	}
 	var out *output

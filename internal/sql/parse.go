@@ -64,7 +64,7 @@ func (p *parser) expect(what string, ok bool) error {
 
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"QUALIFY": "QUALIFY", "WINDOW": "WINDOW", "UNNEST": "UNNEST", "FOR": "FOR SYSTEM_TIME AS OF",
+	"WINDOW": "WINDOW", "UNNEST": "UNNEST", "FOR": "FOR SYSTEM_TIME AS OF",
 	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
 	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
@@ -341,6 +341,14 @@ func (p *parser) selectBlock() (*Select, error) {
 		}
 		s.Having = &sp
 	}
+	if p.isKw("QUALIFY") {
+		p.i++
+		sp, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		s.Qualify = &sp
+	}
 	if t := p.tok(); t.Ident {
 		if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {
 			return nil, notSupported(p.src, t.Pos, f)
@@ -355,7 +363,7 @@ var clauseKw = map[string]bool{
 	"OFFSET": true, "ASC": true, "DESC": true, "NULLS": true, "QUALIFY": true, "WINDOW": true,
 	"UNION": true, "INTERSECT": true, "EXCEPT": true, "JOIN": true, "INNER": true, "LEFT": true,
 	"RIGHT": true, "FULL": true, "CROSS": true, "ON": true, "USING": true, "AS": true, "FOR": true,
-	"TABLESAMPLE": true, "NATURAL": true,
+	"TABLESAMPLE": true, "NATURAL": true, "ROWS": true, "RANGE": true, "PARTITION": true,
 }
 
 // expr collects the tokens of one expression: up to a comma, a clause

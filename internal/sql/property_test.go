@@ -166,7 +166,41 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 }
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(6) {
+	switch rng.Intn(7) {
+	case 6: // window functions over partitions of b, ordered by a
+		p := randPred(rng, "l", 1)
+		var kept [][]any
+		for _, row := range l.rows {
+			if x := p.eval(row); x != nil && *x {
+				kept = append(kept, row)
+			}
+		}
+		less := func(x, y any) bool { // NULLs first
+			if x == nil || y == nil {
+				return x == nil && y != nil
+			}
+			return x.(int64) < y.(int64)
+		}
+		var out [][]any
+		for _, row := range kept {
+			var n, rank int64 = 0, 1
+			var sum any
+			for _, o := range kept {
+				if fmt.Sprint(o[1]) != fmt.Sprint(row[1]) || (o[1] == nil) != (row[1] == nil) {
+					continue
+				}
+				n++
+				if a, ok := o[0].(int64); ok {
+					s, _ := sum.(int64)
+					sum = s + a
+				}
+				if less(o[0], row[0]) {
+					rank++
+				}
+			}
+			out = append(out, []any{row[0], row[1], n, sum, rank})
+		}
+		return "SELECT a, b, COUNT(*) OVER (PARTITION BY b), SUM(a) OVER (PARTITION BY l.b), RANK() OVER (PARTITION BY b ORDER BY a) FROM l WHERE " + p.text, out
 	case 5: // [NOT] IN (subquery), with SQL's NULL rules
 		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
 		not := rng.Intn(2) == 0

@@ -1,0 +1,842 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// Window (analytic) functions: F(args) OVER ([PARTITION BY ...]
+// [ORDER BY ...] [ROWS|RANGE frame]) in the select list, ORDER BY and
+// QUALIFY of a query without GROUP BY. The rows WHERE keeps are read
+// whole; each window function's value is computed per row (partitions
+// by key, sorted stably by the window's ORDER BY) into a column __w<i>;
+// the select list, QUALIFY (a filter over those columns) and ORDER BY
+// then run over the input plus those columns, with each call's text
+// replaced by its column's name (padded, so positions hold).
+
+var analyticFuncs = map[string]bool{"ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
+	"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
+	"NTH_VALUE": true}
+
+type window struct {
+	name      string // upper case
+	pos, end  int    // the call's text, through OVER's closing parenthesis
+	col       string // __w<i>
+	typ       string
+	args      []*filter.Scalar
+	agg       *agg // an aggregate function OVER a window
+	partition []*filter.Scalar
+	order     []*filter.Scalar
+	desc      []bool
+	nullsLast []bool
+	frame     frame
+	offset    int64 // LAG/LEAD offset, NTILE buckets, NTH_VALUE n
+}
+
+// frame is a window frame. Bounds are row offsets from the current row
+// (ROWS) or peer groups (RANGE with only UNBOUNDED and CURRENT ROW).
+type frame struct {
+	rows          bool
+	startUnb      bool  // UNBOUNDED PRECEDING
+	start         int64 // offset (negative: preceding) when !startUnb
+	endUnb        bool  // UNBOUNDED FOLLOWING
+	end           int64
+	explicitFrame bool
+}
+
+// overAt returns, for a call at toks[i], the index of OVER after its
+// closing parenthesis (-1 if none) and that parenthesis' index.
+func overAt(toks []filter.Token, i int) (int, int) {
+	if !isCall(toks, i) {
+		return -1, -1
+	}
+	end := closing(toks, i+1)
+	if end < 0 || end+1 >= len(toks) || !toks[end+1].Ident || !strings.EqualFold(toks[end+1].Text, "OVER") {
+		return -1, end
+	}
+	return end + 1, end
+}
+
+// hasWindow reports whether toks hold a window function call (outside
+// subqueries).
+func hasWindow(toks []filter.Token) (int, bool) {
+	for i := 0; i < len(toks); i++ {
+		if end := subqueryEnd(toks, i); end > 0 {
+			i = end
+			continue
+		}
+		if o, _ := overAt(toks, i); o > 0 {
+			return toks[i].Pos, true
+		}
+	}
+	return 0, false
+}
+
+// findWindows registers the window calls of a span.
+func (q *selectQuery) findWindows(sp Span) error {
+	toks := sp.toks
+	for i := 0; i < len(toks); i++ {
+		if end := subqueryEnd(toks, i); end > 0 {
+			i = end
+			continue
+		}
+		o, callEnd := overAt(toks, i)
+		if o < 0 {
+			if isCall(toks, i) && analyticFuncs[strings.ToUpper(toks[i].Text)] {
+				return q.errf(toks[i].Pos, "Analytic function %s cannot be called without an OVER clause", strings.ToUpper(toks[i].Text))
+			}
+			continue
+		}
+		if o+1 >= len(toks) || !toks[o+1].Op || toks[o+1].Text != "(" {
+			if o+1 < len(toks) && (toks[o+1].Ident || toks[o+1].QIdent) {
+				return notSupported(q.src, toks[o+1].Pos, "named windows")
+			}
+			return q.errf(toks[min(o+1, len(toks)-1)].Pos, "Syntax error: Expected \"(\"")
+		}
+		overEnd := closing(toks, o+1)
+		if overEnd < 0 {
+			return q.errf(toks[len(toks)-1].End, "Syntax error: Expected \")\"")
+		}
+		if _, dup := q.windowAt[toks[i].Pos]; !dup {
+			w, err := q.newWindow(toks[i:callEnd+1], toks[o+2:overEnd])
+			if err != nil {
+				return err
+			}
+			w.pos, w.end = toks[i].Pos, toks[overEnd].End
+			w.col = fmt.Sprintf("__w%d", len(q.windows))
+			q.windowAt[w.pos] = w
+			q.windows = append(q.windows, w)
+		}
+		i = overEnd
+	}
+	return nil
+}
+
+// windowText is the span's text with each window call replaced by its
+// column.
+func (q *selectQuery) windowText(sp Span) string {
+	var b strings.Builder
+	b.WriteString(q.text(sp.pos(), sp.pos()))
+	last := sp.pos()
+	for _, t := range sp.toks {
+		if t.Pos < last {
+			continue
+		}
+		if w, ok := q.windowAt[t.Pos]; ok {
+			b.WriteString(q.src[last:w.pos])
+			b.WriteString(w.col)
+			for k := len(w.col); k < w.end-w.pos; k++ {
+				b.WriteByte(' ')
+			}
+			last = w.end
+		}
+	}
+	if last < sp.end() {
+		b.WriteString(q.src[last:sp.end()])
+	}
+	return b.String()
+}
+
+// newWindow checks one call and its OVER clause.
+func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
+	w := &window{name: strings.ToUpper(call[0].Text)}
+	pos := call[0].Pos
+	// OVER ( [PARTITION BY ...] [ORDER BY ...] [frame] )
+	p := &parser{src: q.src, toks: append(append([]filter.Token(nil), over...), filter.Token{Pos: call[len(call)-1].End, EOF: true})}
+	if len(over) > 0 {
+		p.toks[len(p.toks)-1].Pos = over[len(over)-1].End
+	}
+	if p.isKw("PARTITION") {
+		if !p.isKw("PARTITION", "BY") {
+			p.i++
+			return nil, p.unexpected()
+		}
+		p.i += 2
+		for {
+			sp, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			x, err := q.compileWindowArg(sp)
+			if err != nil {
+				return nil, err
+			}
+			switch x.Type() {
+			case "GEOGRAPHY", "JSON", "FLOAT64":
+				if x.Type() != "FLOAT64" {
+					return nil, q.errf(sp.pos(), "Partitioning by expressions of type %s is not allowed", x.Type())
+				}
+			}
+			w.partition = append(w.partition, x)
+			if !p.isOp(",") {
+				break
+			}
+			p.i++
+		}
+	}
+	if p.isKw("ORDER") {
+		if !p.isKw("ORDER", "BY") {
+			p.i++
+			return nil, p.unexpected()
+		}
+		p.i += 2
+		for {
+			sp, err := p.expr()
+			if err != nil {
+				return nil, err
+			}
+			x, err := q.compileWindowArg(sp)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkOrderable(q.runner, sp, x.Type()); err != nil {
+				return nil, err
+			}
+			desc := false
+			if p.isKw("DESC") {
+				desc = true
+				p.i++
+			} else if p.isKw("ASC") {
+				p.i++
+			}
+			nl := desc
+			if p.isKw("NULLS", "FIRST") {
+				nl = false
+				p.i += 2
+			} else if p.isKw("NULLS", "LAST") {
+				nl = true
+				p.i += 2
+			}
+			w.order, w.desc, w.nullsLast = append(w.order, x), append(w.desc, desc), append(w.nullsLast, nl)
+			if !p.isOp(",") {
+				break
+			}
+			p.i++
+		}
+	}
+	// The default frame: the whole partition without ORDER BY, else
+	// RANGE UNBOUNDED PRECEDING to the current row's last peer.
+	w.frame = frame{startUnb: true, endUnb: len(w.order) == 0}
+	if p.isKw("ROWS") || p.isKw("RANGE") {
+		if err := q.parseFrame(p, w); err != nil {
+			return nil, err
+		}
+	}
+	if t := p.tok(); !t.EOF {
+		return nil, p.errf(t.Pos, "Syntax error: Unexpected %s", describe(t))
+	}
+	// The function.
+	inner := call[2 : len(call)-1]
+	switch {
+	case aggFuncs[w.name]:
+		a, err := q.newAgg(Span{toks: call}, "analytic")
+		if err != nil {
+			return nil, err
+		}
+		if a.distinct && len(w.order) > 0 {
+			return nil, notSupported(q.src, pos, "DISTINCT in an analytic function with ORDER BY")
+		}
+		w.agg, w.typ = a, a.typ
+		w.args = a.args
+		return w, nil
+	case analyticFuncs[w.name]:
+	default:
+		return nil, notSupported(q.src, pos, "analytic function "+w.name)
+	}
+	args, rest := splitArgs(inner)
+	if len(rest) > 0 {
+		return nil, notSupported(q.src, rest[0].Pos, "this form of "+w.name)
+	}
+	if len(args) == 1 && len(args[0]) == 0 {
+		args = nil
+	}
+	for _, a := range args {
+		if len(a) == 0 {
+			return nil, q.errf(pos, "Syntax error: Unexpected \",\"")
+		}
+		x, err := q.compileWindowArg(Span{toks: a})
+		if err != nil {
+			return nil, err
+		}
+		w.args = append(w.args, x)
+	}
+	nargs := func(lo, hi int, sig string) error {
+		if len(w.args) < lo || len(w.args) > hi {
+			var types []string
+			for _, x := range w.args {
+				types = append(types, x.Type())
+			}
+			return q.errf(pos, "No matching signature for analytic function %s for argument types: %s. Supported signature: %s", w.name, strings.Join(types, ", "), sig)
+		}
+		return nil
+	}
+	constInt := func(k int, what string) (int64, error) {
+		x := w.args[k]
+		if len(x.Columns()) > 0 || x.Type() != "INT64" {
+			return 0, q.errf(args[k][0].Pos, "Argument %d to %s must be a literal or query parameter", k+1, w.name)
+		}
+		v, err := x.Values(context.Background(), nil, 1)
+		if err != nil {
+			return 0, err
+		}
+		n, ok := v[0].(int64)
+		if !ok || n < 0 || (what == "positive" && n == 0) {
+			return 0, q.errf(args[k][0].Pos, "The %s argument to %s must be %s", ordinalWord(k+1), w.name, map[bool]string{true: "positive", false: "non-negative"}[what == "positive"])
+		}
+		return n, nil
+	}
+	frameless := func() error {
+		if w.frame.explicitFrame {
+			return q.errf(pos, "Window framing clause is not allowed for analytic function %s", strings.ToLower(w.name))
+		}
+		return nil
+	}
+	switch w.name {
+	case "ROW_NUMBER", "RANK", "DENSE_RANK":
+		if err := nargs(0, 0, w.name+"()"); err != nil {
+			return nil, err
+		}
+		w.typ = "INT64"
+		return w, frameless()
+	case "PERCENT_RANK", "CUME_DIST":
+		if err := nargs(0, 0, w.name+"()"); err != nil {
+			return nil, err
+		}
+		w.typ = "FLOAT64"
+		return w, frameless()
+	case "NTILE":
+		if err := nargs(1, 1, "NTILE(INT64)"); err != nil {
+			return nil, err
+		}
+		n, err := constInt(0, "positive")
+		if err != nil {
+			return nil, err
+		}
+		w.offset, w.typ = n, "INT64"
+		return w, frameless()
+	case "LAG", "LEAD":
+		if err := nargs(1, 3, w.name+"(T, [INT64], [T])"); err != nil {
+			return nil, err
+		}
+		w.offset, w.typ = 1, w.args[0].Type()
+		if len(w.args) >= 2 {
+			n, err := constInt(1, "non-negative")
+			if err != nil {
+				return nil, err
+			}
+			w.offset = n
+		}
+		if len(w.args) == 3 {
+			if len(w.args[2].Columns()) > 0 {
+				return nil, notSupported(q.src, args[2][0].Pos, "a "+w.name+" default that is not a constant")
+			}
+			if dt := w.args[2].Type(); dt != w.typ && dt != "NULL" {
+				return nil, notSupported(q.src, args[2][0].Pos, "a "+w.name+" default of another type")
+			}
+		}
+		if w.typ == "NULL" {
+			w.typ = "INT64"
+		}
+		return w, frameless()
+	case "FIRST_VALUE", "LAST_VALUE":
+		if err := nargs(1, 1, w.name+"(T)"); err != nil {
+			return nil, err
+		}
+	case "NTH_VALUE":
+		if err := nargs(2, 2, "NTH_VALUE(T, INT64)"); err != nil {
+			return nil, err
+		}
+		n, err := constInt(1, "positive")
+		if err != nil {
+			return nil, err
+		}
+		w.offset = n
+	}
+	w.typ = w.args[0].Type()
+	if w.typ == "NULL" {
+		w.typ = "INT64"
+	}
+	return w, nil
+}
+
+func ordinalWord(n int) string {
+	return map[int]string{1: "first", 2: "second", 3: "third"}[n]
+}
+
+func (q *selectQuery) compileWindowArg(sp Span) (*filter.Scalar, error) {
+	if at, ok := hasWindow(sp.toks); ok {
+		return nil, q.errf(at, "Analytic function cannot be an argument of another analytic function")
+	}
+	if at, ok := findAgg(sp.toks); ok {
+		return nil, notSupported(q.src, at, "aggregate functions inside an analytic function's arguments or window")
+	}
+	return q.compile(sp)
+}
+
+// parseFrame reads ROWS|RANGE [BETWEEN b AND b | b].
+func (q *selectQuery) parseFrame(p *parser, w *window) error {
+	rows := p.isKw("ROWS")
+	kwPos := p.tok().Pos
+	p.i++
+	f := frame{rows: rows, explicitFrame: true}
+	bound := func(isStart bool) (unb bool, off int64, err error) {
+		t := p.tok()
+		switch {
+		case p.isKw("UNBOUNDED", "PRECEDING"):
+			p.i += 2
+			if !isStart {
+				return false, 0, p.errf(t.Pos, "Syntax error: UNBOUNDED PRECEDING is not allowed for the end of a window frame")
+			}
+			return true, 0, nil
+		case p.isKw("UNBOUNDED", "FOLLOWING"):
+			p.i += 2
+			if isStart {
+				return false, 0, p.errf(t.Pos, "Syntax error: UNBOUNDED FOLLOWING is not allowed for the start of a window frame")
+			}
+			return true, 0, nil
+		case p.isKw("CURRENT", "ROW"):
+			p.i += 2
+			return false, 0, nil
+		}
+		if t.Ident || t.QIdent || t.Op || t.EOF {
+			return false, 0, p.unexpected()
+		}
+		n, err := strconv.ParseInt(t.Text, 0, 64)
+		if err != nil || n < 0 {
+			return false, 0, p.errf(t.Pos, "Window frame offset must be a non-negative integer literal or parameter")
+		}
+		p.i++
+		if !rows {
+			return false, 0, notSupported(q.src, t.Pos, "RANGE frames with offsets")
+		}
+		switch {
+		case p.isKw("PRECEDING"):
+			p.i++
+			return false, -n, nil
+		case p.isKw("FOLLOWING"):
+			p.i++
+			return false, n, nil
+		}
+		return false, 0, p.errf(p.tok().Pos, "Syntax error: Expected keyword FOLLOWING or keyword PRECEDING but got %s", describe(p.tok()))
+	}
+	var err error
+	if p.isKw("BETWEEN") {
+		p.i++
+		if f.startUnb, f.start, err = bound(true); err != nil {
+			return err
+		}
+		if !p.isKw("AND") {
+			return p.errf(p.tok().Pos, "Syntax error: Expected keyword AND but got %s", describe(p.tok()))
+		}
+		p.i++
+		if f.endUnb, f.end, err = bound(false); err != nil {
+			return err
+		}
+	} else if f.startUnb, f.start, err = bound(true); err != nil {
+		return err
+	}
+	if !f.startUnb && !f.endUnb && f.start > f.end {
+		return q.errf(kwPos, "Window frame end cannot precede its start")
+	}
+	if !rows && len(w.order) == 0 && !(f.startUnb && f.endUnb) {
+		return q.errf(kwPos, "RANGE-based window frames require an ORDER BY clause")
+	}
+	w.frame = f
+	return nil
+}
+
+// windowRelation serves the rows of in that where keeps, with the
+// windows' columns added.
+func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relation {
+	out := &relation{schema: &schema.Schema{}, vars: in.vars}
+	out.cols = append(out.cols, in.cols...)
+	out.schema.Fields = append(out.schema.Fields, in.schema.Fields...)
+	for _, w := range q.windows {
+		out.cols = append(out.cols, relCol{internal: w.col, name: w.col, unq: true})
+		out.schema.Fields = append(out.schema.Fields, &schema.Field{Name: w.col, Type: bqType(w.typ), Mode: schema.Nullable})
+	}
+	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
+		// Input columns: those asked for and those the windows read.
+		exprs := []*filter.Scalar{where}
+		for _, w := range q.windows {
+			exprs = append(exprs, w.args...)
+			exprs = append(exprs, w.partition...)
+			exprs = append(exprs, w.order...)
+			if w.agg != nil {
+				exprs = append(exprs, w.agg.order...)
+			}
+		}
+		need := referenced(exprs)
+		seen := map[string]bool{}
+		for _, c := range need {
+			seen[strings.ToLower(c)] = true
+		}
+		for _, c := range cols {
+			if in.index(c) >= 0 && !seen[strings.ToLower(c)] {
+				seen[strings.ToLower(c)] = true
+				need = append(need, c)
+			}
+		}
+		parts := make([][]arrow.Array, len(need))
+		n := 0
+		err := in.scan(ctx, need, func(rec arrow.RecordBatch, m int) error {
+			keep, err := selection(ctx, where, rec, m)
+			if err != nil {
+				return err
+			}
+			var idx []int32
+			for i, k := range keep {
+				if k {
+					idx = append(idx, int32(i))
+				}
+			}
+			n += len(idx)
+			if n > q.opts.MaxRows {
+				return q.tooLarge()
+			}
+			if len(need) == 0 || len(idx) == 0 {
+				return nil
+			}
+			ia := indices(idx)
+			defer ia.Release()
+			for k := range need {
+				a, err := compute.TakeArray(ctx, rec.Column(k), ia)
+				if err != nil {
+					return err
+				}
+				parts[k] = append(parts[k], a)
+			}
+			return nil
+		})
+		defer func() {
+			for _, p := range parts {
+				for _, a := range p {
+					a.Release()
+				}
+			}
+		}()
+		if err != nil {
+			return err
+		}
+		var fields []arrow.Field
+		var arrs []arrow.Array
+		defer func() {
+			for _, a := range arrs {
+				a.Release()
+			}
+		}()
+		for k, c := range need {
+			f := schema.FieldToArrow(in.field(in.index(c)))
+			var a arrow.Array
+			if len(parts[k]) == 0 {
+				a = array.MakeArrayOfNull(memory.DefaultAllocator, f.Type, 0)
+			} else if a, err = array.Concatenate(parts[k], memory.DefaultAllocator); err != nil {
+				return err
+			}
+			f.Name, f.Type = c, a.DataType()
+			fields = append(fields, f)
+			arrs = append(arrs, a)
+		}
+		var rec arrow.RecordBatch
+		if len(need) > 0 {
+			rec = array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(n))
+			defer rec.Release()
+		}
+		// The windows' values.
+		wvals := map[string][]any{}
+		for _, w := range q.windows {
+			vals, err := w.compute(ctx, rec, n, q)
+			if err != nil {
+				return err
+			}
+			wvals[strings.ToLower(w.col)] = vals
+		}
+		if n == 0 {
+			return nil
+		}
+		if len(cols) == 0 {
+			return fn(nil, n)
+		}
+		// The record asked for.
+		var ofields []arrow.Field
+		var oarrs []arrow.Array
+		for _, c := range cols {
+			if vals, ok := wvals[strings.ToLower(c)]; ok {
+				sub := &schema.Schema{Fields: []*schema.Field{out.field(out.index(c))}}
+				wr, err := buildRecord(sub, n, func(_, row int) any { return vals[row] })
+				if err != nil {
+					return err
+				}
+				a := wr.Column(0)
+				a.Retain()
+				wr.Release()
+				ofields = append(ofields, arrow.Field{Name: c, Type: a.DataType(), Nullable: true})
+				oarrs = append(oarrs, a)
+				continue
+			}
+			for k, nc := range need {
+				if strings.EqualFold(nc, c) {
+					arrs[k].Retain()
+					ofields = append(ofields, fields[k])
+					oarrs = append(oarrs, arrs[k])
+				}
+			}
+		}
+		orec := array.NewRecordBatch(arrow.NewSchema(ofields, nil), oarrs, int64(n))
+		for _, a := range oarrs {
+			a.Release()
+		}
+		defer orec.Release()
+		return fn(orec, n)
+	}
+	return out
+}
+
+// compute evaluates the window function over the n rows of rec.
+func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *selectQuery) ([]any, error) {
+	eval := func(xs []*filter.Scalar) ([][]any, error) {
+		out := make([][]any, len(xs))
+		for k, x := range xs {
+			v, err := x.Values(ctx, rec, n)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	}
+	pk, err := eval(w.partition)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := eval(w.order)
+	if err != nil {
+		return nil, err
+	}
+	args, err := eval(w.args)
+	if err != nil {
+		return nil, err
+	}
+	var aggVals [][]any // aggregate arguments, then its ORDER BY keys
+	if w.agg != nil {
+		if aggVals, err = eval(append(append([]*filter.Scalar(nil), w.agg.args...), w.agg.order...)); err != nil {
+			return nil, err
+		}
+	}
+	// Partitions in order of first row.
+	index := map[string]int{}
+	var parts [][]int
+	var kb []byte
+	for i := 0; i < n; i++ {
+		kb = kb[:0]
+		for k := range pk {
+			kb = appendKey(kb, pk[k][i])
+		}
+		p, seen := index[string(kb)]
+		if !seen {
+			p = len(parts)
+			index[string(kb)] = p
+			parts = append(parts, nil)
+		}
+		parts[p] = append(parts[p], i)
+	}
+	// cmp orders two rows by the window's ORDER BY: NULLs first unless
+	// NULLS LAST (DESC defaults to NULLS LAST), whatever the direction.
+	cmp := func(a, b int) int {
+		for k := range ok {
+			x, y := ok[k][a], ok[k][b]
+			var c int
+			switch {
+			case x == nil && y == nil:
+			case x == nil || y == nil:
+				c = -1
+				if (x == nil) == w.nullsLast[k] {
+					c = 1
+				}
+			default:
+				c = compareValues(x, y)
+				if w.desc[k] {
+					c = -c
+				}
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	out := make([]any, n)
+	for _, rows := range parts {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sort.SliceStable(rows, func(i, j int) bool { return cmp(rows[i], rows[j]) < 0 })
+		m := len(rows)
+		// peerEnd[i]: one past the last peer of position i; peerStart[i].
+		peerStart, peerEnd := make([]int, m), make([]int, m)
+		for i := 0; i < m; {
+			j := i + 1
+			for j < m && cmp(rows[i], rows[j]) == 0 {
+				j++
+			}
+			for k := i; k < j; k++ {
+				peerStart[k], peerEnd[k] = i, j
+			}
+			i = j
+		}
+		// bounds of the frame of position i: [lo, hi)
+		bounds := func(i int) (int, int) {
+			f := w.frame
+			lo, hi := 0, m
+			if f.rows {
+				if !f.startUnb {
+					lo = i + int(f.start)
+				}
+				if !f.endUnb {
+					hi = i + int(f.end) + 1
+				}
+			} else {
+				if !f.startUnb {
+					lo = peerStart[i]
+				}
+				if !f.endUnb {
+					hi = peerEnd[i]
+				}
+			}
+			return max(lo, 0), min(hi, m)
+		}
+		switch w.name {
+		case "ROW_NUMBER":
+			for i, r := range rows {
+				out[r] = int64(i + 1)
+			}
+			continue
+		case "RANK", "DENSE_RANK", "PERCENT_RANK", "CUME_DIST":
+			dense := int64(0)
+			for i, r := range rows {
+				if peerStart[i] == i {
+					dense++
+				}
+				switch w.name {
+				case "RANK":
+					out[r] = int64(peerStart[i] + 1)
+				case "DENSE_RANK":
+					out[r] = dense
+				case "PERCENT_RANK":
+					if m == 1 {
+						out[r] = 0.0
+					} else {
+						out[r] = float64(peerStart[i]) / float64(m-1)
+					}
+				case "CUME_DIST":
+					out[r] = float64(peerEnd[i]) / float64(m)
+				}
+			}
+			continue
+		case "NTILE":
+			// BigQuery's buckets: the first m % k buckets get one more row.
+			k := int(w.offset)
+			size, extra := m/k, m%k
+			b, left := 1, size
+			if extra > 0 {
+				left++
+			}
+			for _, r := range rows {
+				if left == 0 {
+					b++
+					left = size
+					if b <= extra {
+						left++
+					}
+				}
+				out[r] = int64(b)
+				left--
+			}
+			continue
+		case "LAG", "LEAD":
+			var def any
+			if len(args) == 3 {
+				def = args[2][0]
+			}
+			for i, r := range rows {
+				j := i - int(w.offset)
+				if w.name == "LEAD" {
+					j = i + int(w.offset)
+				}
+				if j >= 0 && j < m {
+					out[r] = args[0][rows[j]]
+				} else {
+					out[r] = def
+				}
+			}
+			continue
+		case "FIRST_VALUE", "LAST_VALUE", "NTH_VALUE":
+			for i, r := range rows {
+				lo, hi := bounds(i)
+				switch {
+				case lo >= hi:
+					out[r] = nil
+				case w.name == "FIRST_VALUE":
+					out[r] = args[0][rows[lo]]
+				case w.name == "LAST_VALUE":
+					out[r] = args[0][rows[hi-1]]
+				default:
+					if k := lo + int(w.offset) - 1; k < hi {
+						out[r] = args[0][rows[k]]
+					} else {
+						out[r] = nil
+					}
+				}
+			}
+			continue
+		}
+		// An aggregate over the frame: running when the frame starts at
+		// the partition's start and ends at the row (or its peers).
+		running := w.frame.startUnb && !w.frame.endUnb && (!w.frame.rows || w.frame.end == 0)
+		if running && w.agg.name != "STRING_AGG" {
+			var s acc
+			next := 0
+			for i, r := range rows {
+				_, hi := bounds(i)
+				for ; next < hi; next++ {
+					if err := w.agg.add(&s, aggVals, rows[next], q); err != nil {
+						return nil, err
+					}
+				}
+				out[r] = w.agg.result(&s)
+			}
+			continue
+		}
+		var whole any
+		haveWhole := false
+		for i, r := range rows {
+			lo, hi := bounds(i)
+			if lo == 0 && hi == m && haveWhole {
+				out[r] = whole
+				continue
+			}
+			var s acc
+			for k := lo; k < hi; k++ {
+				if err := w.agg.add(&s, aggVals, rows[k], q); err != nil {
+					return nil, err
+				}
+			}
+			out[r] = w.agg.result(&s)
+			if lo == 0 && hi == m {
+				whole, haveWhole = out[r], true
+			}
+		}
+	}
+	return out, nil
+}
