@@ -36,6 +36,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
 	grpcConns := fs.String("max-grpc-conns", envDefault(env, "BQSTORE_MAX_GRPC_CONNS", strconv.Itoa(server.DefaultGRPCMaxConns)), "max open gRPC connections; more are closed at once (clients see UNAVAILABLE and retry); each holds about 2 MiB of buffers (env BQSTORE_MAX_GRPC_CONNS)")
 	httpConns := fs.String("max-http-conns", envDefault(env, "BQSTORE_MAX_HTTP_CONNS", strconv.Itoa(server.DefaultHTTPMaxConns)), "max open HTTP (REST) connections; more are answered 503 and closed (env BQSTORE_MAX_HTTP_CONNS)")
+	fs.DurationVar(&cfg.ReceiveGrace, "receive-grace", server.DefaultReceiveGrace, "a gRPC message over 1 MiB admitted by the receive budget must arrive within this plus its size at --receive-min-rate once its client may send it; past that its stream is reset (CANCELLED) and its budget freed")
+	recvRate := fs.String("receive-min-rate", "1MiB", "the slowest rate, per second, at which an admitted gRPC message may arrive (see --receive-grace)")
 	recvBytes := fs.String("max-receive-bytes", envDefault(env, "BQSTORE_MAX_RECEIVE_BYTES", "96MiB"), "budget of gRPC messages over 1 MiB being received and decoded at once, at 3x their size; a message waits for it with its stream's flow-control window closed, before its bytes are let in (env BQSTORE_MAX_RECEIVE_BYTES)")
 	diskBytes := fs.String("max-disk-bytes", envDefault(env, "BQSTORE_MAX_DISK_BYTES", "0"), "size limit of the data directory for appends: one that would pass it is refused RESOURCE_EXHAUSTED, nothing of it stored; 0: no limit (env BQSTORE_MAX_DISK_BYTES)")
 	logFormat := fs.String("log-format", envDefault(env, "BQSTORE_LOG_FORMAT", "text"), "log format: text or json (env BQSTORE_LOG_FORMAT)")
@@ -65,6 +67,12 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.HTTPMaxConns, err = strconv.Atoi(*httpConns); err != nil || cfg.HTTPMaxConns <= 0 {
 		return usagef("--max-http-conns: %q is not a positive number", *httpConns)
+	}
+	if cfg.ReceiveMinRate, err = parseBytes(*recvRate); err != nil || cfg.ReceiveMinRate <= 0 {
+		return usagef("--receive-min-rate: %q is not a positive size (for example 1MiB)", *recvRate)
+	}
+	if cfg.ReceiveGrace <= 0 {
+		return usagef("--receive-grace: %v is not a positive duration", cfg.ReceiveGrace)
 	}
 	if cfg.MaxReceiveBytes, err = parseBytes(*recvBytes); err != nil || cfg.MaxReceiveBytes <= 0 {
 		return usagef("--max-receive-bytes: %q is not a positive size (for example 96MiB)", *recvBytes)

@@ -23,13 +23,16 @@ import (
 // TestReceiveBudgetStalledPrefix: a client that sends only the 5-byte
 // prefix of a large AppendRows message (announcing 16 MiB) and then
 // nothing is admitted at once (3 x 16 MiB of the budget) though it holds
-// no memory; two such streams take the default 96 MiB budget, and every
-// other client's large append then waits for as long as they stay open
-// (the Gate is FIFO and grants at the prefix). Reproduced; skipped until
-// the budget stops granting on a prefix alone (issue 12).
+// no memory; two such streams take the whole 96 MiB budget. Once their
+// windows are open and the grace has passed without their bytes, their
+// streams are reset (RST_STREAM CANCEL) and the budget goes to the honest
+// client's large append behind them. Before the stall limit, the append
+// waited for as long as the stalling connection stayed open (issue 12).
 func TestReceiveBudgetStalledPrefix(t *testing.T) {
-	t.Skip("issue 12: two streams that announce 16 MiB and stall take the whole receive budget; other large appends wait until they close (recvbudget review)")
-	srv := testkit.Start(t, func(c *server.Config) { c.MaxReceiveBytes = 96 << 20 })
+	srv := testkit.Start(t, func(c *server.Config) {
+		c.MaxReceiveBytes = 96 << 20
+		c.ReceiveGrace, c.ReceiveMinRate = time.Second, 64<<20
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	e := dial(t, ctx, srv)
@@ -49,10 +52,15 @@ func TestReceiveBudgetStalledPrefix(t *testing.T) {
 	if err := fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { // read and drop what the server sends
+	resets := make(chan http2.RSTStreamFrame, 2)
+	go func() { // read what the server sends; note its resets
 		for {
-			if _, err := fr.ReadFrame(); err != nil {
+			f, err := fr.ReadFrame()
+			if err != nil {
 				return
+			}
+			if r, ok := f.(*http2.RSTStreamFrame); ok {
+				resets <- *r
 			}
 		}
 	}()
@@ -91,18 +99,33 @@ func TestReceiveBudgetStalledPrefix(t *testing.T) {
 		t.Fatalf("a 3 MiB append while another client stalls after two prefixes: %v (budget: %v admitted, %v waiting)",
 			err, metricValue(t, srv, "bqstore_grpc_receive_admitted_bytes"), metricValue(t, srv, "bqstore_grpc_receive_waiting"))
 	}
+	if n := metricValue(t, srv, "bqstore_grpc_receive_stalled_total"); n != 2 {
+		t.Errorf("%v streams reset for stalling, want 2", n)
+	}
+	for range 2 {
+		select {
+		case r := <-resets:
+			if r.ErrCode != http2.ErrCodeCancel || (r.StreamID != 1 && r.StreamID != 3) {
+				t.Errorf("the stalling client got RST_STREAM %v on stream %d, want CANCEL on 1 and 3", r.ErrCode, r.StreamID)
+			}
+		case <-actx.Done():
+			t.Fatal("the stalling client was not sent RST_STREAM for both streams")
+		}
+	}
 }
 
 // TestReceiveBudgetWindowIgnored: a client that does not wait for the
-// WINDOW_UPDATEs the budget holds back sends its message whole anyway:
-// once the AppendRows handler asks for the message, grpc-go accepts data
-// up to its length on that stream (inFlow.maybeAdjust raises the limit it
-// enforces as well as the update it sends), so holding back the frame
-// bounds only clients that obey it. Eight connections each send a 15 MiB
-// message at once without reading windows, as in TestReceiveBudget;
-// reproduced, skipped (issue 12).
+// WINDOW_UPDATEs the budget holds back sends its message whole anyway,
+// and grpc-go would accept it: once the AppendRows handler asks for the
+// message, grpc-go accepts data up to its length on that stream
+// (inFlow.maybeAdjust raises the limit it enforces as well as the update
+// it sends). The wrapper enforces the window it let out instead, and
+// closes the connection of a client that exceeds it (GOAWAY
+// FLOW_CONTROL_ERROR, RFC 9113 section 6.9.1) before gRPC sees the
+// excess. Eight connections each send a 15 MiB message at once without
+// reading windows, as in TestReceiveBudget; before the fix the transport's
+// buffers reached 43 MB, over the 26 MB bound (issue 12).
 func TestReceiveBudgetWindowIgnored(t *testing.T) {
-	t.Skip("issue 12: a client ignoring flow control sends a message not yet admitted whole; grpc-go accepts it (recvbudget review)")
 	const (
 		conns  = 8
 		size   = 15 << 20
@@ -169,5 +192,8 @@ func TestReceiveBudgetWindowIgnored(t *testing.T) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	if n := metricValue(t, srv, "bqstore_grpc_flow_control_errors_total"); n < 1 {
+		t.Errorf("no connection closed for a flow-control violation")
 	}
 }

@@ -2,17 +2,20 @@ package recvbudget
 
 import (
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// HTTP/2 frame types and flags the wrapper looks at (RFC 9113).
+// HTTP/2 frame types, flags and error codes the wrapper uses (RFC 9113).
 const (
 	frameData         = 0x0
 	frameHeaders      = 0x1
 	frameRSTStream    = 0x3
 	framePushPromise  = 0x5
+	frameGoAway       = 0x7
 	frameWindowUpdate = 0x8
 	frameContinuation = 0x9
 
@@ -20,10 +23,17 @@ const (
 	flagEndHeaders = 0x4
 	flagPadded     = 0x8
 
+	errCodeFlowControl = 0x3
+	errCodeCancel      = 0x8
+
 	frameHeaderLen = 9
 	windowFrameLen = frameHeaderLen + 4
 	clientPreface  = len("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 )
+
+// ErrFlowControl is what Read returns once the client sent more on a
+// stream than its flow-control window (the connection is closed).
+var ErrFlowControl = errors.New("recvbudget: client exceeded a stream's flow-control window")
 
 // Conn is a server connection whose large gRPC messages are admitted by a
 // Gate (see the package comment). Read is called by gRPC's reader
@@ -35,7 +45,12 @@ type Conn struct {
 	g      *Gate
 	maxMsg int64
 
-	in inParser // owned by the reading goroutine
+	// Owned by the reading goroutine.
+	in     inParser
+	inInj  []byte // injected frames being returned to gRPC
+	inRest []byte // bytes read, not yet returned (they follow an injection point)
+	inErr  error  // the read error to return after inRest
+	failed error  // the connection failed: every Read returns it
 
 	wmu sync.Mutex // serializes writes to Conn; guards out
 	out outParser
@@ -43,14 +58,19 @@ type Conn struct {
 	mu struct {
 		sync.Mutex
 		streams   map[uint32]*streamState
-		inject    []byte // WINDOW_UPDATE frames to send at the next frame boundary
+		inject    []byte // frames to send at the next outgoing frame boundary
 		injecting bool   // an injector goroutine is running
-		closed    bool
+		// injectIn: RST_STREAM frames for gRPC's reader, to be returned at
+		// the next incoming frame boundary.
+		injectIn []byte
+		closed   bool
 	}
-	hasInject atomic.Bool    // mu.inject is not empty (read without mu by the writer)
-	wg        sync.WaitGroup // the injector goroutine
-	closeOnce sync.Once
-	closeErr  error
+	hasInject   atomic.Bool    // mu.inject is not empty (read without mu by the writer)
+	hasInjectIn atomic.Bool    // mu.injectIn is not empty (read without mu by the reader)
+	woken       atomic.Bool    // a read deadline was set to wake the reader (set and cleared under mu)
+	wg          sync.WaitGroup // the injector goroutine and stall timers' functions
+	closeOnce   sync.Once
+	closeErr    error
 }
 
 // streamState is one stream's gRPC framing (written by the reader) and
@@ -62,6 +82,10 @@ type streamState struct {
 	cur   *admission   // the current message's admission (nil if small)
 	adms  []*admission // not yet done, in arrival order
 	await *admission   // the last admission while its window is closed
+	// window is what the client may still send on the stream: the
+	// initial window plus the increments let out, less the DATA
+	// received (RFC 9113 section 6.9.1).
+	window int64
 }
 
 // Wrap wraps a server connection.
@@ -73,13 +97,113 @@ func (g *Gate) Wrap(c net.Conn) *Conn {
 	return w
 }
 
-// Read reads from the connection and follows the frames read.
+// Read reads from the connection and follows the frames read. At an
+// incoming frame boundary it returns the RST_STREAM frames of stalled
+// streams (stalled) to gRPC as if the client had sent them.
 func (c *Conn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.in.parse(c, p[:n])
+	if len(p) == 0 {
+		return 0, nil
 	}
-	return n, err
+	for {
+		if len(c.inInj) == 0 && c.hasInjectIn.Load() && c.in.atBoundary() {
+			c.mu.Lock()
+			c.inInj = append(c.inInj, c.mu.injectIn...)
+			c.mu.injectIn = nil
+			c.hasInjectIn.Store(false)
+			c.mu.Unlock()
+		}
+		if len(c.inInj) > 0 {
+			n := copy(p, c.inInj)
+			c.inInj = c.inInj[n:]
+			return n, nil
+		}
+		if c.failed != nil {
+			return 0, c.failed
+		}
+		if len(c.inRest) > 0 {
+			n := copy(p, c.inRest)
+			c.inRest = c.inRest[n:]
+			err := error(nil)
+			if len(c.inRest) == 0 {
+				err, c.inErr = c.inErr, nil
+			}
+			if k, err := c.follow(p, n, err); k > 0 || err != nil {
+				return k, err
+			}
+			continue // an injection comes first
+		}
+		if err := c.inErr; err != nil {
+			c.inErr = nil
+			return 0, err
+		}
+		n, err := c.Conn.Read(p)
+		woke := false
+		if c.woken.Load() {
+			c.mu.Lock()
+			if c.woken.Load() {
+				_ = c.Conn.SetReadDeadline(time.Time{})
+				c.woken.Store(false)
+				woke = true
+			}
+			c.mu.Unlock()
+		}
+		if n == 0 {
+			if woke && isTimeout(err) {
+				continue // our own wake-up (stalled), not the caller's deadline
+			}
+			return 0, err
+		}
+		if k, err := c.follow(p, n, err); k > 0 || err != nil {
+			return k, err
+		}
+		// An injection comes first.
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return err != nil && errors.As(err, &ne) && ne.Timeout()
+}
+
+// follow parses p[:n], just read, and returns what of it gRPC may have
+// now: up to an injection point (the rest is kept for the next Read) or
+// up to a flow-control violation (the connection then fails).
+func (c *Conn) follow(p []byte, n int, err error) (int, error) {
+	k, violated := c.in.parse(c, p[:n])
+	if violated {
+		c.fail()
+		if k == 0 {
+			return 0, c.failed
+		}
+		return k, nil
+	}
+	if k < n {
+		rest := make([]byte, 0, n-k+len(c.inRest))
+		c.inRest = append(append(rest, p[k:n]...), c.inRest...)
+		c.inErr, err = err, nil
+	}
+	return k, err
+}
+
+// fail closes the connection after a flow-control violation, with a
+// GOAWAY (FLOW_CONTROL_ERROR) if gRPC's writer is at a frame boundary.
+// Called by the reader.
+func (c *Conn) fail() {
+	c.failed = ErrFlowControl
+	c.g.violations.Add(1)
+	// A writer blocked on a client that does not read gives up wmu within
+	// the deadline; the connection is being closed anyway.
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	c.wmu.Lock()
+	if c.out.atBoundary() {
+		var f [frameHeaderLen + 8]byte
+		binary.BigEndian.PutUint32(f[0:4], 8<<8|frameGoAway)
+		binary.BigEndian.PutUint32(f[9:13], c.in.maxSid)
+		binary.BigEndian.PutUint32(f[13:17], errCodeFlowControl)
+		_, _ = c.Conn.Write(f[:])
+	}
+	c.wmu.Unlock()
+	c.Close()
 }
 
 // Close closes the connection and returns its admissions.
@@ -94,6 +218,8 @@ func (c *Conn) Close() error {
 		}
 		c.mu.streams = nil
 		c.mu.inject = nil
+		c.mu.injectIn = nil
+		c.stopTimersLocked(rel)
 		c.mu.Unlock()
 		for _, a := range rel {
 			c.g.release(a)
@@ -104,12 +230,22 @@ func (c *Conn) Close() error {
 	return c.closeErr
 }
 
+// REQUIRES: c.mu held.
+func (c *Conn) stopTimersLocked(adms []*admission) {
+	for _, a := range adms {
+		if a.timer != nil {
+			a.timer.Stop()
+			a.timer = nil
+		}
+	}
+}
+
 // newStream notes a stream the client opened.
 func (c *Conn) newStream(id uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.mu.closed {
-		c.mu.streams[id] = &streamState{}
+		c.mu.streams[id] = &streamState{window: c.g.opts.InitialWindow}
 	}
 }
 
@@ -119,12 +255,33 @@ func (c *Conn) endStream(id uint32) {
 	c.mu.Lock()
 	st := c.mu.streams[id]
 	delete(c.mu.streams, id)
+	if st != nil {
+		c.stopTimersLocked(st.adms)
+	}
 	c.mu.Unlock()
 	if st != nil {
 		for _, a := range st.adms {
 			c.g.release(a)
 		}
 	}
+}
+
+// dataFrame takes a DATA frame of length n (padding included) from a
+// stream's window; it reports false when the window is smaller: the
+// client ignored flow control. Frames on streams that ended or never
+// opened are gRPC's to drop.
+func (c *Conn) dataFrame(id uint32, n uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.mu.streams[id]
+	if st == nil {
+		return true
+	}
+	if int64(n) > st.window {
+		return false
+	}
+	st.window -= int64(n)
+	return true
 }
 
 // data follows the gRPC framing of a stream's DATA bytes and asks the
@@ -136,6 +293,8 @@ func (c *Conn) data(id uint32, b []byte) {
 	if st == nil {
 		return // ended, or never opened: gRPC refuses it
 	}
+	// Its window may cover what is left of the message now.
+	defer c.clockLocked(st)
 	for len(b) > 0 {
 		if st.left > 0 {
 			k := min(int64(len(b)), st.left)
@@ -143,6 +302,7 @@ func (c *Conn) data(id uint32, b []byte) {
 			b = b[k:]
 			if st.left == 0 && st.cur != nil {
 				st.cur.received = true
+				c.stopTimersLocked([]*admission{st.cur})
 				st.cur = nil
 			}
 			continue
@@ -164,20 +324,81 @@ func (c *Conn) data(id uint32, b []byte) {
 		if !c.g.acquire(a) {
 			st.await = a
 		}
+		c.clockLocked(st)
 	}
 }
 
-// withhold reports whether a WINDOW_UPDATE of inc for stream id must be
-// held back (its message waits for admission), and holds it.
-func (c *Conn) withhold(id uint32, inc uint32) bool {
+// windowOut handles a WINDOW_UPDATE of inc for stream id that gRPC
+// writes: it reports whether it must be held back (the stream's message
+// waits for admission), and holds it; otherwise the stream's window
+// grows by inc.
+func (c *Conn) windowOut(id uint32, inc uint32) (withheld bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.mu.streams[id]
-	if st == nil || st.await == nil {
+	if st == nil {
 		return false
 	}
-	st.await.withheld += inc
-	return true
+	if st.await != nil {
+		st.await.withheld += inc
+		return true
+	}
+	st.window += int64(inc)
+	c.clockLocked(st)
+	return false
+}
+
+// clockLocked starts the stall timer of the stream's current message
+// once it is admitted and the window lets its client send all of it:
+// from then on only the client can make it late.
+// REQUIRES: c.mu held.
+func (c *Conn) clockLocked(st *streamState) {
+	a := st.cur
+	if a == nil || a.timer != nil || st.await == a || st.window < st.left {
+		return
+	}
+	o := c.g.opts
+	d := o.Grace + time.Duration(float64(st.left)/float64(o.MinRate)*float64(time.Second))
+	a.timer = o.AfterFunc(d, func() { c.stalled(a) })
+}
+
+// stalled resets the stream of admitted message a if a has not arrived
+// whole: its admission is returned at once, gRPC is handed an RST_STREAM
+// (CANCEL) as if the client had sent it, so that it drops the stream and
+// its buffers, and the client is sent one.
+func (c *Conn) stalled(a *admission) {
+	c.mu.Lock()
+	st := c.mu.streams[a.stream]
+	if c.mu.closed || st == nil || st.cur != a || a.received {
+		c.mu.Unlock()
+		return
+	}
+	// Close, once it has set closed, waits for the rest.
+	c.wg.Add(1)
+	defer c.wg.Done()
+	delete(c.mu.streams, a.stream)
+	c.stopTimersLocked(st.adms)
+	rst := rstStream(a.stream, errCodeCancel)
+	c.mu.injectIn = append(c.mu.injectIn, rst[:]...)
+	c.hasInjectIn.Store(true)
+	c.queueOutLocked(rst[:])
+	// Wake the reader if it waits for the client: its Read returns at
+	// once and, at a frame boundary, hands gRPC the RST_STREAM.
+	c.woken.Store(true)
+	_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+	c.mu.Unlock()
+	c.g.stalls.Add(1)
+	for _, x := range st.adms {
+		c.g.release(x)
+	}
+}
+
+func rstStream(id uint32, code uint32) [frameHeaderLen + 4]byte {
+	var f [frameHeaderLen + 4]byte
+	binary.BigEndian.PutUint32(f[0:4], 4<<8|frameRSTStream)
+	binary.BigEndian.PutUint32(f[5:9], id)
+	binary.BigEndian.PutUint32(f[9:13], code)
+	return f
 }
 
 // grant opens the window of an admitted message: the increments held
@@ -193,15 +414,23 @@ func (c *Conn) grant(a *admission) {
 		return
 	}
 	st.await = nil
-	if a.withheld == 0 {
-		return
+	if a.withheld > 0 {
+		var f [windowFrameLen]byte
+		binary.BigEndian.PutUint32(f[0:4], 4<<8|frameWindowUpdate) // length 4, type
+		binary.BigEndian.PutUint32(f[5:9], a.stream)
+		binary.BigEndian.PutUint32(f[9:13], a.withheld)
+		st.window += int64(a.withheld)
+		a.withheld = 0
+		c.queueOutLocked(f[:])
 	}
-	var f [windowFrameLen]byte
-	binary.BigEndian.PutUint32(f[0:4], 4<<8|frameWindowUpdate) // length 4, type
-	binary.BigEndian.PutUint32(f[5:9], a.stream)
-	binary.BigEndian.PutUint32(f[9:13], a.withheld)
-	a.withheld = 0
-	c.mu.inject = append(c.mu.inject, f[:]...)
+	c.clockLocked(st)
+}
+
+// queueOutLocked queues frames f for the client: the injector writes
+// them at the next outgoing frame boundary.
+// REQUIRES: c.mu held.
+func (c *Conn) queueOutLocked(f []byte) {
+	c.mu.inject = append(c.mu.inject, f...)
 	c.hasInject.Store(true)
 	if !c.mu.injecting {
 		c.mu.injecting = true
@@ -210,11 +439,11 @@ func (c *Conn) grant(a *admission) {
 	}
 }
 
-// injectLoop writes the pending WINDOW_UPDATE frames when the outgoing
-// byte stream is at a frame boundary; otherwise the writer does, at its
-// next boundary. Started by grant, at most one at a time; Close waits. It
-// stops only when it finds nothing pending under mu, where grant looks at
-// injecting: frames queued while it writes are its to send.
+// injectLoop writes the pending frames when the outgoing byte stream is
+// at a frame boundary; otherwise the writer does, at its next boundary.
+// Started by queueOutLocked, at most one at a time; Close waits. It stops
+// only when it finds nothing pending under mu, where queueOutLocked looks
+// at injecting: frames queued while it writes are its to send.
 func (c *Conn) injectLoop() {
 	defer c.wg.Done()
 	c.wmu.Lock()
@@ -290,213 +519,4 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// inParser follows the incoming HTTP/2 frames; it never changes them.
-type inParser struct {
-	preface  int // client preface bytes still to skip
-	hdr      [frameHeaderLen]byte
-	hn       int
-	left     uint32 // payload bytes of the current frame still to come
-	typ      byte
-	sid      uint32
-	padByte  bool   // PADDED DATA: the pad length comes next
-	dataLeft uint32 // DATA bytes (of left) before the padding
-	maxSid   uint32 // highest stream the client opened
-}
-
-func (in *inParser) parse(c *Conn, b []byte) {
-	for len(b) > 0 {
-		if in.preface > 0 {
-			k := min(in.preface, len(b))
-			in.preface -= k
-			b = b[k:]
-			continue
-		}
-		if in.left == 0 {
-			k := copy(in.hdr[in.hn:], b)
-			in.hn += k
-			b = b[k:]
-			if in.hn < frameHeaderLen {
-				return
-			}
-			in.hn = 0
-			in.left = uint32(in.hdr[0])<<16 | uint32(in.hdr[1])<<8 | uint32(in.hdr[2])
-			in.typ = in.hdr[3]
-			flags := in.hdr[4]
-			in.sid = binary.BigEndian.Uint32(in.hdr[5:9]) & 0x7fffffff
-			switch in.typ {
-			case frameHeaders:
-				if in.sid > in.maxSid {
-					in.maxSid = in.sid
-					c.newStream(in.sid)
-				}
-			case frameRSTStream:
-				c.endStream(in.sid)
-			case frameData:
-				in.padByte = flags&flagPadded != 0
-				in.dataLeft = in.left
-			}
-			continue
-		}
-		if in.typ != frameData {
-			k := min(in.left, uint32(len(b)))
-			in.left -= k
-			b = b[k:]
-			continue
-		}
-		if in.padByte {
-			in.padByte = false
-			pad := uint32(b[0])
-			b = b[1:]
-			in.left--
-			in.dataLeft = in.left - min(pad, in.left)
-			continue
-		}
-		if in.dataLeft > 0 {
-			k := min(in.dataLeft, uint32(len(b)))
-			c.data(in.sid, b[:k])
-			in.dataLeft -= k
-			in.left -= k
-			b = b[k:]
-			continue
-		}
-		k := min(in.left, uint32(len(b))) // padding
-		in.left -= k
-		b = b[k:]
-	}
-}
-
-// outParser follows the outgoing HTTP/2 frames. A frame header split
-// across writes is held until it is whole (hdr), so that a WINDOW_UPDATE
-// can be dropped whole.
-type outParser struct {
-	hdr  [windowFrameLen]byte
-	hn   int
-	left uint32 // payload bytes of the current frame still to be written
-	// inBlock: a HEADERS or PUSH_PROMISE without END_HEADERS was written,
-	// and not yet the CONTINUATION with it. Nothing may be injected in
-	// between (RFC 9113 section 6.10).
-	inBlock bool
-}
-
-// atBoundary reports whether a frame may be written now.
-func (o *outParser) atBoundary() bool { return o.hn == 0 && o.left == 0 && !o.inBlock }
-
-// write passes p through to c.Conn, frame by frame.
-// REQUIRES: c.wmu held.
-func (o *outParser) write(c *Conn, p []byte) error {
-	start := 0 // p[start:i] is to be written as is
-	i := 0
-	flush := func(end int) error {
-		var err error
-		if end > start {
-			_, err = c.Conn.Write(p[start:end])
-		}
-		start = end
-		return err
-	}
-	for i < len(p) {
-		if o.left > 0 {
-			k := min(o.left, uint32(len(p)-i))
-			o.left -= k
-			i += int(k)
-			continue
-		}
-		if o.hn > 0 {
-			// A frame start begun in an earlier write.
-			for o.hn < o.need() && i < len(p) {
-				o.hdr[o.hn] = p[i]
-				o.hn++
-				i++
-			}
-			start = i
-			if o.hn < o.need() {
-				return nil
-			}
-			drop, left := o.frame(c, o.hdr[:o.hn])
-			if !drop {
-				if _, err := c.Conn.Write(o.hdr[:o.hn]); err != nil {
-					return err
-				}
-			}
-			o.hn, o.left = 0, left
-			continue
-		}
-		// At a frame boundary within p.
-		if !o.inBlock && c.hasInject.Load() {
-			if err := flush(i); err != nil {
-				return err
-			}
-			if err := c.flushInjectLocked(); err != nil {
-				return err
-			}
-		}
-		rest := p[i:]
-		n := frameHeaderLen
-		if len(rest) > 3 && rest[3] == frameWindowUpdate {
-			n = windowFrameLen
-		}
-		if len(rest) < n {
-			// The frame's start continues in the next write: hold it.
-			if err := flush(i); err != nil {
-				return err
-			}
-			o.hn = copy(o.hdr[:], rest)
-			start = len(p)
-			return nil
-		}
-		drop, left := o.frame(c, rest[:n])
-		if drop {
-			if err := flush(i); err != nil {
-				return err
-			}
-			start = i + n
-		}
-		i += n
-		o.left = left
-	}
-	if err := flush(len(p)); err != nil {
-		return err
-	}
-	if o.atBoundary() && c.hasInject.Load() {
-		// p ended at a boundary: what the injector could not send
-		// mid-frame goes now, not at some later write.
-		return c.flushInjectLocked()
-	}
-	return nil
-}
-
-// need is how many bytes of the buffered frame start must be seen to
-// decide on it.
-func (o *outParser) need() int {
-	if o.hn >= 4 && o.hdr[3] == frameWindowUpdate {
-		return windowFrameLen
-	}
-	return frameHeaderLen
-}
-
-// frame decides on an outgoing frame from its start f (its header, and
-// its payload for a WINDOW_UPDATE): whether to drop it, and how many of
-// its payload bytes follow f.
-func (o *outParser) frame(c *Conn, f []byte) (drop bool, left uint32) {
-	length := uint32(f[0])<<16 | uint32(f[1])<<8 | uint32(f[2])
-	typ, flags := f[3], f[4]
-	sid := binary.BigEndian.Uint32(f[5:9]) & 0x7fffffff
-	switch typ {
-	case frameHeaders, framePushPromise:
-		o.inBlock = flags&flagEndHeaders == 0
-	case frameContinuation:
-		o.inBlock = flags&flagEndHeaders == 0
-	}
-	switch {
-	case typ == frameWindowUpdate:
-		if length == 4 && sid != 0 && c.withhold(sid, binary.BigEndian.Uint32(f[9:13])&0x7fffffff) {
-			return true, 0
-		}
-		return false, length - min(length, 4)
-	case typ == frameRSTStream, typ == frameHeaders && flags&flagEndStream != 0:
-		c.endStream(sid)
-	}
-	return false, length
 }

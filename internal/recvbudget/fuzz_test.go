@@ -10,11 +10,12 @@ import (
 
 // FuzzConn feeds arbitrary client bytes (read in pieces of random sizes)
 // and arbitrary gRPC writes (split at random) through Conn. Whatever the
-// bytes: nothing panics, Read returns exactly the bytes read; with a
-// budget that admits everything at once nothing is held back, so the
-// bytes written out are exactly gRPC's (less a last frame start not yet
-// whole); with a budget that makes messages
-// wait, closing the connection returns every admission.
+// bytes: nothing panics, Read returns exactly the bytes read (with a
+// 64-byte window, a prefix of them when the client exceeds it, then
+// ErrFlowControl); with a budget that admits everything at once nothing
+// is held back, so the bytes written out are exactly gRPC's (less a last
+// frame start not yet whole); stall timers fire without harm; with a budget that makes messages wait, closing the
+// connection returns every admission.
 //
 //	go test -run '^$' -fuzz FuzzConn -fuzztime 60s ./internal/recvbudget/
 func FuzzConn(f *testing.F) {
@@ -45,18 +46,32 @@ func FuzzConn(f *testing.F) {
 		r := rand.New(rand.NewPCG(uint64(data[0]), 0))
 		k := min(int(binary.BigEndian.Uint32(data[1:5])), len(data)-5)
 		client, srv := data[5:5+k], data[5+k:]
-		for _, budget := range []int64{1 << 40, 1} {
-			g := New(budget, 16<<20)
+		for _, cfg := range []struct{ budget, window int64 }{{1 << 40, 0}, {1, 0}, {1 << 40, 64}} {
+			budget := cfg.budget
+			clock := &fakeClock{}
+			g := NewWithOptions(budget, 16<<20, Options{InitialWindow: cfg.window, AfterFunc: clock.AfterFunc})
 			p := &pipeConn{fakeConn: fakeConn{local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}}, queued: bytes.Clone(client)}
 			c := g.Wrap(p)
 			var read []byte
+			var err error
 			buf := make([]byte, 256)
-			for len(p.queued) > 0 {
+			for err == nil {
 				p.max = 1 + r.IntN(64)
-				m, _ := c.Read(buf)
+				var m int
+				m, err = c.Read(buf)
 				read = append(read, buf[:m]...)
 			}
-			if !bytes.Equal(read, client) {
+			if err == net.ErrClosed { // all read
+				err = nil
+			}
+			switch {
+			case err == ErrFlowControl:
+				if !bytes.HasPrefix(client, read) || len(read) == len(client) {
+					t.Fatalf("budget %d window %d: a window exceeded, yet Read returned other bytes than a prefix of the client's", budget, cfg.window)
+				}
+			case err != nil:
+				t.Fatalf("Read: %v", err)
+			case !bytes.Equal(read, client):
 				t.Fatalf("budget %d: Read returned other bytes than the client sent", budget)
 			}
 			for rest := srv; len(rest) > 0; {
@@ -67,7 +82,7 @@ func FuzzConn(f *testing.F) {
 				rest = rest[m:]
 			}
 			c.wg.Wait()
-			if budget > 1 {
+			if budget > 1 && err == nil {
 				if g.Waiting() != 0 {
 					t.Fatalf("%d waiting with a budget of %d", g.Waiting(), budget)
 				}
@@ -77,6 +92,19 @@ func FuzzConn(f *testing.F) {
 					t.Fatalf("nothing held back, yet written %x, want %x", got, want)
 				}
 			}
+			// Every message whose window is open stalls: its stream is
+			// reset.
+			for _, tm := range clock.pending() {
+				tm.fire()
+			}
+			if err == nil {
+				for range 100 {
+					if _, err := c.Read(buf); err != nil {
+						break
+					}
+				}
+			}
+			c.wg.Wait()
 			c.Close()
 			if g.InUse() != 0 || g.Waiting() != 0 {
 				t.Fatalf("budget %d: %d in use, %d waiting after close", budget, g.InUse(), g.Waiting())

@@ -40,6 +40,7 @@ type modelStream struct {
 	pending []byte  // gRPC bytes (prefixes and bodies) not yet sent
 	msgs    []int64 // lengths of the messages in pending, in order
 	sentMsg int64   // bytes of the current message sent (prefix included)
+	sentWin int64   // DATA frame bytes sent (taken from the window)
 	// admitted: large messages whose prefix was sent and not yet done.
 	admitted []*modelMsg
 	ending   bool // the server wrote or is writing its end
@@ -71,17 +72,41 @@ type modelConn struct {
 	// admitted: their held-back increments are dropped.
 	awaitingAtEnd map[uint32]bool
 	closed        bool
+	// The client's view of the bytes written out: the WINDOW_UPDATE
+	// increments per stream (its windows) and the RST_STREAMs the wrapper
+	// sent for stalled streams, parsed up to wparsed.
+	wparsed int
+	incs    map[uint32]int64
+	rstOut  map[uint32]int
+	// Stall resets expected: RST_STREAMs the wrapper must send the client
+	// (wantRstOut) and hand gRPC (wantRstIn), per stream.
+	wantRstOut, wantRstIn map[uint32]int
+	// failed: the client exceeded a window; violation is where its frame
+	// starts in sent, goAway whether gRPC's writer was at a frame
+	// boundary then (a GOAWAY is written).
+	failed    bool
+	violation int
+	goAway    bool
 }
 
 // TestConnModel runs random HTTP/2 client byte streams (split at random
 // read boundaries) and server write patterns (split at random write
 // boundaries) through Conns sharing a Gate and checks them against a
-// model after every step:
-//   - Read returns exactly the bytes the client sent;
+// model after every step. The clients keep to the windows the wrapper
+// writes out to them, except one now and then that exceeds one; stall
+// timers fire at random (a fake clock):
+//   - Read returns exactly the bytes the client sent, plus an
+//     RST_STREAM (CANCEL) for each stalled stream, at a frame boundary
+//     outside header blocks; for a client that exceeded a window, a
+//     prefix of them ending before that frame, then ErrFlowControl, and
+//     a GOAWAY is written if gRPC's writer was at a frame boundary;
 //   - the bytes written out are gRPC's frames in order, less
-//     WINDOW_UPDATEs on streams, plus injected ones, never inside a
-//     header block; per stream, the increments sent total those gRPC
-//     wrote, except for a stream that ended while its message waited;
+//     WINDOW_UPDATEs on streams, plus injected ones and an RST_STREAM
+//     (CANCEL) per stalled stream, never inside a header block; per
+//     stream, the increments sent total those gRPC wrote, except for a
+//     stream that ended while its message waited;
+//   - an admitted message whose window lets its client send all of it
+//     has a stall timer, and every pending timer is such a message's;
 //   - the Gate holds exactly the admissions of large messages whose
 //     prefix arrived, not yet handled, on streams not ended; it is FIFO
 //     and grants its head as soon as it fits; nothing waits to be injected
@@ -102,25 +127,31 @@ func TestConnModel(t *testing.T) {
 			seeds = append(seeds, base+uint64(i))
 		}
 	}
+	var stats modelStats
 	for _, seed := range seeds {
-		if !runModel(t, seed) {
+		if !runModel(t, seed, &stats) {
 			t.Fatalf("seed %d failed: rerun with -run TestConnModel -recvbudget.seed=%d", seed, seed)
 		}
 	}
-	t.Logf("%d seeds from %d", len(seeds), seeds[0])
+	t.Logf("%d seeds from %d: %d streams reset for stalling, %d connections closed for a window exceeded", len(seeds), seeds[0], stats.stalls, stats.violations)
 }
 
-func runModel(t *testing.T, seed uint64) (ok bool) {
+// modelStats counts what the seeds exercised.
+type modelStats struct{ stalls, violations int64 }
+
+func runModel(t *testing.T, seed uint64, stats *modelStats) (ok bool) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	const big = Threshold + 64<<10
 	maxMsg := int64(Threshold + 512<<10)
 	budget := int64(1+r.IntN(2)) * CostFactor * big
-	g := New(budget, int(maxMsg))
+	clock := &fakeClock{}
+	g := NewWithOptions(budget, int(maxMsg), Options{AfterFunc: clock.AfterFunc})
 	uniq := int64(0)
 	var conns []*modelConn
 	for i := range 1 + r.IntN(3) {
 		p := &pipeConn{fakeConn: fakeConn{local: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 100 + i}}}
-		mc := &modelConn{p: p, c: g.Wrap(p), nextSid: 1, awaitingAtEnd: map[uint32]bool{}}
+		mc := &modelConn{p: p, c: g.Wrap(p), nextSid: 1, awaitingAtEnd: map[uint32]bool{},
+			incs: map[uint32]int64{}, rstOut: map[uint32]int{}, wantRstOut: map[uint32]int{}, wantRstIn: map[uint32]int{}}
 		mc.send([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))
 		mc.send(frame(0x4, 0, 0, make([]byte, 6))) // SETTINGS
 		conns = append(conns, mc)
@@ -168,7 +199,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			}
 			return live[r.IntN(len(live))]
 		}
-		switch op := r.IntN(20); {
+		switch op := r.IntN(22); {
 		case op < 3 && len(live) < 5: // the client opens a stream
 			s := &modelStream{sid: mc.nextSid}
 			mc.nextSid += 2
@@ -204,7 +235,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 				continue
 			}
 			mc.endStream(s)
-			mc.send(frame(frameRSTStream, 0, s.sid, []byte{0, 0, 0, 8}))
+			mc.send(frame(frameRSTStream, 0, s.sid, []byte{0, 0, 0, 0}))
 		case op < 13: // other client frames
 			switch r.IntN(4) {
 			case 0:
@@ -251,7 +282,19 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			}
 			mc.write(t, r, mc.unsent[:k])
 			mc.unsent = mc.unsent[k:]
+		case op < 21: // a stall timer of this connection fires
+			if err := mc.fire(r, clock); err != "" {
+				return fail("step %d: %s", step, err)
+			}
 		default:
+			if r.IntN(30) == 0 { // the client exceeds a stream's window
+				if s := pick(); s != nil {
+					if err := mc.violate(r, s); err != "" {
+						return fail("step %d: %s", step, err)
+					}
+				}
+				break
+			}
 			if r.IntN(8) == 0 { // the connection closes
 				for _, s := range mc.streams {
 					s.ended, s.admitted = true, nil
@@ -271,7 +314,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 		for _, c := range conns {
 			c.c.wg.Wait()
 		}
-		if err := check(g, conns); err != "" {
+		if err := check(g, conns, clock); err != "" {
 			return fail("step %d: %s", step, err)
 		}
 	}
@@ -291,7 +334,7 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			c.c.wg.Wait()
 		}
 	}
-	if err := check(g, conns); err != "" {
+	if err := check(g, conns, clock); err != "" {
 		return fail("at the end: %s", err)
 	}
 	if g.InUse() != 0 || g.Waiting() != 0 {
@@ -302,6 +345,8 @@ func runModel(t *testing.T, seed uint64) (ok bool) {
 			return fail("%s", err)
 		}
 	}
+	stats.stalls += g.Stalls()
+	stats.violations += g.Violations()
 	return true
 }
 
@@ -311,17 +356,172 @@ func (mc *modelConn) send(b []byte) {
 	mc.p.queued = append(mc.p.queued, b...)
 }
 
-// drain reads what the client sent, in reads of random sizes.
+// drain reads what the client sent, in reads of random sizes, and what
+// the wrapper injects for gRPC.
 func (mc *modelConn) drain(r *rand.Rand) string {
 	buf := make([]byte, 64<<10)
-	for len(mc.p.queued) > 0 {
+	for len(mc.p.queued) > 0 || mc.c.hasInjectIn.Load() && mc.c.in.atBoundary() {
 		mc.p.max = 1 + r.IntN(1<<uint(r.IntN(17)))
-		n, _ := mc.c.Read(buf)
+		n, err := mc.c.Read(buf[:1+r.IntN(len(buf))])
 		mc.read = append(mc.read, buf[:n]...)
+		if err != nil && err != net.ErrClosed {
+			return fmt.Sprintf("Read: %v", err)
+		}
 	}
-	if !bytes.Equal(mc.read, mc.sent) {
+	got, rsts, err := stripInjected(mc.read)
+	if err != "" {
+		return err
+	}
+	if !bytes.Equal(got, mc.sent) {
 		return "Read returned other bytes than the client sent"
 	}
+	for sid, n := range mc.wantRstIn {
+		if rsts[sid] != n {
+			return fmt.Sprintf("stream %d: %d RST_STREAMs handed to gRPC, want %d", sid, rsts[sid], n)
+		}
+	}
+	if len(rsts) > len(mc.wantRstIn) {
+		return fmt.Sprintf("RST_STREAMs handed to gRPC for %v, want %v", rsts, mc.wantRstIn)
+	}
+	return ""
+}
+
+// stripInjected returns b (a client's bytes as Read returned them) less
+// the RST_STREAM (CANCEL) frames injected for gRPC, which must sit at
+// frame boundaries outside header blocks.
+func stripInjected(b []byte) ([]byte, map[uint32]int, string) {
+	if len(b) < clientPreface {
+		return b, nil, ""
+	}
+	out := bytes.Clone(b[:clientPreface])
+	rsts := map[uint32]int{}
+	block := false
+	for rest := b[clientPreface:]; len(rest) > 0; {
+		if len(rest) < frameHeaderLen {
+			return nil, nil, fmt.Sprintf("read ends in a frame header (%d bytes)", len(rest))
+		}
+		n := frameHeaderLen + (int(rest[0])<<16 | int(rest[1])<<8 | int(rest[2]))
+		if len(rest) < n {
+			return nil, nil, fmt.Sprintf("read ends inside a frame (%d of %d bytes)", len(rest), n)
+		}
+		f := rest[:n]
+		rest = rest[n:]
+		if f[3] == frameRSTStream && n == frameHeaderLen+4 && binary.BigEndian.Uint32(f[9:13]) == errCodeCancel {
+			if block {
+				return nil, nil, "RST_STREAM injected inside a header block"
+			}
+			rsts[binary.BigEndian.Uint32(f[5:9])]++
+			continue
+		}
+		if f[3] == frameHeaders || f[3] == frameContinuation {
+			block = f[4]&flagEndHeaders == 0
+		}
+		out = append(out, f...)
+	}
+	return out, rsts, ""
+}
+
+// window is stream s's window as its client sees it: the initial window
+// plus the increments written out to it, less the DATA it sent.
+func (mc *modelConn) window(s *modelStream) int64 {
+	mc.parseWritten()
+	return Threshold + mc.incs[s.sid] - s.sentWin
+}
+
+// parseWritten follows the frames written out to the client.
+func (mc *modelConn) parseWritten() {
+	w := mc.p.written()
+	for {
+		rest := w[mc.wparsed:]
+		if len(rest) < frameHeaderLen {
+			return
+		}
+		n := frameHeaderLen + (int(rest[0])<<16 | int(rest[1])<<8 | int(rest[2]))
+		if len(rest) < n {
+			return
+		}
+		sid := binary.BigEndian.Uint32(rest[5:9]) & 0x7fffffff
+		switch {
+		case rest[3] == frameWindowUpdate && n == windowFrameLen && sid != 0:
+			mc.incs[sid] += int64(binary.BigEndian.Uint32(rest[9:13]))
+		case rest[3] == frameRSTStream && n == frameHeaderLen+4 && binary.BigEndian.Uint32(rest[9:13]) == errCodeCancel:
+			mc.rstOut[sid]++
+		}
+		mc.wparsed += n
+	}
+}
+
+// fire fires one of the connection's pending stall timers: its message
+// has not arrived, so its stream is reset.
+func (mc *modelConn) fire(r *rand.Rand, clock *fakeClock) string {
+	var mine []*fakeTimer
+	var streams []*modelStream
+	for _, tm := range clock.pending() {
+		mc.c.mu.Lock()
+		for sid, st := range mc.c.mu.streams {
+			if st.cur != nil && st.cur.timer == Timer(tm) {
+				for _, s := range mc.streams {
+					if s.sid == sid {
+						mine = append(mine, tm)
+						streams = append(streams, s)
+					}
+				}
+			}
+		}
+		mc.c.mu.Unlock()
+	}
+	if len(mine) == 0 {
+		return ""
+	}
+	i := r.IntN(len(mine))
+	s := streams[i]
+	if s.ended { // (ending: gRPC's writer is writing its end; the wrapper has not seen it)
+		return fmt.Sprintf("stream %d: a stall timer runs for a stream the model ended", s.sid)
+	}
+	mc.endStream(s)
+	mc.wantRstOut[s.sid]++
+	mc.wantRstIn[s.sid]++
+	mine[i].fire()
+	return ""
+}
+
+// violate has the client send a DATA frame larger than s's window: the
+// connection must fail before gRPC sees it.
+func (mc *modelConn) violate(r *rand.Rand, s *modelStream) string {
+	win := mc.window(s)
+	n := win + 1 + int64(r.IntN(100))
+	if n >= 1<<24 {
+		return ""
+	}
+	mc.violation = len(mc.sent)
+	mc.goAway = mc.c.out.atBoundary()
+	mc.send(frame(frameData, 0, s.sid, make([]byte, n)))
+	buf := make([]byte, 64<<10)
+	var err error
+	for err == nil {
+		mc.p.max = 1 + r.IntN(1<<uint(r.IntN(17)))
+		var k int
+		k, err = mc.c.Read(buf)
+		mc.read = append(mc.read, buf[:k]...)
+	}
+	if err != ErrFlowControl {
+		return fmt.Sprintf("a frame of %d bytes over a window of %d: Read error %v, want ErrFlowControl", n, win, err)
+	}
+	// What gRPC read: whole frames (less the injected ones), then at most
+	// the start of the frame over the window's header.
+	whole := clientPreface + len(wholeFrames(mc.read[clientPreface:]))
+	got, _, bad := stripInjected(mc.read[:whole])
+	got = append(got, mc.read[whole:]...)
+	if bad != "" || len(got) > mc.violation+frameHeaderLen-1 || !bytes.Equal(got, mc.sent[:len(got)]) {
+		return fmt.Sprintf("a frame over the window: Read returned %d bytes (%s), the frame starts at %d", len(got), bad, mc.violation)
+	}
+	if mc.c.g.Violations() == 0 {
+		return "violation not counted"
+	}
+	for _, s := range mc.streams {
+		s.ended, s.admitted = true, nil
+	}
+	mc.failed, mc.closed = true, true
 	return ""
 }
 
@@ -348,31 +548,32 @@ func clientHeaders(r *rand.Rand, sid uint32) []byte {
 	return frame(frameHeaders, flags, sid, payload)
 }
 
-// sendData sends k bytes of s's messages in DATA frames (some padded,
-// some empty) and follows which large messages' prefixes arrive.
+// sendData sends up to k bytes of s's messages in DATA frames (some
+// padded, some empty), within s's window, and follows which large
+// messages' prefixes arrive.
 func (mc *modelConn) sendData(r *rand.Rand, s *modelStream, k int, maxMsg int64) {
-	granted := mc.granted(s.sid)
 	for k > 0 {
 		n := min(k, 1+r.IntN(20<<10))
-		// Flow control: of a large message not yet admitted the client
-		// sends at most the stream window (Threshold bytes, its prefix
-		// included); gRPC resets a stream that sends more.
-		if cur := s.msgs[0]; cur > Threshold && cur <= maxMsg && !granted {
-			if s.sentMsg >= Threshold {
-				return
-			}
-			n = min(n, int(Threshold-s.sentMsg))
-		}
 		if r.IntN(8) == 0 {
 			mc.send(frame(frameData, 0, s.sid, nil))
 		}
+		pad := -1
+		if r.IntN(3) == 0 {
+			pad = r.IntN(20)
+		}
+		over := int64(pad + 1) // the pad length byte and the padding
+		if win := mc.window(s); int64(n)+over > win {
+			if n = int(win - over); n <= 0 {
+				return // flow control: wait for a WINDOW_UPDATE
+			}
+		}
 		payload := s.pending[:n]
 		var flags byte
-		if r.IntN(3) == 0 {
+		if pad >= 0 {
 			flags |= flagPadded
-			pad := r.IntN(20)
 			payload = append(append([]byte{byte(pad)}, payload...), make([]byte, pad)...)
 		}
+		s.sentWin += int64(len(payload))
 		mc.send(frame(frameData, flags, s.sid, payload))
 		for range n {
 			s.sentMsg++
@@ -386,27 +587,11 @@ func (mc *modelConn) sendData(r *rand.Rand, s *modelStream, k int, maxMsg int64)
 				}
 				s.msgs = s.msgs[1:]
 				s.sentMsg = 0
-				granted = false // the next message is not admitted yet
 			}
 		}
 		s.pending = s.pending[n:]
 		k -= n
 	}
-}
-
-// granted reports whether the current large message of stream sid is
-// admitted (false when its prefix has not arrived).
-func (mc *modelConn) granted(sid uint32) bool {
-	c := mc.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st := c.mu.streams[sid]
-	if st == nil || st.cur == nil {
-		return false
-	}
-	c.g.mu.Lock()
-	defer c.g.mu.Unlock()
-	return st.cur.granted
 }
 
 func (mc *modelConn) endStream(s *modelStream) {
@@ -425,7 +610,13 @@ func (mc *modelConn) serverFrames(r *rand.Rand, s *modelStream, base int) []byte
 	if s != nil {
 		sid = s.sid
 	}
-	switch r.IntN(9) {
+	switch r.IntN(10) {
+	case 9:
+		// The handler asks for the stream's current message: gRPC opens
+		// the window for all of it (inFlow.maybeAdjust).
+		if s != nil && len(s.msgs) > 0 && s.msgs[0] > Threshold {
+			return windowUpdate(sid, uint32(s.msgs[0]))
+		}
 	case 0:
 		return frame(6, 0, 0, make([]byte, 8)) // PING
 	case 1:
@@ -452,7 +643,7 @@ func (mc *modelConn) serverFrames(r *rand.Rand, s *modelStream, base int) []byte
 		if sid != 0 && r.IntN(4) == 0 {
 			s.ending = true
 			mc.ends = append(mc.ends, pendingEnd{base + frameHeaderLen, s})
-			return frame(frameRSTStream, 0, sid, []byte{0, 0, 0, 8})
+			return frame(frameRSTStream, 0, sid, []byte{0, 0, 0, 0})
 		}
 	}
 	return frame(6, 1, 0, make([]byte, 8)) // PING ack
@@ -498,6 +689,19 @@ func (mc *modelConn) write(t *testing.T, r *rand.Rand, out []byte) {
 	}
 }
 
+// wholeFrames is b up to the end of its last whole frame.
+func wholeFrames(b []byte) []byte {
+	n := 0
+	for len(b)-n >= frameHeaderLen {
+		m := frameHeaderLen + (int(b[n])<<16 | int(b[n+1])<<8 | int(b[n+2]))
+		if len(b)-n < m {
+			break
+		}
+		n += m
+	}
+	return b[:n]
+}
+
 type outFrame struct {
 	typ, flags byte
 	sid        uint32
@@ -522,13 +726,49 @@ func parseFrames(b []byte) ([]outFrame, error) {
 
 // checkOut compares what the wrapper wrote with what gRPC wrote.
 func (mc *modelConn) checkOut() string {
-	got, err := parseFrames(mc.p.written())
+	written, wrote := mc.p.written(), mc.wrote
+	if mc.failed {
+		// The connection failed where gRPC's writer was: its last frame
+		// may be partial, and nothing follows it but a GOAWAY.
+		written, wrote = wholeFrames(written), wholeFrames(wrote)
+	}
+	got, err := parseFrames(written)
 	if err != nil {
 		return "written: " + err.Error()
 	}
-	want, err := parseFrames(mc.wrote)
+	want, err := parseFrames(wrote)
 	if err != nil {
 		return "given: " + err.Error()
+	}
+	goAways := 0
+	rsts := map[uint32]int{}
+	kept := got[:0]
+	for _, f := range got {
+		switch {
+		case f.typ == frameGoAway:
+			goAways++
+			if !bytes.Equal(f.raw[13:17], []byte{0, 0, 0, errCodeFlowControl}) {
+				return fmt.Sprintf("GOAWAY %x", f.raw)
+			}
+		case f.typ == frameRSTStream && binary.BigEndian.Uint32(f.raw[9:13]) == errCodeCancel:
+			rsts[f.sid]++
+		default:
+			kept = append(kept, f)
+		}
+	}
+	got = kept
+	if wantGoAway := mc.failed && mc.goAway; (goAways == 1) != wantGoAway || goAways > 1 {
+		return fmt.Sprintf("%d GOAWAYs written, want one: %v", goAways, wantGoAway)
+	}
+	for sid, n := range mc.wantRstOut {
+		if rsts[sid] != n && !mc.failed && !mc.closed {
+			return fmt.Sprintf("stream %d: %d RST_STREAMs sent for stalling, want %d", sid, rsts[sid], n)
+		}
+	}
+	for sid, n := range rsts {
+		if n > mc.wantRstOut[sid] {
+			return fmt.Sprintf("stream %d: %d RST_STREAMs sent for stalling, want %d", sid, n, mc.wantRstOut[sid])
+		}
 	}
 	sums := func(fs []outFrame) (rest []outFrame, inc map[uint32]uint64, inBlock string) {
 		inc = map[uint32]uint64{}
@@ -577,8 +817,40 @@ func (mc *modelConn) checkOut() string {
 	return ""
 }
 
-// check compares the Gate with the model.
-func check(g *Gate, conns []*modelConn) string {
+// check compares the Gate with the model, and the stall timers with the
+// wrapper's streams.
+func check(g *Gate, conns []*modelConn, clock *fakeClock) string {
+	pending := map[*fakeTimer]bool{}
+	for _, tm := range clock.pending() {
+		pending[tm] = true
+	}
+	for _, mc := range conns {
+		if mc.closed {
+			continue
+		}
+		mc.c.mu.Lock()
+		for sid, st := range mc.c.mu.streams {
+			a := st.cur
+			if a == nil {
+				continue
+			}
+			tm, _ := a.timer.(*fakeTimer)
+			open := st.await != a && st.window >= st.left
+			if open != (tm != nil) {
+				mc.c.mu.Unlock()
+				return fmt.Sprintf("stream %d: window %d, %d bytes to come, waiting %v: timer %v", sid, st.window, st.left, st.await == a, tm != nil)
+			}
+			if tm != nil && !pending[tm] {
+				mc.c.mu.Unlock()
+				return fmt.Sprintf("stream %d: its message's timer was stopped or fired", sid)
+			}
+			delete(pending, tm)
+		}
+		mc.c.mu.Unlock()
+	}
+	if len(pending) > 0 {
+		return fmt.Sprintf("%d stall timers pending for no message being received", len(pending))
+	}
 	var want int64
 	for _, mc := range conns {
 		for _, s := range mc.streams {

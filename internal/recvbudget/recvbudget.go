@@ -25,12 +25,16 @@
 // stream; it sends them, summed, once granted. A client that keeps to
 // flow control can therefore push at most one window (1 MiB) of a message
 // that is not admitted, and the sum of admitted messages is at most the
-// Gate's budget. One that ignores the window is not stopped: once the
-// handler asks for the message, grpc-go accepts data up to its length
-// on the stream whether or not the WINDOW_UPDATE was sent
-// (TestReceiveBudgetWindowIgnored, skipped: issue 12). Neither the
-// connection's reader nor its writer ever waits for the Gate: other
-// streams, pings and responses flow as before.
+// Gate's budget. Neither the connection's reader nor its writer ever
+// waits for the Gate: other streams, pings and responses flow as before.
+//
+// The window is enforced here, not by gRPC: once the handler asks for a
+// message, grpc-go accepts data up to its length on the stream whether or
+// not the WINDOW_UPDATE was sent. The wrapper keeps each stream's window
+// as the client sees it (the initial window, plus the increments let
+// out, less the DATA received) and, when a DATA frame exceeds it, closes
+// the connection (GOAWAY FLOW_CONTROL_ERROR, RFC 9113 section 6.9.1)
+// without handing gRPC that frame (TestReceiveBudgetWindowIgnored).
 //
 // An admission is returned when the message has been handled (Done, by the
 // AppendRows handler once its rows hold the engine's in-flight budget or
@@ -45,24 +49,38 @@
 // admission, waits only on the engine's in-flight budget, which is
 // returned by WAL syncs and never by receiving. So every admission is
 // returned in finite time once its client sends, and waiters are granted
-// in order. A client that never finishes its message holds its admission
-// until its stream or connection ends, even when it sent only the prefix:
-// a message is admitted whole at its prefix, so a client announcing
-// 16 MiB and stalling holds 48 MiB of the budget with 5 bytes sent, and
-// every large message behind it waits (TestReceiveBudgetStalledPrefix,
-// skipped: issue 12).
+// in order.
+//
+// A message is admitted whole at its prefix, so a client could announce
+// 16 MiB, send nothing more and hold 48 MiB of the budget with 5 bytes
+// sent (TestReceiveBudgetStalledPrefix). Hence the stall limit: once an
+// admitted message's window lets its client send all of it (from then
+// on only the client can make it late), it must arrive within
+// Options.Grace plus its remaining bytes at Options.MinRate. Otherwise
+// its admission is returned and its stream reset: the client is sent
+// RST_STREAM (CANCEL), and gRPC is handed one at the next incoming frame
+// boundary, as if the client had sent it, so that it drops the stream,
+// its buffers and any bytes of it still to come (the reader, if it waits
+// for the stalled client, is woken by a read deadline in the past, which
+// Read hides from gRPC). Honest uploads are not slowed: they are still
+// admitted whole and sent at full speed; the limit ends only a message
+// that arrives slower than MinRate once past the grace.
 //
 // Rejected alternatives: a blocking mem.BufferPool (experimental.
 // BufferPool) sees only 16 KB frame buffers, without their connection or
 // message, so blocking there deadlocks as soon as partial messages fill
 // the budget; reserving the largest message before each Recv parks the
-// budget on idle connections.
+// budget on idle connections; admitting a message in parts as its bytes
+// arrive deadlocks the same way once partly admitted messages fill the
+// budget, and a client can still stall one byte short of each part.
 package recvbudget
 
 import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -77,10 +95,45 @@ const Threshold = 1 << 20
 // contiguous copy and the decoded message.
 const CostFactor = 3
 
+// Defaults of Options.
+const (
+	// DefaultGrace and DefaultMinRate: a 16 MiB message has 26 s to
+	// arrive once its client may send all of it.
+	DefaultGrace   = 10 * time.Second
+	DefaultMinRate = 1 << 20
+)
+
+// Options tune a Gate; the zero value is the defaults.
+type Options struct {
+	// InitialWindow is the stream flow-control window the server
+	// advertises (grpc.InitialWindowSize; default Threshold). A client
+	// that sends more on a stream than this plus the WINDOW_UPDATEs let
+	// out to it has its connection closed (GOAWAY FLOW_CONTROL_ERROR).
+	InitialWindow int64
+	// Grace and MinRate bound how long an admitted message may take to
+	// arrive once its stream's window lets its client send all of it:
+	// Grace plus its remaining bytes at MinRate bytes per second
+	// (defaults DefaultGrace, DefaultMinRate). Past that its stream is
+	// reset (RST_STREAM CANCEL, to the client and to gRPC) and its
+	// admission returned.
+	Grace   time.Duration
+	MinRate int64
+	// AfterFunc starts the stall timers (default time.AfterFunc; tests
+	// inject a clock).
+	AfterFunc func(time.Duration, func()) Timer
+}
+
+// Timer is a stall timer (*time.Timer).
+type Timer interface{ Stop() bool }
+
 // Gate is the budget of messages being received (FIFO).
 type Gate struct {
 	max    int64
 	maxMsg int64 // the server's receive limit
+	opts   Options
+
+	stalls     atomic.Int64 // streams reset because their message stalled
+	violations atomic.Int64 // connections closed for a flow-control violation
 
 	mu struct {
 		sync.Mutex
@@ -94,11 +147,34 @@ type Gate struct {
 // New returns a Gate of max bytes for a server whose receive limit is
 // maxMsg (grpc.MaxRecvMsgSize): gRPC refuses a longer message from its
 // prefix, unread, so it is not admitted.
-func New(max int64, maxMsg int) *Gate {
-	g := &Gate{max: max, maxMsg: int64(maxMsg)}
+func New(max int64, maxMsg int) *Gate { return NewWithOptions(max, maxMsg, Options{}) }
+
+// NewWithOptions is New with Options.
+func NewWithOptions(max int64, maxMsg int, o Options) *Gate {
+	if o.InitialWindow <= 0 {
+		o.InitialWindow = Threshold
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.MinRate <= 0 {
+		o.MinRate = DefaultMinRate
+	}
+	if o.AfterFunc == nil {
+		o.AfterFunc = func(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+	}
+	g := &Gate{max: max, maxMsg: int64(maxMsg), opts: o}
 	g.mu.conns = make(map[string]*Conn)
 	return g
 }
+
+// Stalls is the number of streams reset because their admitted message
+// did not arrive in time.
+func (g *Gate) Stalls() int64 { return g.stalls.Load() }
+
+// Violations is the number of connections closed because their client
+// sent more than the flow-control window let it.
+func (g *Gate) Violations() int64 { return g.violations.Load() }
 
 // Max is the Gate's budget in bytes.
 func (g *Gate) Max() int64 { return g.max }
@@ -139,6 +215,10 @@ type admission struct {
 	withheld uint32
 	returned bool // returned to the Gate (guarded by Gate.mu)
 	received bool // the message has been received whole
+	// timer, once the client may send all of the message, resets its
+	// stream if it has not arrived in time (nil until then; stopped when
+	// it arrives or the admission is returned).
+	timer Timer
 }
 
 // acquire grants a at once or queues it; it reports whether a was

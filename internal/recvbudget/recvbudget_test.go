@@ -112,7 +112,7 @@ func TestOutgoingPassThrough(t *testing.T) {
 			stream = append(stream, frame(6, 0, 0, make([]byte, 8))...) // PING
 		}
 	}
-	g := New(1<<30, 16<<20)
+	g := newGate(1 << 30)
 	f := newFake(nil, 10)
 	c := g.Wrap(f)
 	for rest := stream; len(rest) > 0; {
@@ -134,7 +134,7 @@ func TestOutgoingPassThrough(t *testing.T) {
 func TestAdmission(t *testing.T) {
 	const n = 2 << 20
 	for _, pad := range []bool{false, true} {
-		g := New(CostFactor*n, 16<<20)
+		g := newGate(CostFactor * n)
 		fa, fb := newFake(clientWhole(1, n, pad), 11), newFake(clientOpen(1, n, pad), 12)
 		a, b := g.Wrap(fa), g.Wrap(fb)
 		readAll(t, a)
@@ -188,7 +188,7 @@ func TestAdmission(t *testing.T) {
 // and admitted ones on a closing connection, are returned.
 func TestAdmissionReturned(t *testing.T) {
 	const n = 2 << 20
-	g := New(CostFactor*n, 16<<20)
+	g := newGate(CostFactor * n)
 	a := g.Wrap(newFake(clientOpen(1, n, false), 21))
 	readAll(t, a)
 	in := append(clientOpen(1, n, false), frame(frameRSTStream, 0, 1, []byte{0, 0, 0, 8})...)
@@ -228,7 +228,7 @@ func TestAdmissionReturned(t *testing.T) {
 // other write follows.
 func TestInjectMidFrame(t *testing.T) {
 	const n = 2 << 20
-	g := New(CostFactor*n, 16<<20)
+	g := newGate(CostFactor * n)
 	fa, fb := newFake(clientWhole(1, n, false), 41), newFake(clientOpen(1, n, false), 42)
 	a, b := g.Wrap(fa), g.Wrap(fb)
 	readAll(t, a)

@@ -54,7 +54,7 @@ func clientStreams(n uint32, whole bool, sids ...uint32) []byte {
 // stream waited for its window until gRPC happened to write again.
 func TestInjectAfterLastFlush(t *testing.T) {
 	const n = 2 << 20
-	g := New(2*CostFactor*n, 16<<20)
+	g := newGate(2 * CostFactor * n)
 	a := g.Wrap(newFake(clientStreams(n, false, 1, 3), 51))
 	readAll(t, a)
 	fb := &hookConn{fakeConn: newFake(clientStreams(n, false, 1, 3), 52)}
@@ -91,7 +91,7 @@ func TestInjectNotInHeaderBlock(t *testing.T) {
 	cont1 := frame(0x9, 0, 1, bytes.Repeat([]byte{2}, 20))
 	cont2 := frame(0x9, endHeaders|0, 1, bytes.Repeat([]byte{3}, 10))
 	for _, split := range []bool{true, false} {
-		g := New(CostFactor*n, 16<<20)
+		g := newGate(CostFactor * n)
 		a := g.Wrap(newFake(clientStreams(n, false, 1), 61))
 		readAll(t, a)
 		fb := newFake(clientStreams(n, false, 3), 62)
@@ -155,7 +155,7 @@ func TestInjectNotInHeaderBlock(t *testing.T) {
 func TestDoneReturnsReceivedMessage(t *testing.T) {
 	const n = 2 << 20
 	for i := range 40 {
-		g := New(2*CostFactor*n, 16<<20)
+		g := newGate(2 * CostFactor * n)
 		in := append(clientStreams(n, true, 1), clientStreams(n, false, 3)[clientPreface:]...)
 		c := g.Wrap(newFake(in, 70))
 		buf := make([]byte, 64<<10)

@@ -75,6 +75,14 @@ type Config struct {
 	// GRPCMaxConns bounds the gRPC port's open connections (default
 	// DefaultGRPCMaxConns); more are closed at once.
 	GRPCMaxConns int
+	// ReceiveGrace and ReceiveMinRate bound how long a message admitted
+	// by the receive budget may take to arrive once its client may send
+	// all of it: ReceiveGrace plus its length at ReceiveMinRate bytes per
+	// second (defaults recvbudget.DefaultGrace, DefaultMinRate); past that
+	// its stream is reset (the client sees CANCELLED) and its admission
+	// returned, so a client that stalls cannot hold the budget.
+	ReceiveGrace   time.Duration
+	ReceiveMinRate int64
 	// MaxReceiveBytes bounds the gRPC messages larger than the stream
 	// window (1 MiB) being received and decoded at once, at 3x their
 	// length (default DefaultMaxReceiveBytes; recvbudget).
@@ -139,6 +147,11 @@ const (
 	// (docs/memory.md): at 64 MiB, 40 concurrent 60 MB requests reached
 	// 4.5 GB RSS.
 	MaxRecvMsgSize = 16 << 20
+	// DefaultReceiveGrace is recvbudget.DefaultGrace (Config.ReceiveGrace).
+	DefaultReceiveGrace = recvbudget.DefaultGrace
+	// streamWindow is the gRPC stream flow-control window
+	// (grpc.InitialWindowSize), the receive budget's threshold.
+	streamWindow = recvbudget.Threshold
 	// DefaultMaxReceiveBytes admits two of the largest messages
 	// (16 MiB, at 3x) being received at once, and many smaller ones.
 	DefaultMaxReceiveBytes = 96 << 20
@@ -251,7 +264,8 @@ func Start(cfg Config) (_ *Server, err error) {
 	// Large messages are admitted by the receive budget before their
 	// bytes are let in (recvbudget): below TLS when TLS is on, else on
 	// every accepted connection.
-	s.recv = recvbudget.New(cfg.MaxReceiveBytes, MaxRecvMsgSize)
+	s.recv = recvbudget.NewWithOptions(cfg.MaxReceiveBytes, MaxRecvMsgSize, recvbudget.Options{
+		InitialWindow: streamWindow, Grace: cfg.ReceiveGrace, MinRate: cfg.ReceiveMinRate})
 	s.bufs = recvbudget.NewPool()
 	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -326,8 +340,9 @@ func Start(cfg Config) (_ *Server, err error) {
 		// the same throughput (docs/PERFORMANCE.md). The engine's
 		// in-flight budget provides the pipelining depth.
 		// The receive budget admits only messages over this window
-		// (recvbudget.Threshold): the two must not drift apart.
-		grpc.InitialWindowSize(recvbudget.Threshold),
+		// (recvbudget.Threshold), and closes the connection of a client
+		// that sends more than it (streamWindow).
+		grpc.InitialWindowSize(streamWindow),
 		grpc.InitialConnWindowSize(16<<20),
 		grpc.ReadBufferSize(1<<20),
 		grpc.WriteBufferSize(1<<20),
@@ -363,6 +378,12 @@ func Start(cfg Config) (_ *Server, err error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_grpc_receive_waiting",
 			Help: "Large gRPC messages waiting for the receive budget (their streams' windows held closed)."},
 			func() float64 { return float64(s.recv.Waiting()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bqstore_grpc_receive_stalled_total",
+			Help: "gRPC streams reset because a message admitted by the receive budget did not arrive in time (--receive-grace, --receive-min-rate)."},
+			func() float64 { return float64(s.recv.Stalls()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bqstore_grpc_flow_control_errors_total",
+			Help: "gRPC connections closed because the client sent more than a stream's flow-control window (GOAWAY FLOW_CONTROL_ERROR)."},
+			func() float64 { return float64(s.recv.Violations()) }),
 	)
 	if cfg.CompactInterval >= 0 {
 		s.compactor = startCompactor(s.db, cmp.Or(cfg.CompactInterval, DefaultCompactInterval), s.log)
