@@ -36,6 +36,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	inflight := fs.String("max-inflight-bytes", envDefault(env, "BQSTORE_MAX_INFLIGHT_BYTES", "64MiB"), "byte budget of appends received but not yet durable; at the budget, AppendRows stops reading and gRPC flow control pushes back on clients (env BQSTORE_MAX_INFLIGHT_BYTES)")
 	grpcConns := fs.String("max-grpc-conns", envDefault(env, "BQSTORE_MAX_GRPC_CONNS", strconv.Itoa(server.DefaultGRPCMaxConns)), "max open gRPC connections; more are closed at once (clients see UNAVAILABLE and retry); each holds about 2 MiB of buffers (env BQSTORE_MAX_GRPC_CONNS)")
 	httpConns := fs.String("max-http-conns", envDefault(env, "BQSTORE_MAX_HTTP_CONNS", strconv.Itoa(server.DefaultHTTPMaxConns)), "max open HTTP (REST) connections; more are answered 503 and closed (env BQSTORE_MAX_HTTP_CONNS)")
+	grpcStreams := fs.String("max-grpc-streams", envDefault(env, "BQSTORE_MAX_GRPC_STREAMS", strconv.Itoa(server.DefaultGRPCMaxStreams)), "max concurrent streams (RPCs) per gRPC connection, as the real service's 100; clients queue more until one ends; each can push a 1 MiB window ahead of its handler (env BQSTORE_MAX_GRPC_STREAMS)")
 	fs.DurationVar(&cfg.ReceiveGrace, "receive-grace", server.DefaultReceiveGrace, "a gRPC message over 1 MiB admitted by the receive budget must arrive within this plus its size at --receive-min-rate once its client may send it; past that its stream is reset (CANCELLED) and its budget freed")
 	recvRate := fs.String("receive-min-rate", "1MiB", "the slowest rate, per second, at which an admitted gRPC message may arrive (see --receive-grace)")
 	recvBytes := fs.String("max-receive-bytes", envDefault(env, "BQSTORE_MAX_RECEIVE_BYTES", "96MiB"), "budget of gRPC messages over 1 MiB being received and decoded at once, at 3x their size; a message waits for it with its stream's flow-control window closed, before its bytes are let in (env BQSTORE_MAX_RECEIVE_BYTES)")
@@ -67,6 +68,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.HTTPMaxConns, err = strconv.Atoi(*httpConns); err != nil || cfg.HTTPMaxConns <= 0 {
 		return usagef("--max-http-conns: %q is not a positive number", *httpConns)
+	}
+	if cfg.GRPCMaxStreams, err = strconv.Atoi(*grpcStreams); err != nil || cfg.GRPCMaxStreams <= 0 {
+		return usagef("--max-grpc-streams: %q is not a positive number", *grpcStreams)
 	}
 	if cfg.ReceiveMinRate, err = parseBytes(*recvRate); err != nil || cfg.ReceiveMinRate <= 0 {
 		return usagef("--receive-min-rate: %q is not a positive size (for example 1MiB)", *recvRate)

@@ -197,3 +197,99 @@ func TestReceiveBudgetWindowIgnored(t *testing.T) {
 		t.Errorf("no connection closed for a flow-control violation")
 	}
 }
+
+// TestReceiveBudgetManyStreams: each stream lets its client push a window
+// (1 MiB) ahead of its handler, outside the receive budget, so streams per
+// connection are capped (Config.GRPCMaxStreams, SETTINGS_MAX_CONCURRENT_
+// STREAMS). One connection opens four times the cap of AppendRows streams,
+// each sending the prefix of a 2 MiB message and a window of its body
+// without waiting for anything; the server refuses the streams over the
+// cap (RST_STREAM REFUSED_STREAM) before their bytes are buffered, so the
+// transport's buffers stay under the cap's windows. Without the cap
+// (GRPCMaxStreams lifted, as grpc-go's default) they reached all four
+// times (issue 12).
+func TestReceiveBudgetManyStreams(t *testing.T) {
+	const (
+		maxStreams = 10
+		streams    = 4 * maxStreams
+		window     = 1 << 20
+	)
+	srv := testkit.Start(t, func(c *server.Config) {
+		c.MaxReceiveBytes = 12 << 20
+		c.GRPCMaxStreams = maxStreams
+	})
+	raw, err := net.Dial("tcp", srv.GRPCAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(raw, raw)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	refused := make(chan uint32, streams)
+	pong := make(chan struct{}, 1)
+	go func() {
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			switch f := f.(type) {
+			case *http2.RSTStreamFrame:
+				if f.ErrCode == http2.ErrCodeRefusedStream {
+					refused <- f.StreamID
+				}
+			case *http2.PingFrame:
+				if f.IsAck() {
+					pong <- struct{}{}
+				}
+			}
+		}
+	}()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", srv.GRPCAddr()},
+		{":path", "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"},
+		{"content-type", "application/grpc"}, {"te", "trailers"}} {
+		_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	block := hb.Bytes() // the same fields each time: the encoder's table does not change
+	// A window of a 2 MiB message: its prefix and the body that fits.
+	msg := append(binary.BigEndian.AppendUint32([]byte{0}, 2<<20), make([]byte, window-5)...)
+	for i := range streams {
+		sid := uint32(2*i + 1)
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: sid, BlockFragment: block, EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		for rest := msg; len(rest) > 0; {
+			n := min(len(rest), 16<<10)
+			if err := fr.WriteData(sid, false, rest[:n]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[n:]
+		}
+	}
+	// gRPC reads frames in order: once it answers this PING it has taken
+	// in every DATA frame before it.
+	if err := fr.WritePing(false, [8]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	select {
+	case <-pong:
+	case <-ctx.Done():
+		t.Fatal("no PING answer")
+	}
+	if n := len(refused); n != streams-maxStreams {
+		t.Errorf("%d streams refused, want %d", n, streams-maxStreams)
+	}
+	max, high, bufs := srv.ReceiveBudget()
+	if bound := int64(maxStreams*(window+16<<10) + 2<<20); bufs > bound {
+		t.Fatalf("transport buffers reached %d bytes, over %d for %d streams of a connection (budget %d; admitted at most %d)", bufs, bound, maxStreams, max, high)
+	}
+}

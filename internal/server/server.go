@@ -75,6 +75,10 @@ type Config struct {
 	// GRPCMaxConns bounds the gRPC port's open connections (default
 	// DefaultGRPCMaxConns); more are closed at once.
 	GRPCMaxConns int
+	// GRPCMaxStreams bounds the concurrent streams (RPCs) of one gRPC
+	// connection (default DefaultGRPCMaxStreams): clients queue the
+	// others until one ends (SETTINGS_MAX_CONCURRENT_STREAMS).
+	GRPCMaxStreams int
 	// ReceiveGrace and ReceiveMinRate bound how long a message admitted
 	// by the receive budget may take to arrive once its client may send
 	// all of it: ReceiveGrace plus its length at ReceiveMinRate bytes per
@@ -147,6 +151,14 @@ const (
 	// (docs/memory.md): at 64 MiB, 40 concurrent 60 MB requests reached
 	// 4.5 GB RSS.
 	MaxRecvMsgSize = 16 << 20
+	// DefaultGRPCMaxStreams is what Google's front end advertises to the
+	// Storage API's clients (SETTINGS_MAX_CONCURRENT_STREAMS 100: the
+	// Node client's 101st AppendRows connection on one channel waits,
+	// googleapis/nodejs-bigquery-storage#423); managedwriter spreads its
+	// streams over a pool of up to 4 connections. With the 1 MiB stream
+	// window it bounds what one connection's clients can push ahead of
+	// their handlers to 100 MiB.
+	DefaultGRPCMaxStreams = 100
 	// DefaultReceiveGrace is recvbudget.DefaultGrace (Config.ReceiveGrace).
 	DefaultReceiveGrace = recvbudget.DefaultGrace
 	// streamWindow is the gRPC stream flow-control window
@@ -177,6 +189,7 @@ func (c *Config) setDefaults() {
 	}
 	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
 	c.GRPCMaxConns = cmp.Or(c.GRPCMaxConns, DefaultGRPCMaxConns)
+	c.GRPCMaxStreams = cmp.Or(c.GRPCMaxStreams, DefaultGRPCMaxStreams)
 	c.MaxReceiveBytes = cmp.Or(c.MaxReceiveBytes, DefaultMaxReceiveBytes)
 	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
@@ -343,6 +356,10 @@ func Start(cfg Config) (_ *Server, err error) {
 		// (recvbudget.Threshold), and closes the connection of a client
 		// that sends more than it (streamWindow).
 		grpc.InitialWindowSize(streamWindow),
+		// Each stream lets its client push a window ahead of its
+		// handler, outside the receive budget: the streams of a
+		// connection are capped as the real service caps them.
+		grpc.MaxConcurrentStreams(uint32(cfg.GRPCMaxStreams)),
 		grpc.InitialConnWindowSize(16<<20),
 		grpc.ReadBufferSize(1<<20),
 		grpc.WriteBufferSize(1<<20),
