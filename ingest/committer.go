@@ -76,9 +76,10 @@ func (c *committer) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		// The window closes early once every running worker has a
-		// request in it: each has at most one at a time, so no other can
-		// come (a single file would otherwise wait CommitWindow per batch).
+		// The window closes early once every running worker that sends
+		// to this table (c.workers) has a request in it: each has at
+		// most one at a time, so no other can come (a single file would
+		// otherwise wait CommitWindow per batch).
 		window := time.NewTimer(c.p.cfg.CommitWindow)
 	collect:
 		for int64(len(batch)) < c.workers.Load() {
