@@ -70,6 +70,7 @@ type checker struct {
 	seen   map[string]bool
 	names  NameResolver
 	consts map[string]Const
+	params *Params
 }
 
 // NameResolver maps a name path as written (a.b.c, at byte offset pos of
@@ -231,6 +232,10 @@ func (c *checker) check(e Expr) (node, error) {
 	switch e := e.(type) {
 	case *Ident:
 		return c.column(e)
+	case *Param:
+		return c.param(e)
+	case *InUnnest:
+		return c.inUnnest(e)
 	case *Literal:
 		return c.literal(e, false)
 	case *TypedLiteral:

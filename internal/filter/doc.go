@@ -58,7 +58,10 @@
 //   - JSON_VALUE/JSON_QUERY support $, .name, ."name", ['name'] and [n]
 //     paths; CONTAINS_SUBSTR compares lower-cased text without Unicode
 //     normalisation.
-//   - Not supported: IN UNNEST / subqueries, other JSON functions, RANGE
+//   - Query parameters (@name, ?) are constants bound by WithParams
+//     (params.go); IN UNNEST takes an ARRAY parameter only.
+//   - Not supported: IN UNNEST of other arrays, subqueries (the query
+//     engine substitutes them, WithConstants), other JSON functions, RANGE
 //     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
 //     ARRAY comparisons, SAFE. function prefixes, FORMAT_* / PARSE_*.
 package filter

@@ -17,6 +17,7 @@ const (
 	kString         // string literal, decoded
 	kBytes          // bytes literal, decoded
 	kOp             // punctuation and operators
+	kParam          // query parameter: @name (val: the name) or ? (val: "")
 )
 
 type token struct {
@@ -46,6 +47,11 @@ func (t token) describe() string {
 		return "string literal " + quoteString(t.val)
 	case kBytes:
 		return "bytes literal " + quoteBytes(t.val)
+	case kParam:
+		if t.val == "" {
+			return "\"?\""
+		}
+		return "query parameter " + quoteIdentForMsg(t.val)
 	}
 	return "\"" + t.text + "\""
 }
@@ -177,6 +183,17 @@ func (l *lexer) scan() (token, *Error) {
 			return token{kind: kIdent, pos: start, text: text, val: text}, nil
 		}
 		return l.scanNumber(start)
+	}
+	if c == '?' {
+		l.pos++
+		return token{kind: kParam, pos: start, text: "?"}, nil
+	}
+	if c == '@' && l.pos+1 < len(l.src) && isIdentStart(l.src[l.pos+1]) {
+		l.pos++
+		for l.pos < len(l.src) && isIdentChar(l.src[l.pos]) {
+			l.pos++
+		}
+		return token{kind: kParam, pos: start, text: l.src[start:l.pos], val: l.src[start+1 : l.pos]}, nil
 	}
 	// Operators.
 	for _, op := range []string{"<=", ">=", "<>", "!=", "||", "<<", ">>"} {

@@ -88,6 +88,8 @@ func depth(e Expr) (int, Expr) {
 		visit(e.X, e.Lo, e.Hi)
 	case *In:
 		visit(append([]Expr{e.X}, e.List...)...)
+	case *InUnnest:
+		visit(e.X)
 	case *Like:
 		visit(e.X, e.Pattern)
 	case *Call:
@@ -292,6 +294,11 @@ func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
 	}
 	switch kw {
 	case "IN":
+		if p.isKw("UNNEST") {
+			if x, ok, err := p.inUnnest(left, not, opTok.pos); ok || err != nil {
+				return x, err
+			}
+		}
 		if p.isKw("UNNEST") || p.isKw("SELECT") {
 			return nil, p.errf(p.tok.pos, "IN %s is not supported in row_restriction", strings.ToUpper(p.tok.text))
 		}
@@ -383,6 +390,11 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 		return &Literal{Kind: LitBytes, Text: t.val, P: t.pos}, nil
 	case kQIdent:
 		return p.parsePath()
+	case kParam:
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		return &Param{Name: t.val, P: t.pos}, nil
 	case kOp:
 		switch t.text {
 		case "(":

@@ -109,6 +109,7 @@ type Token struct {
 	QIdent   bool   // a `quoted identifier`
 	Value    string // identifiers: the name; literals: the decoded value
 	Op       bool   // punctuation or an operator
+	Param    bool   // a query parameter: @name (Value: the name) or ? (Value: "")
 	EOF      bool
 }
 
@@ -124,7 +125,7 @@ func Tokens(src string) ([]Token, error) {
 		}
 		out = append(out, Token{Pos: t.pos, End: t.pos + len(t.text), Text: t.text,
 			Ident: t.kind == kIdent, QIdent: t.kind == kQIdent, Value: t.val,
-			Op: t.kind == kOp, EOF: t.kind == kEOF})
+			Op: t.kind == kOp, Param: t.kind == kParam, EOF: t.kind == kEOF})
 		if t.kind == kEOF {
 			return out, nil
 		}

@@ -36,6 +36,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 	"github.com/bqstore/bqstore/internal/storage"
@@ -119,6 +120,9 @@ type Query struct {
 	// means CREATE_IF_NEEDED and WRITE_EMPTY, BigQuery's defaults.
 	CreateDisposition string `json:"createDisposition,omitempty"`
 	WriteDisposition  string `json:"writeDisposition,omitempty"`
+	// Params are the query parameters (nil: none); read-only once the
+	// job runs. Not logged: a job does not run again after a restart.
+	Params *filter.Params `json:"-"`
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the

@@ -57,6 +57,9 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if err != nil {
 		return nil, Stats{}, err
 	}
+	if q.Params != nil {
+		q.Params.Index(q.SQL) // the ?s are numbered over the whole script
+	}
 	var res *sql.Result
 	var stats, total Stats
 	for i, st := range sts {
@@ -117,7 +120,7 @@ func (s *Store) query(ctx context.Context, project string, q Query, text string,
 			}
 		}
 		return s.open(project, q, n, at)
-	}, sql.Options{MaxRows: s.opts.MaxRows})
+	}, sql.Options{MaxRows: s.opts.MaxRows, Params: q.Params})
 }
 
 // qualify resolves a table name against the job's project and default

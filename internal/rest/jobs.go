@@ -65,7 +65,7 @@ type queryRequest struct {
 	UseQueryCache                      *bool             `json:"useQueryCache,omitempty"`
 	UseLegacySQL                       *bool             `json:"useLegacySql,omitempty"` // absent or true: 400
 	ParameterMode                      string            `json:"parameterMode,omitempty"`
-	QueryParameters                    []any             `json:"queryParameters,omitempty"` // answered "not supported yet"
+	QueryParameters                    []any             `json:"queryParameters,omitempty"` // params.go
 	Location                           string            `json:"location,omitempty"`
 	FormatOptions                      *formatOptions    `json:"formatOptions,omitempty"`
 	ConnectionProperties               []any             `json:"connectionProperties,omitempty"`
@@ -316,6 +316,7 @@ func jobErrorOf(err error) *jobError {
 type queryOptions struct {
 	legacy    *bool
 	dryRun    bool
+	mode      string // parameterMode
 	params    []any
 	def       *datasetRef
 	sql       string
@@ -334,8 +335,9 @@ func (h *Handler) startQuery(project, id, location string, o queryOptions) (jobs
 	if o.dryRun {
 		return jobs.Job{}, notImplementedYet("dry-run queries")
 	}
-	if len(o.params) > 0 {
-		return jobs.Job{}, notImplementedYet("query parameters")
+	qp, perr := queryParams(o.mode, o.params)
+	if perr != nil {
+		return jobs.Job{}, perr
 	}
 	if strings.TrimSpace(o.sql) == "" {
 		return jobs.Job{}, invalid("Required parameter is missing: query")
@@ -343,7 +345,7 @@ func (h *Handler) startQuery(project, id, location string, o queryOptions) (jobs
 	if o.maxBilled < 0 {
 		return jobs.Job{}, invalid("Invalid value for maximumBytesBilled: %d", o.maxBilled)
 	}
-	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled}
+	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp}
 	if o.def != nil {
 		q.DefaultProject, q.DefaultDataset = o.def.ProjectID, o.def.DatasetID
 	}
@@ -390,7 +392,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
 	}
-	j, err := h.startQuery(p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, params: in.QueryParameters,
+	j, err := h.startQuery(p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
 		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled)})
 	if err != nil {
 		h.writeError(w, r, err)
@@ -659,7 +661,7 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		}
 		loc = ref.Location
 	}
-	j, err := h.startQuery(p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, params: qc.QueryParameters,
+	j, err := h.startQuery(p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
 		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition})
 	if err != nil {

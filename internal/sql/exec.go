@@ -39,6 +39,9 @@ type Options struct {
 	// result) held in memory; beyond it the query fails with "not
 	// supported yet" rather than exhausting memory.
 	MaxRows int
+	// Params are the query's parameters (nil: none), indexed over the
+	// statement's full text (filter.Params.Index).
+	Params *filter.Params
 }
 
 // DefaultMaxRows is the default Options.MaxRows.
@@ -336,6 +339,7 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 	if consts != nil {
 		opts = append(opts, filter.WithConstants(consts))
 	}
+	opts = append(opts, filter.WithParams(r.opts.Params))
 	x, err := filter.CompileScalar(text, s, opts...)
 	var fe *filter.Error
 	if errors.As(err, &fe) {

@@ -708,10 +708,10 @@ func (p *parser) tableName() (*TableName, error) {
 func (p *parser) count(clause string) (int64, error) {
 	t := p.tok()
 	if t.Op || t.EOF || t.Ident || t.QIdent {
-		if t.Ident && strings.EqualFold(t.Text, "@") || t.Op && (t.Text == "@" || t.Text == "?") {
-			return 0, notSupported(p.src, t.Pos, "query parameters")
-		}
 		return 0, p.errf(t.Pos, "Syntax error: Unexpected %s", describe(t))
+	}
+	if t.Param {
+		return 0, notSupported(p.src, t.Pos, "query parameters in "+clause)
 	}
 	v, err := strconv.ParseInt(t.Text, 0, 64)
 	if err != nil || v < 0 {

@@ -148,15 +148,22 @@ func TestQueries(t *testing.T) {
 			}
 			return nil, errors.New("Not found: Table " + n.Table)
 		}
+		var params *filter.Params
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
+			case "params":
+				params = parseParams(t, d.Input)
+				return ""
 			case "table":
 				var name string
 				d.ScanArgs(t, "name", &name)
 				tables[name] = parseTable(t, d.Input)
 				return ""
 			case "query":
-				res, err := Run(context.Background(), d.Input, resolve, Options{})
+				if params != nil {
+					params.Index(d.Input)
+				}
+				res, err := Run(context.Background(), d.Input, resolve, Options{Params: params})
 				if err != nil {
 					var fe *filter.Error
 					if !errors.As(err, &fe) {
@@ -177,4 +184,42 @@ func TestQueries(t *testing.T) {
 			return ""
 		})
 	})
+}
+
+// parseParams reads query parameters, one a line as bq's --parameter
+// takes them: name:TYPE:value (no name: positional; TYPE ARRAY<T> with
+// comma-separated elements; the value NULL is a NULL).
+func parseParams(t *testing.T, input string) *filter.Params {
+	p := &filter.Params{Mode: filter.ParamsNamed, Named: map[string]filter.ParamValue{}}
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		name, rest, _ := strings.Cut(line, ":")
+		typ, val, _ := strings.Cut(rest, ":")
+		v := filter.ParamValue{Type: typ}
+		texts := []string{val}
+		if elem, ok := strings.CutPrefix(typ, "ARRAY<"); ok {
+			v.Type, v.Array = strings.TrimSuffix(elem, ">"), true
+			texts = strings.Split(val, ",")
+		}
+		for _, text := range texts {
+			if text == "NULL" {
+				if !v.Array {
+					break
+				}
+				v.Values = append(v.Values, nil)
+				continue
+			}
+			x, err := filter.ParseParam(v.Type, text)
+			if err != nil {
+				t.Fatalf("parameter %q: %v", line, err)
+			}
+			v.Values = append(v.Values, x)
+		}
+		if name == "" {
+			p.Mode = filter.ParamsPositional
+			p.Positional = append(p.Positional, v)
+		} else {
+			p.Named[strings.ToLower(name)] = v
+		}
+	}
+	return p
 }

@@ -1,0 +1,241 @@
+package rest
+
+// Query parameters (jobs.query and query jobs' queryParameters): the
+// QueryParameter JSON the clients send, checked and translated to the
+// expression layer's typed constants (filter.Params).
+//
+//   Go:   {"name":"x","parameterType":{"type":"INT64"},"parameterValue":{"value":"5"}}
+//         a NULL is "value": null; BYTES are base64; TIMESTAMP
+//         "2006-01-02 15:04:05.999999-07:00".
+//   Node: parameterMode "named"/"positional" in lower case; values may be
+//         JSON numbers and booleans; TIMESTAMP in RFC 3339.
+//   bq:   --parameter name:TYPE:value, sent as strings.
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/filter"
+)
+
+type queryParameter struct {
+	Name           string               `json:"name"`
+	ParameterType  *queryParameterType  `json:"parameterType"`
+	ParameterValue *queryParameterValue `json:"parameterValue"`
+}
+
+type queryParameterType struct {
+	Type             string              `json:"type"`
+	ArrayType        *queryParameterType `json:"arrayType"`
+	StructTypes      []structParamType   `json:"structTypes"`
+	RangeElementType *queryParameterType `json:"rangeElementType"`
+}
+
+type structParamType struct {
+	Name        string              `json:"name"`
+	Type        *queryParameterType `json:"type"`
+	Description string              `json:"description"`
+}
+
+type queryParameterValue struct {
+	Value        json.RawMessage                 `json:"value"`
+	ArrayValues  []*queryParameterValue          `json:"arrayValues"`
+	StructValues map[string]*queryParameterValue `json:"structValues"`
+	RangeValue   json.RawMessage                 `json:"rangeValue"`
+}
+
+// queryParams checks a request's parameters and returns them bound for the
+// expression layer (nil when there are none and no mode is given).
+func queryParams(mode string, raw []any) (*filter.Params, *Error) {
+	if len(raw) == 0 && mode == "" {
+		return nil, nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, invalid("Invalid queryParameters: %v", err)
+	}
+	var ps []queryParameter
+	if err := json.Unmarshal(b, &ps); err != nil {
+		return nil, invalid("Invalid queryParameters: %v", err)
+	}
+	out := &filter.Params{Named: map[string]filter.ParamValue{}}
+	switch strings.ToUpper(mode) {
+	case filter.ParamsNamed, filter.ParamsPositional:
+		out.Mode = strings.ToUpper(mode)
+	case "":
+		// The clients always say; infer it from the first parameter.
+		out.Mode = filter.ParamsPositional
+		if len(ps) > 0 && ps[0].Name != "" {
+			out.Mode = filter.ParamsNamed
+		}
+	default:
+		return nil, invalid("Invalid value for parameterMode: %s is not a valid value", mode)
+	}
+	for i, p := range ps {
+		label := p.Name
+		if label == "" {
+			label = strconv.Itoa(i + 1)
+		}
+		if p.ParameterType == nil || p.ParameterType.Type == "" {
+			return nil, invalid("Query parameter %s has no parameterType", label)
+		}
+		v, e := paramValue(label, p.ParameterType, p.ParameterValue)
+		if e != nil {
+			return nil, e
+		}
+		switch {
+		case out.Mode == filter.ParamsNamed && p.Name == "":
+			return nil, invalid("Query parameter %d has no name; parameterMode NAMED requires names", i+1)
+		case out.Mode == filter.ParamsPositional && p.Name != "":
+			return nil, invalid("Query parameter %s has a name; parameterMode POSITIONAL requires parameters without names", p.Name)
+		case out.Mode == filter.ParamsNamed:
+			k := strings.ToLower(p.Name)
+			if _, dup := out.Named[k]; dup {
+				return nil, invalid("Duplicate query parameter name: %s", p.Name)
+			}
+			out.Named[k] = v
+		default:
+			out.Positional = append(out.Positional, v)
+		}
+	}
+	return out, nil
+}
+
+// paramValue translates one parameter's value.
+func paramValue(label string, t *queryParameterType, v *queryParameterValue) (filter.ParamValue, *Error) {
+	typ := strings.ToUpper(t.Type)
+	switch typ {
+	case "STRUCT", "RANGE", "INTERVAL":
+		// Checked for shape, not bound: the expression layer has no
+		// values of these types yet.
+		return filter.ParamValue{Unsupported: typeString(t)}, nil
+	case "ARRAY":
+		if t.ArrayType == nil || t.ArrayType.Type == "" {
+			return filter.ParamValue{}, invalid("Query parameter %s of type ARRAY has no arrayType", label)
+		}
+		et := strings.ToUpper(t.ArrayType.Type)
+		switch et {
+		case "ARRAY":
+			return filter.ParamValue{}, invalid("Query parameter %s: arrays of arrays are not allowed", label)
+		case "STRUCT", "RANGE", "INTERVAL":
+			return filter.ParamValue{Unsupported: typeString(t)}, nil
+		}
+		out := filter.ParamValue{Type: canonicalType(et), Array: true}
+		if v == nil {
+			return out, nil
+		}
+		for _, ev := range v.ArrayValues {
+			x, e := scalarParam(label, et, ev)
+			if e != nil {
+				return filter.ParamValue{}, e
+			}
+			out.Values = append(out.Values, x)
+		}
+		return out, nil
+	}
+	x, e := scalarParam(label, typ, v)
+	if e != nil {
+		return filter.ParamValue{}, e
+	}
+	out := filter.ParamValue{Type: canonicalType(typ)}
+	if x != nil {
+		out.Values = []any{x}
+	}
+	return out, nil
+}
+
+// scalarParam parses one scalar value (nil for NULL).
+func scalarParam(label, typ string, v *queryParameterValue) (any, *Error) {
+	if v == nil || len(v.Value) == 0 || string(v.Value) == "null" {
+		if _, err := filter.ParseParam(typ, ""); err == filter.ErrParamType {
+			return nil, invalid("Invalid value for type: %s is not a valid value", typ)
+		}
+		return nil, nil
+	}
+	var text string
+	if err := json.Unmarshal(v.Value, &text); err != nil {
+		// Node sends numbers and booleans as JSON numbers and booleans.
+		var x any
+		if json.Unmarshal(v.Value, &x) != nil {
+			return nil, invalid("Invalid value for query parameter %s: %s", label, v.Value)
+		}
+		switch x.(type) {
+		case float64, bool:
+			text = string(v.Value)
+		default:
+			return nil, invalid("Invalid value for query parameter %s: %s", label, v.Value)
+		}
+	}
+	raw := text
+	if typ == "BYTES" {
+		b, err := base64.StdEncoding.DecodeString(text)
+		if err != nil {
+			return nil, unparseable(label, typ, "Invalid base64 value", raw)
+		}
+		text = string(b)
+	}
+	x, err := filter.ParseParam(typ, text)
+	if err == filter.ErrParamType {
+		return nil, invalid("Invalid value for type: %s is not a valid value", typ)
+	}
+	if err != nil {
+		return nil, unparseable(label, typ, err.Error(), raw)
+	}
+	return x, nil
+}
+
+// unparseable is BigQuery's error for a value that is not of its
+// parameter's type (reason invalid), e.g. "Unparseable query parameter
+// `ts` in type `TYPE_TIMESTAMP`, Invalid timestamp: '1.5E9' value: '1.5E9'".
+func unparseable(label, typ, why, raw string) *Error {
+	return invalid("Unparseable query parameter `%s` in type `TYPE_%s`, %s value: '%s'", label, canonicalType(typ), why, raw)
+}
+
+// canonicalType maps the type names the clients send to GoogleSQL's
+// (the Go client sends INT64, bq accepts INTEGER and FLOAT too).
+func canonicalType(t string) string {
+	switch t {
+	case "INTEGER", "INT":
+		return "INT64"
+	case "FLOAT":
+		return "FLOAT64"
+	case "BOOLEAN":
+		return "BOOL"
+	case "DECIMAL":
+		return "NUMERIC"
+	case "BIGDECIMAL":
+		return "BIGNUMERIC"
+	}
+	return t
+}
+
+// typeString renders a parameter type as GoogleSQL writes it.
+func typeString(t *queryParameterType) string {
+	if t == nil {
+		return "?"
+	}
+	switch typ := strings.ToUpper(t.Type); typ {
+	case "ARRAY":
+		return "ARRAY<" + typeString(t.ArrayType) + ">"
+	case "RANGE":
+		return "RANGE<" + typeString(t.RangeElementType) + ">"
+	case "STRUCT":
+		var b strings.Builder
+		b.WriteString("STRUCT<")
+		for i, f := range t.StructTypes {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if f.Name != "" {
+				b.WriteString(f.Name + " ")
+			}
+			b.WriteString(typeString(f.Type))
+		}
+		b.WriteString(">")
+		return b.String()
+	default:
+		return canonicalType(typ)
+	}
+}
