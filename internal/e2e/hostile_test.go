@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
 	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
 )
@@ -371,11 +372,11 @@ func (h *hostile) step() {
 		"valid proto", "mutated proto rows", "mutated descriptor", "mixed row sizes",
 		"empty rows, wide table", "one row, wide table", "forged arrow schema", "arrow DAG schema",
 		"forged arrow batch", "arrow lying null count", "arrow many rows, missing columns", "valid arrow",
-		"oversized request", "many missing-value keys", "concurrent oversized requests",
+		"oversized request", "many missing-value keys", "concurrent oversized requests", "raw HTTP/2 abuse",
 	}
 	k := h.rng.IntN(len(kinds))
-	if (kinds[k] == "oversized request" || kinds[k] == "concurrent oversized requests") && h.rng.IntN(4) != 0 {
-		k = 0 // rare: 11 MB each, or 6 x 15 MiB
+	if (kinds[k] == "oversized request" || kinds[k] == "concurrent oversized requests" || kinds[k] == "raw HTTP/2 abuse") && h.rng.IntN(4) != 0 {
+		k = 0 // rare: 11 MB each, 6 x 15 MiB, or a raw connection
 	}
 	kind := kinds[k]
 	h.counts[kind]++
@@ -477,6 +478,8 @@ func (h *hostile) step() {
 		if c := h.send(kind, protoReq(h.narrow, h.narrowDesc, h.validRows(1, 11<<20))); c != codes.InvalidArgument {
 			h.t.Fatalf("%s: %v", kind, c)
 		}
+	case "raw HTTP/2 abuse":
+		h.rawAbuse(kind) // hostile_raw_test.go
 	case "concurrent oversized requests":
 		// Received at once on as many streams: the receive budget admits
 		// them a few at a time (recvbudget).
@@ -568,7 +571,9 @@ func TestHostileClient(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	e := dial(t, ctx, testkit.Start(t))
+	// A short receive grace: stalled raw streams are reset in a second or
+	// two (rawAbuse); honest 15 MiB messages still have 15 s.
+	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) { c.ReceiveGrace = 500 * time.Millisecond }))
 	narrow := e.table("hostile_narrow", hostileNarrow)
 	wide := e.table("hostile_wide", hostileWide())
 	narrowDesc, _ := descriptor(t, hostileNarrow)
