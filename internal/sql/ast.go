@@ -105,6 +105,17 @@ type JoinRef struct {
 	Pos         int
 }
 
+// UnnestRef is UNNEST(expr) [AS alias] [WITH OFFSET [AS alias]]: an
+// array column of an earlier FROM item (a path), or an array literal.
+type UnnestRef struct {
+	Expr        Span
+	Alias       string
+	Offset      bool
+	OffsetAlias string
+	Pos         int
+}
+
+func (u *UnnestRef) fromPos() int   { return u.Pos }
 func (t *TableRef) fromPos() int    { return t.Name.Pos }
 func (s *SubqueryRef) fromPos() int { return s.Pos }
 func (j *JoinRef) fromPos() int     { return j.Pos }

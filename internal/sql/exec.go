@@ -222,6 +222,8 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		return rowsRelation(rs, f.Alias), nil
 	case *JoinRef:
 		return r.join(ctx, f, e)
+	case *UnnestRef:
+		return r.unnestLiteral(f, e)
 	}
 	return nil, fmt.Errorf("sql: FROM item %T", f)
 }

@@ -51,6 +51,15 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 	if err != nil {
 		return nil, err
 	}
+	if u, ok := j.Right.(*UnnestRef); ok {
+		if _, isPath := u.Expr.path(); isPath {
+			col, _, err := r.unnestColumn(left, u)
+			if err != nil {
+				return nil, err
+			}
+			return r.unnestJoin(j, left, u, col)
+		}
+	}
 	right, err := r.from(ctx, j.Right, e)
 	if err != nil {
 		return nil, err

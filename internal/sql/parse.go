@@ -64,7 +64,7 @@ func (p *parser) expect(what string, ok bool) error {
 
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"WINDOW": "WINDOW", "UNNEST": "UNNEST", "FOR": "FOR SYSTEM_TIME AS OF",
+	"WINDOW": "WINDOW", "FOR": "FOR SYSTEM_TIME AS OF",
 	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
 	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
@@ -360,7 +360,7 @@ func (p *parser) selectBlock() (*Select, error) {
 // clauseKw end an expression at parenthesis depth 0.
 var clauseKw = map[string]bool{
 	"FROM": true, "WHERE": true, "GROUP": true, "HAVING": true, "ORDER": true, "LIMIT": true,
-	"OFFSET": true, "ASC": true, "DESC": true, "NULLS": true, "QUALIFY": true, "WINDOW": true,
+	"ASC": true, "DESC": true, "NULLS": true, "QUALIFY": true, "WINDOW": true,
 	"UNION": true, "INTERSECT": true, "EXCEPT": true, "JOIN": true, "INNER": true, "LEFT": true,
 	"RIGHT": true, "FULL": true, "CROSS": true, "ON": true, "USING": true, "AS": true, "FOR": true,
 	"TABLESAMPLE": true, "NATURAL": true, "ROWS": true, "RANGE": true, "PARTITION": true,
@@ -566,7 +566,8 @@ func (p *parser) fromClause() (FromItem, error) {
 		if j.Right, err = p.fromPrimary(); err != nil {
 			return nil, err
 		}
-		if j.Kind != "CROSS" {
+		_, unnest := j.Right.(*UnnestRef)
+		if j.Kind != "CROSS" && !(unnest && !p.isKw("ON") && !p.isKw("USING")) {
 			switch {
 			case p.isKw("ON"):
 				p.i++
@@ -609,7 +610,35 @@ func (p *parser) fromClause() (FromItem, error) {
 func (p *parser) fromPrimary() (FromItem, error) {
 	t := p.tok()
 	if t.Ident && strings.EqualFold(t.Text, "UNNEST") {
-		return nil, notSupported(p.src, t.Pos, "UNNEST")
+		p.i++
+		if err := p.expect("\"(\"", p.isOp("(")); err != nil {
+			return nil, err
+		}
+		sp, err := p.expr()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.expect("\")\"", p.isOp(")")); err != nil {
+			return nil, err
+		}
+		u := &UnnestRef{Expr: sp, Pos: t.Pos}
+		if u.Alias, err = p.alias(); err != nil {
+			return nil, err
+		}
+		if p.isKw("WITH", "OFFSET") {
+			p.i += 2
+			u.Offset, u.OffsetAlias = true, "offset"
+			if p.isKw("AS") {
+				p.i++
+				if u.OffsetAlias, _, err = p.name(); err != nil {
+					return nil, err
+				}
+			} else if t := p.tok(); t.QIdent || t.Ident && !filter.IsReserved(t.Text) && !clauseKw[strings.ToUpper(t.Text)] {
+				u.OffsetAlias = t.Value
+				p.i++
+			}
+		}
+		return u, nil
 	}
 	if p.isOp("(") {
 		nx := p.toks[p.i+1]

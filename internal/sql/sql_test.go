@@ -82,6 +82,25 @@ func parseTable(t *testing.T, input string) *memTable {
 	for _, line := range lines[1:] {
 		var row []any
 		for _, cell := range strings.Split(line, " | ") {
+			if c := strings.TrimSpace(cell); strings.HasPrefix(c, "[") && strings.HasSuffix(c, "]") {
+				// An ARRAY: comma-separated constants.
+				elems := []any{}
+				if inner := strings.TrimSpace(c[1 : len(c)-1]); inner != "" {
+					for _, e := range strings.Split(inner, ",") {
+						x, err := filter.CompileScalar(strings.TrimSpace(e), &schema.Schema{})
+						if err != nil {
+							t.Fatalf("cell %q: %v", cell, err)
+						}
+						v, err := x.Values(context.Background(), nil, 1)
+						if err != nil {
+							t.Fatalf("cell %q: %v", cell, err)
+						}
+						elems = append(elems, v[0])
+					}
+				}
+				row = append(row, elems)
+				continue
+			}
 			x, err := filter.CompileScalar(strings.TrimSpace(cell), &schema.Schema{})
 			if err != nil {
 				t.Fatalf("cell %q: %v", cell, err)

@@ -240,6 +240,19 @@ func appendValue(fb array.Builder, v any) error {
 	case *array.Decimal256Builder:
 		scale := b.Type().(*arrow.Decimal256Type).Scale
 		b.Append(decimal256.FromBigInt(scaled(v.(*big.Rat), scale)))
+	case *array.ListBuilder:
+		elems, ok := v.([]any)
+		if !ok {
+			return fmt.Errorf("value %T for an ARRAY column", v)
+		}
+		b.Append(true)
+		for _, e := range elems {
+			if e == nil {
+				b.ValueBuilder().AppendNull()
+			} else if err := appendValue(b.ValueBuilder(), e); err != nil {
+				return err
+			}
+		}
 	default:
 		return fmt.Errorf("no builder for %T", fb)
 	}

@@ -1,0 +1,274 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// UNNEST: an array literal of constants becomes a relation of its
+// elements; UNNEST(t.arr) after a FROM item that has the REPEATED column
+// arr (comma, CROSS JOIN, [INNER] JOIN, LEFT JOIN) pairs each row of
+// that item with each element of its array (WITH OFFSET: the element's
+// 0-based position), read from the Arrow list arrays by compute.Take.
+// An empty array gives no row (LEFT JOIN: one row, NULL element).
+
+// unnestLiteral serves UNNEST([e1, e2, ...]).
+func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
+	toks := u.Expr.toks
+	if !(toks[0].Op && toks[0].Text == "[") || closingBracket(toks) != len(toks)-1 {
+		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array literal or an ARRAY column of an earlier FROM item)")
+	}
+	rs := &rowset{names: []string{u.Alias}, types: []string{"NULL"}}
+	depth, start := 0, 1
+	var elems [][]filter.Token
+	for i := 1; i < len(toks)-1; i++ {
+		t := toks[i]
+		switch {
+		case t.Op && (t.Text == "(" || t.Text == "["):
+			depth++
+		case t.Op && (t.Text == ")" || t.Text == "]"):
+			depth--
+		case t.Ident && strings.EqualFold(t.Text, "CASE"):
+			depth++
+		case t.Ident && strings.EqualFold(t.Text, "END"):
+			depth--
+		case depth == 0 && t.Op && t.Text == ",":
+			elems = append(elems, toks[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(toks)-1 {
+		elems = append(elems, toks[start:len(toks)-1])
+	}
+	var types []string
+	for _, el := range elems {
+		if len(el) == 0 {
+			return nil, r.errf(u.Expr.pos(), "Syntax error: Unexpected \",\"")
+		}
+		x, err := r.compileText(r.text(el[0].Pos, el[len(el)-1].End), &schema.Schema{}, &scope{env: e})
+		if err != nil {
+			return nil, err
+		}
+		if len(x.Columns()) > 0 {
+			return nil, notSupported(r.src, el[0].Pos, "UNNEST of an array literal whose elements are not constants")
+		}
+		v, err := x.Values(r.ctx, nil, 1)
+		if err != nil {
+			return nil, err
+		}
+		t, ok := supertype(rs.types[0], x.Type())
+		if !ok {
+			return nil, r.errf(el[0].Pos, "Array elements of types {%s, %s} do not have a common supertype", rs.types[0], x.Type())
+		}
+		rs.types[0] = t
+		types = append(types, x.Type())
+		rs.rows = append(rs.rows, []any{v[0]})
+	}
+	for i, row := range rs.rows {
+		row[0] = coerce(row[0], types[i], rs.types[0])
+	}
+	if rs.types[0] == "NULL" {
+		rs.types[0] = "INT64"
+	}
+	if u.Offset {
+		rs.names = append(rs.names, u.OffsetAlias)
+		rs.types = append(rs.types, "INT64")
+		for i, row := range rs.rows {
+			rs.rows[i] = append(row, int64(i))
+		}
+	}
+	rel := rowsRelation(rs, "")
+	return rel, nil
+}
+
+func closingBracket(toks []filter.Token) int {
+	depth := 0
+	for i, t := range toks {
+		if t.Op && t.Text == "[" {
+			depth++
+		} else if t.Op && t.Text == "]" {
+			depth--
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// unnestJoin serves left JOIN UNNEST(path) where path names a REPEATED
+// column of left.
+func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int) (*relation, error) {
+	if j.On != nil || len(j.Using) > 0 {
+		return nil, notSupported(r.src, j.Pos, "ON or USING with UNNEST")
+	}
+	if j.Kind == "RIGHT" || j.Kind == "FULL" {
+		return nil, notSupported(r.src, j.Pos, j.Kind+" JOIN UNNEST")
+	}
+	af := left.field(col)
+	name := u.Alias
+	if name == "" {
+		parts, _ := u.Expr.path()
+		name = parts[len(parts)-1]
+	}
+	out := &relation{schema: &schema.Schema{}, vars: left.vars}
+	var srcIdx []int // output column -> left column, -1 element, -2 offset
+	for i, c := range left.cols {
+		c.internal = fmt.Sprintf("__c%d", len(out.cols))
+		f := *left.field(i)
+		f.Name = c.internal
+		out.cols = append(out.cols, c)
+		out.schema.Fields = append(out.schema.Fields, &f)
+		srcIdx = append(srcIdx, i)
+	}
+	elem := *af
+	elem.Mode = schema.Nullable
+	elem.Name = fmt.Sprintf("__c%d", len(out.cols))
+	out.cols = append(out.cols, relCol{internal: elem.Name, name: name, star: true, unq: true})
+	out.schema.Fields = append(out.schema.Fields, &elem)
+	srcIdx = append(srcIdx, -1)
+	if u.Offset {
+		in := fmt.Sprintf("__c%d", len(out.cols))
+		out.cols = append(out.cols, relCol{internal: in, name: u.OffsetAlias, star: true, unq: true})
+		out.schema.Fields = append(out.schema.Fields, &schema.Field{Name: in, Type: schema.Integer, Mode: schema.Nullable})
+		srcIdx = append(srcIdx, -2)
+	}
+	keepEmpty := j.Kind == "LEFT"
+	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
+		// Read the left input: the columns asked for and the array.
+		var in, outNames []string
+		seen := map[int]bool{col: true}
+		in, outNames = append(in, left.cols[col].internal), append(outNames, "__array")
+		for _, c := range cols {
+			if k := srcIdx[out.index(c)]; k >= 0 && !seen[k] {
+				seen[k] = true
+				in, outNames = append(in, left.cols[k].internal), append(outNames, c)
+			}
+		}
+		jr := &joinRel{runner: r}
+		side, err := jr.read(ctx, left, in, outNames)
+		if err != nil {
+			return err
+		}
+		defer side.release()
+		list, ok := side.arrs[0].(*array.List)
+		if !ok {
+			return fmt.Errorf("sql: UNNEST of a %s array", side.arrs[0].DataType())
+		}
+		values := list.ListValues()
+		var li, ei []int32
+		var offs []int64
+		flush := func() error {
+			n := len(li)
+			if n == 0 {
+				return nil
+			}
+			defer func() { li, ei, offs = li[:0], ei[:0], offs[:0] }()
+			if len(cols) == 0 {
+				return fn(nil, n)
+			}
+			lidx, eidx := indices(li), indices(ei)
+			defer lidx.Release()
+			defer eidx.Release()
+			var fields []arrow.Field
+			var arrs []arrow.Array
+			defer func() {
+				for _, a := range arrs {
+					a.Release()
+				}
+			}()
+			for _, c := range cols {
+				var a arrow.Array
+				var err error
+				switch k := srcIdx[out.index(c)]; k {
+				case -1:
+					a, err = compute.TakeArray(ctx, values, eidx)
+				case -2:
+					b := array.NewInt64Builder(memory.DefaultAllocator)
+					for k, o := range offs {
+						if ei[k] < 0 {
+							b.AppendNull()
+						} else {
+							b.Append(o)
+						}
+					}
+					a = b.NewArray()
+					b.Release()
+				default:
+					a, err = compute.TakeArray(ctx, side.arr(c), lidx)
+				}
+				if err != nil {
+					return err
+				}
+				arrs = append(arrs, a)
+				fields = append(fields, arrow.Field{Name: c, Type: a.DataType(), Nullable: true})
+			}
+			rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(n))
+			defer rec.Release()
+			return fn(rec, n)
+		}
+		for i := 0; i < side.n; i++ {
+			start, end := list.ValueOffsets(i)
+			if list.IsNull(i) {
+				start, end = 0, 0
+			}
+			if start == end && keepEmpty {
+				li, ei, offs = append(li, int32(i)), append(ei, -1), append(offs, 0)
+			}
+			for k := start; k < end; k++ {
+				li, ei, offs = append(li, int32(i)), append(ei, int32(k)), append(offs, k-start)
+				if len(li) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return flush()
+	}
+	return out, nil
+}
+
+// unnestColumn returns the left column an UNNEST path names, if it is a
+// REPEATED column of left.
+func (r *runner) unnestColumn(left *relation, u *UnnestRef) (int, bool, error) {
+	parts, ok := u.Expr.path()
+	if !ok {
+		return 0, false, nil
+	}
+	i, used, err := left.resolve(r.src, parts, u.Expr.pos())
+	if err != nil {
+		return 0, false, err
+	}
+	if used != len(parts) {
+		return 0, false, notSupported(r.src, u.Expr.pos(), "UNNEST of an array inside a STRUCT")
+	}
+	if left.field(i).EffectiveMode() != schema.Repeated {
+		return 0, false, r.errf(u.Expr.pos(), "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", typeName(left.field(i)))
+	}
+	return i, true, nil
+}
+
+func typeName(f *schema.Field) string {
+	switch t := canonical(f.Type); t {
+	case schema.Integer:
+		return "INT64"
+	case schema.Float:
+		return "FLOAT64"
+	case schema.Boolean:
+		return "BOOL"
+	case schema.Record:
+		return "STRUCT"
+	default:
+		return string(t)
+	}
+}
