@@ -39,6 +39,7 @@ var commands = []command{
 	{"ingest", "exactly-once ingestion from files or Kafka into PENDING streams", runIngest},
 	{"ls", "list datasets, or the tables of a dataset", runLs},
 	{"mk", "create a dataset or a table", runMk},
+	{"query", "run a GoogleSQL query (jobs.query) and print its rows; bq's --parameter syntax", runQuery},
 	{"rm", "remove a dataset or a table", runRm},
 	{"serve", "run the Storage API and REST v2 server", runServe},
 	{"show", "show a dataset or a table and its schema", runShow},
