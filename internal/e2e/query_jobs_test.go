@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +184,160 @@ func newCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// runQuery runs q as a job through the Go client and returns the job's
+// error (nil if it succeeded).
+func runQuery(t *testing.T, e *env, q *bigquery.Query) error {
+	t.Helper()
+	job, err := q.Run(e.ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", q.Q, err)
+	}
+	st, err := job.Wait(e.ctx)
+	if err != nil {
+		return err
+	}
+	return st.Err()
+}
+
+func numRows(t *testing.T, e *env, name string) uint64 {
+	t.Helper()
+	md, err := e.bq.Dataset("d").Table(name).Metadata(e.ctx)
+	if err != nil {
+		t.Fatalf("tables.get %s: %v", name, err)
+	}
+	return md.NumRows
+}
+
+// TestQueryDestinationTable: a query job with a destinationTable creates
+// it (CREATE_IF_NEEDED) or refuses (CREATE_NEVER: notFound); WRITE_EMPTY
+// refuses a table with rows (duplicate); WRITE_APPEND adds the rows;
+// WRITE_TRUNCATE replaces them; a failed query leaves the table as it
+// was; jobs.get names the table and getQueryResults reads it.
+func TestQueryDestinationTable(t *testing.T) {
+	e := newEnv(t)
+	e.fillSimple("t_src", 10)
+	dst := e.bq.Dataset("d").Table("dst")
+	q := func(sql, create, write string) *bigquery.Query {
+		q := e.bq.Query(sql)
+		q.Dst = dst
+		q.CreateDisposition = bigquery.TableCreateDisposition(create)
+		q.WriteDisposition = bigquery.TableWriteDisposition(write)
+		return q
+	}
+	if err := runQuery(t, e, q("SELECT id, name FROM d.t_src WHERE id < 3", "", "")); err != nil {
+		t.Fatal(err)
+	}
+	if n := numRows(t, e, "dst"); n != 3 {
+		t.Fatalf("created destination: %d rows, want 3", n)
+	}
+	err := runQuery(t, e, q("SELECT id, name FROM d.t_src", "", "WRITE_EMPTY"))
+	if !isHTTP(err, http.StatusConflict, "duplicate") {
+		t.Fatalf("WRITE_EMPTY into a table with rows: %v, want 409 duplicate", err)
+	}
+	if err := runQuery(t, e, q("SELECT id, name FROM d.t_src WHERE id >= 7", "", "WRITE_APPEND")); err != nil {
+		t.Fatal(err)
+	}
+	if n := numRows(t, e, "dst"); n != 6 {
+		t.Fatalf("after WRITE_APPEND: %d rows, want 6", n)
+	}
+	err = runQuery(t, e, q("SELECT name FROM d.t_src", "", "WRITE_APPEND"))
+	if !isHTTP(err, http.StatusBadRequest, "invalid") {
+		t.Fatalf("WRITE_APPEND of another schema: %v, want 400 invalid", err)
+	}
+	// A failed query changes nothing.
+	err = runQuery(t, e, q("SELECT nope FROM d.t_src", "", "WRITE_TRUNCATE"))
+	if !isHTTP(err, http.StatusBadRequest, "invalidQuery") {
+		t.Fatalf("failed query: %v", err)
+	}
+	if n := numRows(t, e, "dst"); n != 6 {
+		t.Fatalf("after a failed WRITE_TRUNCATE: %d rows, want 6", n)
+	}
+	tq := q("SELECT id * 10 AS x FROM d.t_src WHERE id = 5", "", "WRITE_TRUNCATE")
+	tq.JobID = "truncate_job"
+	if err := runQuery(t, e, tq); err != nil {
+		t.Fatal(err)
+	}
+	md, err := dst.Metadata(e.ctx)
+	if err != nil || md.NumRows != 1 || len(md.Schema) != 1 || md.Schema[0].Name != "x" {
+		t.Fatalf("after WRITE_TRUNCATE: %+v %v, want 1 row of x", md, err)
+	}
+	job, err := e.bq.JobFromID(e.ctx, "truncate_job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := job.Config()
+	if d := cfg.(*bigquery.QueryConfig).Dst; d == nil || d.TableID != "dst" || d.DatasetID != "d" {
+		t.Fatalf("jobs.get destinationTable %+v", d)
+	}
+	it, err := job.Read(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []bigquery.Value
+	if err := it.Next(&row); err != nil || row[0] != int64(50) {
+		t.Fatalf("getQueryResults: %v %v, want [50]", row, err)
+	}
+	err = runQuery(t, e, func() *bigquery.Query {
+		q := q("SELECT 1 AS x", "CREATE_NEVER", "")
+		q.Dst = e.bq.Dataset("d").Table("never")
+		return q
+	}())
+	if !isHTTP(err, http.StatusNotFound, "notFound") {
+		t.Fatalf("CREATE_NEVER of a missing table: %v, want 404 notFound", err)
+	}
+	if _, err := e.bq.Dataset("d").Table("never").Metadata(e.ctx); !isHTTP(err, http.StatusNotFound, "notFound") {
+		t.Fatalf("CREATE_NEVER created the table: %v", err)
+	}
+}
+
+// TestQueryDryRun: a dry run answers the schema and the bytes the query
+// would process, runs nothing and stores no job (jobs.insert and
+// jobs.query); an invalid query is its error.
+func TestQueryDryRun(t *testing.T) {
+	e := newEnv(t)
+	e.fillSimple("t_dry", 10)
+	q := e.bq.Query("SELECT id, name FROM d.t_dry WHERE id > 100")
+	q.DryRun = true
+	q.JobID = "dry_job"
+	job, err := q.Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := job.LastStatus()
+	if st == nil || !st.Done() || st.Statistics == nil {
+		t.Fatalf("dry run status %+v", st)
+	}
+	qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics)
+	// id: 10 x 8 bytes; name "row": 10 x (2 + 3).
+	if !ok || st.Statistics.TotalBytesProcessed != 130 || len(qs.Schema) != 2 || qs.Schema[1].Name != "name" || qs.StatementType != "SELECT" {
+		t.Fatalf("dry run statistics %+v %+v, want 130 bytes and the schema (id, name)", st.Statistics, qs)
+	}
+	if _, err := e.bq.JobFromID(e.ctx, "dry_job"); !isHTTP(err, http.StatusNotFound, "notFound") {
+		t.Fatalf("a dry run stored a job: %v", err)
+	}
+	bad := e.bq.Query("SELECT nope FROM d.t_dry")
+	bad.DryRun = true
+	if _, err := bad.Run(e.ctx); !isHTTP(err, http.StatusBadRequest, "invalidQuery") {
+		t.Fatalf("dry run of an invalid query: %v", err)
+	}
+	// jobs.query.
+	resp, err := http.Post("http://"+e.srv.HTTPAddr()+"/bigquery/v2/projects/"+project+"/queries", "application/json",
+		strings.NewReader(`{"query":"SELECT score FROM d.t_dry","useLegacySql":false,"dryRun":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var qr struct {
+		JobComplete         bool
+		TotalBytesProcessed string
+		Rows                []any
+		JobReference        struct{ JobID string }
+		Schema              struct{ Fields []struct{ Name string } }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&qr); err != nil || resp.StatusCode != 200 || !qr.JobComplete ||
+		qr.TotalBytesProcessed != "80" || len(qr.Rows) != 0 || qr.JobReference.JobID != "" || len(qr.Schema.Fields) != 1 {
+		t.Fatalf("jobs.query dry run: %d %+v %v", resp.StatusCode, qr, err)
+	}
 }

@@ -87,11 +87,13 @@ type BackendError struct{ Msg string }
 
 func (e *BackendError) Error() string { return e.Msg }
 
-// DestinationError is a destination table the job's dispositions refuse:
-// missing under CREATE_NEVER (NotFound), not empty under WRITE_EMPTY.
+// DestinationError is a destination table the job's dispositions refuse.
+// Reason is BigQuery's: notFound (missing under CREATE_NEVER), duplicate
+// (not empty under WRITE_EMPTY), invalid (a schema WRITE_APPEND cannot
+// append, a view).
 type DestinationError struct {
-	NotFound bool
-	Msg      string
+	Reason string
+	Msg    string
 }
 
 func (e *DestinationError) Error() string { return e.Msg }

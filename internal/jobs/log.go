@@ -80,6 +80,7 @@ type errRecord struct {
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
 	NotFound bool   `json:"notFound,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 	Limit    int64  `json:"limit,omitempty"`
 	Required int64  `json:"required,omitempty"`
 }
@@ -103,7 +104,7 @@ func encodeErr(err error) *errRecord {
 	case errors.As(err, &se):
 		return &errRecord{Kind: "stopped", Msg: se.Msg}
 	case errors.As(err, &de):
-		return &errRecord{Kind: "destination", Msg: de.Msg, NotFound: de.NotFound}
+		return &errRecord{Kind: "destination", Msg: de.Msg, Reason: de.Reason}
 	}
 	var bk *BackendError
 	if errors.As(err, &bk) {
@@ -128,7 +129,7 @@ func (r *errRecord) decode() error {
 	case "stopped":
 		return &StoppedError{Msg: r.Msg}
 	case "destination":
-		return &DestinationError{Msg: r.Msg, NotFound: r.NotFound}
+		return &DestinationError{Msg: r.Msg, Reason: r.Reason}
 	}
 	return &BackendError{Msg: r.Msg}
 }

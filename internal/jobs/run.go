@@ -113,10 +113,17 @@ func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, err
 	}
 	out.Schema, out.NumRows = res.Schema, int64(len(res.Rows))
 	if s.opts.DB == nil {
+		if q.Destination != nil {
+			return out, nil, &BackendError{Msg: "bqstore runs without a storage engine here: no destination table"}
+		}
 		rec, err := res.Record()
 		return out, rec, err
 	}
-	out.Destination, err = s.writeResult(ctx, &j, res)
+	if q.Destination != nil {
+		out.Destination, err = s.writeDestination(ctx, &j, res)
+	} else {
+		out.Destination, err = s.writeResult(ctx, &j, res)
+	}
 	return out, nil, err
 }
 

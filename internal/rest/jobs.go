@@ -44,7 +44,7 @@ const defaultTimeout = 10 * time.Second
 
 type jobReference struct {
 	ProjectID string `json:"projectId"`
-	JobID     string `json:"jobId"`
+	JobID     string `json:"jobId,omitempty"`
 	Location  string `json:"location,omitempty"`
 }
 
@@ -286,10 +286,12 @@ func queryError(err error) *Error {
 		return &Error{Code: http.StatusBadRequest, Reason: "stopped", Msg: se.Msg}
 	case errors.As(err, &bk):
 		return &Error{Code: http.StatusInternalServerError, Reason: "backendError", Msg: bk.Msg}
-	case errors.As(err, &de) && de.NotFound:
+	case errors.As(err, &de) && de.Reason == "notFound":
 		return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: de.Msg}
+	case errors.As(err, &de) && de.Reason == "duplicate":
+		return &Error{Code: http.StatusConflict, Reason: "duplicate", Msg: de.Msg}
 	case errors.As(err, &de):
-		return &Error{Code: http.StatusBadRequest, Reason: "duplicate", Msg: de.Msg}
+		return &Error{Code: http.StatusBadRequest, Reason: "invalid", Msg: de.Msg}
 	case errors.As(err, &fe):
 		return &Error{Code: http.StatusBadRequest, Reason: "invalidQuery", Msg: fe.Error(), Location: "q", LocationType: "parameter"}
 	case errors.As(err, &te) && te.NotFound:
@@ -327,13 +329,10 @@ type queryOptions struct {
 }
 
 // startQuery checks a query configuration and starts it as job
-// project/id.
-func (h *Handler) startQuery(project, id, location string, o queryOptions) (jobs.Job, error) {
+// project/id; a dry run is checked and answered at once, not stored.
+func (h *Handler) startQuery(r *http.Request, project, id, location string, o queryOptions) (jobs.Job, error) {
 	if o.legacy == nil || *o.legacy {
 		return jobs.Job{}, legacySQL()
-	}
-	if o.dryRun {
-		return jobs.Job{}, notImplementedYet("dry-run queries")
 	}
 	qp, perr := queryParams(o.mode, o.params)
 	if perr != nil {
@@ -349,8 +348,28 @@ func (h *Handler) startQuery(project, id, location string, o queryOptions) (jobs
 	if o.def != nil {
 		q.DefaultProject, q.DefaultDataset = o.def.ProjectID, o.def.DatasetID
 	}
+	if !jobs.ValidDisposition(o.create, true) {
+		return jobs.Job{}, invalid("Invalid value for createDisposition: %q", o.create)
+	}
+	if !jobs.ValidDisposition(o.write, false) {
+		return jobs.Job{}, invalid("Invalid value for writeDisposition: %q", o.write)
+	}
+	if d := o.dest; d != nil {
+		if d.DatasetID == "" || d.TableID == "" {
+			return jobs.Job{}, invalid("Required parameter is missing: destinationTable.datasetId and tableId")
+		}
+		q.Destination = &jobs.TableRef{Project: cmp.Or(d.ProjectID, project), Dataset: d.DatasetID, Table: d.TableID}
+		q.CreateDisposition, q.WriteDisposition = o.create, o.write
+	}
 	if location == "" {
 		location = defaultLocation
+	}
+	if o.dryRun {
+		j, err := h.jobs.DryRun(r.Context(), project, location, q)
+		if err != nil {
+			return j, queryError(err)
+		}
+		return j, nil
 	}
 	j, err := h.jobs.Insert(project, id, location, q)
 	if errors.Is(err, jobs.ErrDuplicate) {
@@ -392,10 +411,17 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
 	}
-	j, err := h.startQuery(p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
+	j, err := h.startQuery(r, p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
 		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled)})
 	if err != nil {
 		h.writeError(w, r, err)
+		return
+	}
+	if in.DryRun {
+		// No job: the schema and the bytes the query would process.
+		writeJSON(w, http.StatusOK, &queryResultsWire{Kind: "bigquery#queryResponse", Schema: j.Schema,
+			JobReference: &jobReference{ProjectID: p, Location: j.Location}, JobComplete: true,
+			TotalBytesProcessed: ptr(schema.Int64(j.BytesProcessed))})
 		return
 	}
 	if j, err = h.jobs.Wait(r.Context(), j.Project, j.ID, timeout); err != nil {
@@ -642,10 +668,6 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	qc := cfg.Query
-	if qc.DestinationTable != nil {
-		h.writeError(w, r, notImplementedYet("query jobs with a destinationTable"))
-		return
-	}
 	id, loc := newJobID(), ""
 	if ref := in.JobReference; ref != nil {
 		if ref.ProjectID != "" && ref.ProjectID != p {
@@ -661,14 +683,21 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		}
 		loc = ref.Location
 	}
-	j, err := h.startQuery(p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
+	j, err := h.startQuery(r, p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
 		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, jobResource(j))
+	out := jobResource(j)
+	if cfg.DryRun {
+		// Not stored: no id, no result table, nothing billed.
+		out.ID, out.JobReference.JobID = "", ""
+		out.Configuration.DryRun = true
+		out.Statistics.Query.TotalBytesBilled = 0
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // jobResource is the Job resource of j.

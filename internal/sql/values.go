@@ -150,6 +150,10 @@ func sortRows(rows [][]any, keys []orderKey) {
 	})
 }
 
+// LogicalBytes is the size of rec's values as BigQuery bills them (a
+// dry run sizes the columns a query would read with it).
+func LogicalBytes(rec arrow.RecordBatch) int64 { return logicalBytes(rec) }
+
 // logicalBytes is the size of rec's values as BigQuery bills them.
 func logicalBytes(rec arrow.RecordBatch) int64 {
 	var n int64
