@@ -147,10 +147,14 @@ func (c *Conn) Read(p []byte) (int, error) {
 			}
 			c.mu.Unlock()
 		}
-		if n == 0 {
-			if woke && isTimeout(err) {
-				continue // our own wake-up (stalled), not the caller's deadline
+		if woke && isTimeout(err) {
+			// Our own wake-up (stalled), not the caller's deadline.
+			if n == 0 {
+				continue
 			}
+			err = nil
+		}
+		if n == 0 {
 			return 0, err
 		}
 		if k, err := c.follow(p, n, err); k > 0 || err != nil {

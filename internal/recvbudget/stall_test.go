@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -276,5 +277,79 @@ func TestInjectInAtBoundary(t *testing.T) {
 	}
 	if want := append(bytes.Clone(cont), rst...); !bytes.Equal(got, want) {
 		t.Fatalf("read\n%x\nwant\n%x", got, want)
+	}
+}
+
+// TestStallWakesReader: gRPC's reader blocked on a stalled client (a real
+// connection with deadlines: net.Pipe) is woken when the stall timer
+// fires, and reads the injected RST_STREAM, not a timeout; afterwards
+// reads block again as before (the deadline is cleared).
+func TestStallWakesReader(t *testing.T) {
+	const n = 2 << 20
+	clock := &fakeClock{}
+	g := NewWithOptions(CostFactor*n, 16<<20, Options{AfterFunc: clock.AfterFunc})
+	client, server := net.Pipe()
+	defer client.Close()
+	c := g.Wrap(server)
+	defer c.Close()
+	var fromServer bytes.Buffer
+	drained := make(chan struct{})
+	go func() { // the client reads what the server writes
+		defer close(drained)
+		_, _ = io.Copy(&fromServer, client)
+	}()
+	reads := make(chan []byte)
+	errs := make(chan error, 1)
+	go func() { // gRPC's reader
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				errs <- err
+				return
+			}
+			reads <- bytes.Clone(buf[:k])
+		}
+	}()
+	in := clientStreams(n, false, 1)
+	go func() { _, _ = client.Write(in) }()
+	var got []byte
+	for len(got) < len(in) {
+		got = append(got, <-reads...)
+	}
+	if _, err := c.Write(windowUpdate(1, n)); err != nil { // the window opens: the clock starts
+		t.Fatal(err)
+	}
+	p := clock.pending()
+	if len(p) != 1 {
+		t.Fatalf("%d timers, want 1", len(p))
+	}
+	p[0].fire()
+	c.wg.Wait() // the injector has sent the client its RST_STREAM
+	rst := frame(frameRSTStream, 0, 1, []byte{0, 0, 0, errCodeCancel})
+	select {
+	case b := <-reads:
+		if !bytes.Equal(b, rst) {
+			t.Fatalf("the woken reader read %x, want %x", b, rst)
+		}
+	case err := <-errs:
+		t.Fatalf("the woken reader failed: %v", err)
+	}
+	ping := frame(6, 0, 0, make([]byte, 8))
+	go func() { _, _ = client.Write(ping) }()
+	select {
+	case b := <-reads:
+		if !bytes.Equal(b, ping) {
+			t.Fatalf("then read %x, want the client's PING", b)
+		}
+	case err := <-errs:
+		t.Fatalf("after the wake-up, Read failed: %v (the deadline was left set?)", err)
+	}
+	client.Close()
+	<-errs
+	c.Close()
+	<-drained
+	if want := append(windowUpdate(1, n), rst...); !bytes.Equal(fromServer.Bytes(), want) {
+		t.Fatalf("the client got %x, want %x", fromServer.Bytes(), want)
 	}
 }
