@@ -1,0 +1,166 @@
+package ingest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/bqstore/bqstore/ingest"
+)
+
+// carriedCommit is one partition state as an OffsetCommit carried it.
+type carriedCommit struct {
+	st     ingest.State
+	offset int64
+	epoch  int32 // the OffsetCommit's leader epoch (KIP-320)
+	te     int32 // a seal's recorded epoch of its last record, -1 if none
+}
+
+// TestCrashTableCarriedSealKafkaEpoch (review of "One write for DONE k
+// and seal k+1", Kafka): a leader election falls exactly on the boundary
+// of batches 1 and 2 (records 0-49 under leader epoch 0, 50-199 under
+// epoch 1), and batch 2 is waiting when batch 1 is committed, so seal 2
+// carries DONE 1. The carried state must commit what DONE 1 would have:
+// offset 50 under epoch 0, the epoch of record 49 (a resume from it
+// checks that record with OffsetForLeaderEpoch), not the epoch of the
+// range it seals; the seal records epoch 1 for its own end. The process
+// dies at AfterDone of batch 1 (the state is seal 2) or not at all; the
+// restart commits every record once.
+func TestCrashTableCarriedSealKafkaEpoch(t *testing.T) {
+	e := newEnv(t)
+	for _, crash := range []ingest.Point{"", ingest.AfterDone} {
+		name := "none"
+		if crash != "" {
+			name = string(crash)
+		}
+		t.Run("crash="+name, func(t *testing.T) {
+			k := newKafkaCluster(t, 1, 0)
+			produceIDs(t, k, 0, 50)
+			if err := k.c.MoveTopicPartition(k.topic, 0, k.c.LeaderFor(k.topic, 0)); err != nil {
+				t.Fatal(err) // a leader election: epoch 1
+			}
+			produceIDs(t, k, 50, 200)
+
+			var mu sync.Mutex
+			var commits []carriedCommit
+			k.c.ControlKey(int16(kmsg.OffsetCommit), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				k.c.KeepControl()
+				req := kr.(*kmsg.OffsetCommitRequest)
+				for _, rt := range req.Topics {
+					for _, rp := range rt.Partitions {
+						if rp.Metadata == nil {
+							continue
+						}
+						st, err := ingest.DecodeState([]byte(*rp.Metadata))
+						if err != nil {
+							continue
+						}
+						var w struct {
+							TE *int32 `json:"te"`
+						}
+						te := int32(-1)
+						if json.Unmarshal([]byte(*rp.Metadata), &w) == nil && w.TE != nil {
+							te = *w.TE
+						}
+						mu.Lock()
+						commits = append(commits, carriedCommit{st: st, offset: rp.Offset, epoch: rp.LeaderEpoch, te: te})
+						mu.Unlock()
+					}
+				}
+				return nil, nil, false
+			})
+
+			table := e.table(t, "carried_epoch_"+map[ingest.Point]string{"": "none", ingest.AfterDone: "done"}[crash])
+			group := "carried-epoch-" + name
+			created3 := make(chan struct{})
+			var once sync.Once
+			cfg, _ := k.config(e, table, group, nil)
+			// Batches close at 50 rows only, so the boundaries are 50,
+			// 100, 150 and 200.
+			cfg.MaxBatchAge = time.Minute
+			cfg.Hooks = hookFunc(func(p ingest.Point, _ string, b uint64) error {
+				if p == ingest.AfterCreate && b == 3 {
+					once.Do(func() { close(created3) })
+				}
+				if p == ingest.AfterCommit && b == 1 {
+					// Batch 2 waits at the closer once batch 3 has a stream.
+					select {
+					case <-created3:
+					case <-time.After(30 * time.Second):
+						return errors.New("batch 3 never created its stream")
+					}
+				}
+				if p == crash && b == 1 {
+					return errCrash
+				}
+				return nil
+			})
+			var err error
+			if crash == "" {
+				err = runUntilCommitted(t, k, cfg, group)
+			} else {
+				err = ingest.Run(context.Background(), cfg)
+			}
+			switch {
+			case crash == "" && err != nil:
+				t.Fatalf("Run: %v", err)
+			case crash != "" && !errors.Is(err, errCrash):
+				t.Fatalf("first run: %v, want the injected crash at %s", err, crash)
+			}
+
+			mu.Lock()
+			var seal2 *carriedCommit
+			for i, c := range commits {
+				if !c.st.Sealed && c.st.Batch == 1 {
+					t.Errorf("DONE of batch 1 stored on its own (%+v): batch 2 was waiting, its seal should carry it", c)
+				}
+				if c.st.Sealed && c.st.Batch == 2 && seal2 == nil {
+					seal2 = &commits[i]
+				}
+			}
+			mu.Unlock()
+			if seal2 == nil {
+				t.Fatalf("seal 2 never committed: %+v", commits)
+			}
+			if seal2.offset != 50 || seal2.st.Offset != 50 || seal2.st.To != 100 {
+				t.Errorf("seal 2 committed offset %d, state %v; want offset 50, range [50, 100)", seal2.offset, seal2.st)
+			}
+			if seal2.epoch != 0 {
+				t.Errorf("seal 2 (carrying DONE 1) committed leader epoch %d, want 0: the epoch of record 49, as DONE 1 would", seal2.epoch)
+			}
+			if seal2.te != 1 {
+				t.Errorf("seal 2 records epoch %d for its last record, want 1", seal2.te)
+			}
+
+			if crash != "" {
+				// The state is seal 2 carrying DONE 1: the restart resolves
+				// it and reads on from 100.
+				cfg, _ := k.config(e, table, group, nil)
+				cfg.MaxBatchAge = time.Minute
+				if err := runUntilCommitted(t, k, cfg, group); err != nil {
+					t.Fatalf("restart: %v", err)
+				}
+			}
+			checkExactlyOnce(t, e.readIDs(t, table), 200)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o, ok := offs.Lookup(k.topic, 0); !ok || o.At != 200 || o.LeaderEpoch != 1 {
+				t.Errorf("final committed offset %+v, want 200 under epoch 1", o)
+			}
+		})
+	}
+}
