@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -163,4 +166,103 @@ func TestCrashTableCarriedSealKafkaEpoch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// revokeSource wraps a source's partitions as Revokers whose revoke the
+// test starts (closing revoke).
+type revokeSource struct {
+	ingest.Source
+	revoke chan struct{}
+}
+
+func (s *revokeSource) Run(ctx context.Context, assign func(context.Context, ingest.Partition) error) error {
+	return s.Source.Run(ctx, func(ctx context.Context, p ingest.Partition) error {
+		return assign(ctx, revokePartition{p, s.revoke})
+	})
+}
+
+type revokePartition struct {
+	ingest.Partition
+	revoke chan struct{}
+}
+
+func (p revokePartition) Revoking() <-chan struct{} { return p.revoke }
+
+// TestCrashTableRow13RevokeWhileDoneOwed (review of "One write for DONE
+// k and seal k+1"): batch 2 is committed while batch 3 waits at the
+// closer, so DONE 2 is left to seal 3; then the partition is revoked
+// before seal 3 is stored. The revoke drops batch 3 (not sealed), so no
+// seal comes to carry DONE 2: the closer stores it on its own before the
+// worker gives the partition up, and the next owner reads on from the end
+// of batch 2 (not from seal 2 and not past it).
+func TestCrashTableRow13RevokeWhileDoneOwed(t *testing.T) {
+	e := newEnv(t)
+	table := e.table(t, "revoke_owed")
+	const n = 200 // 5 batches of 40
+	src, _ := writeEvents(t, n, 0)
+	dir := t.TempDir()
+	log := &stateLog{}
+	revoke := make(chan struct{})
+	revoked := make(chan struct{})
+	created4 := make(chan struct{})
+	var once4 sync.Once
+	hooks := hookFunc(func(p ingest.Point, _ string, b uint64) error {
+		log.add(fmt.Sprintf("%s b%d", p, b))
+		switch {
+		case p == ingest.AfterCreate && b == 4:
+			once4.Do(func() { close(created4) })
+		case p == ingest.OnRevoke:
+			close(revoked)
+		case p == ingest.AfterCommit && b == 2:
+			// Batch 3 waits at the closer once batch 4 has a stream; the
+			// revoke starts (and the worker is draining) before the
+			// closer goes on.
+			select {
+			case <-created4:
+			case <-time.After(30 * time.Second):
+				return errors.New("batch 4 never created its stream")
+			}
+			close(revoke)
+			<-revoked
+		}
+		return nil
+	})
+	var last ingest.State
+	r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+		deadLetter: filepath.Join(dir, "dead.ndjson"), hooks: hooks,
+		wrapSource: func(s ingest.Source) ingest.Source { return &revokeSource{Source: s, revoke: revoke} },
+		mutate: func(c *ingest.Config) {
+			inner := c.Ledger
+			c.Ledger = &ledgerFunc{inner: inner, store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+				err := do()
+				if err == nil {
+					log.add(stateEvent(st))
+					last = st
+				}
+				return err
+			}}
+		}}
+	if err := r.do(t); err != nil {
+		t.Fatalf("revoked run: %v", err)
+	}
+	events := log.list()
+	if slices.Contains(events, "store SEALED b3") {
+		t.Fatalf("batch 3 sealed after the revoke: %v", events)
+	}
+	if last.Sealed || last.Batch != 2 {
+		t.Fatalf("the revoked run's last state is %v, want DONE of batch 2 stored on its own (events %v)", last, events)
+	}
+	if !slices.Contains(events, "after-done b2") {
+		t.Errorf("no after-done of batch 2: %v", events)
+	}
+	if got := len(e.readIDs(t, table)); got != 80 {
+		t.Fatalf("after the revoke the table holds %d rows, want 80 (batches 1 and 2)", got)
+	}
+	// The next owner (a run without the revoke) reads on from batch 2's end.
+	r.wrapSource = nil
+	r.hooks = nil
+	if err := r.do(t); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	checkExactlyOnce(t, e.readIDs(t, table), n)
 }
