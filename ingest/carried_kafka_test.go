@@ -266,3 +266,78 @@ func TestCrashTableRow13RevokeWhileDoneOwed(t *testing.T) {
 	}
 	checkExactlyOnce(t, e.readIDs(t, table), n)
 }
+
+// TestCrashTableCarriedSealDeadLetterTable (review of "One write for
+// DONE k and seal k+1", with a dead-letter table): every batch seals a
+// data stream and a dead-letter stream. Batch 3 waits at the closer when
+// batch 2's two streams are committed, so seal 3 carries DONE 2. The
+// process dies after seal 3 is stored (AfterDone of batch 2), between
+// seal 3's data and dead-letter commits, or after seal 3's commits (the
+// state is then seal 3, committed, still carrying DONE 2); the restart
+// leaves every record once in the table and every bad one once in the
+// dead-letter table.
+func TestCrashTableCarriedSealDeadLetterTable(t *testing.T) {
+	e := newEnv(t)
+	const n = 200
+	src, bad := writeEvents(t, n, 10)
+	type crashPoint struct {
+		p ingest.Point
+		b uint64
+	}
+	for i, crash := range []crashPoint{{ingest.AfterDone, 2}, {ingest.BetweenCommits, 3}, {ingest.AfterCommit, 3}} {
+		t.Run(fmt.Sprintf("%s-b%d", crash.p, crash.b), func(t *testing.T) {
+			table := e.table(t, fmt.Sprintf("carried_dlt_%d", i))
+			dlt := e.deadLetterTable(t, fmt.Sprintf("carried_dlt_dead_%d", i))
+			dir := t.TempDir()
+			log := &stateLog{}
+			created4 := make(chan struct{})
+			var once sync.Once
+			hooks := hookFunc(func(p ingest.Point, _ string, b uint64) error {
+				log.add(fmt.Sprintf("%s b%d", p, b))
+				if p == ingest.AfterCreate && b == 4 {
+					once.Do(func() { close(created4) })
+				}
+				if p == ingest.AfterCommit && b == 2 {
+					select {
+					case <-created4:
+					case <-time.After(30 * time.Second):
+						return errors.New("batch 4 never created its stream")
+					}
+				}
+				if p == crash.p && b == crash.b {
+					return errCrash
+				}
+				return nil
+			})
+			r := run{e: e, table: table, source: src, stateDir: filepath.Join(dir, "state"),
+				deadLetter: filepath.Join(dir, "unused.ndjson"), hooks: hooks,
+				mutate: func(c *ingest.Config) {
+					c.DeadLetters, c.DeadLetterTable = nil, dlt
+					inner := c.Ledger
+					c.Ledger = &ledgerFunc{inner: inner, store: func(ctx context.Context, key string, st ingest.State, do func() error) error {
+						err := do()
+						if err == nil {
+							log.add(stateEvent(st))
+						}
+						return err
+					}}
+				}}
+			if err := r.do(t); !errors.Is(err, errCrash) {
+				t.Fatalf("first run: %v, want the injected crash", err)
+			}
+			events := log.list()
+			if slices.Contains(events, "store IDLE b2") {
+				t.Fatalf("DONE 2 stored on its own: batch 3 was waiting (%v)", events)
+			}
+			if !slices.Contains(events, "store SEALED b3") {
+				t.Fatalf("seal 3 never stored: %v", events)
+			}
+			r.hooks = nil
+			if err := r.do(t); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			checkExactlyOnce(t, e.readIDs(t, table), n)
+			checkDeadLettersOnce(t, e.readDeadLetters(t, dlt, `"id":"not-a-number-`), bad)
+		})
+	}
+}
