@@ -166,6 +166,27 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 		t.Fatalf("new column: %v", rows)
 	}
 
+	// ALTER COLUMN, labels, ALTER SCHEMA.
+	runStatement(t, e, "ALTER TABLE ddl.t ALTER COLUMN id DROP NOT NULL, ALTER COLUMN name SET OPTIONS(description='renamed'), ALTER COLUMN name SET DEFAULT 'nobody', ALTER COLUMN name SET DATA TYPE STRING(30), ALTER COLUMN score SET DEFAULT 1.5, SET OPTIONS(labels=[('team', 'data'), ('env', '')])")
+	md, err = e.bq.Dataset("ddl").Table("t").Metadata(e.ctx)
+	if err != nil || md.Schema[0].Required || md.Schema[1].Description != "renamed" || md.Schema[1].DefaultValueExpression != "'nobody'" || md.Schema[1].MaxLength != 30 ||
+		md.Schema[4].DefaultValueExpression != "1.5" || md.Labels["team"] != "data" || len(md.Labels) != 2 {
+		t.Fatalf("after ALTER COLUMN: %+v %+v %v", md.Schema[1], md.Labels, err)
+	}
+	runStatement(t, e, "INSERT INTO ddl.t (id) VALUES (40)")
+	if rows, _ := queryRows(t, e, e.bq.Query("SELECT name, score FROM ddl.t WHERE id = 40")); len(rows) != 1 || rows[0][0] != "nobody" || rows[0][1] != 1.5 {
+		t.Fatalf("new defaults: %v", rows)
+	}
+	if _, err := e.bq.Query("ALTER TABLE ddl.t ALTER COLUMN id SET DATA TYPE STRING").Read(e.ctx); !isHTTP(err, http.StatusBadRequest, "invalid") {
+		t.Fatalf("a type change: %v", err)
+	}
+	if qs := runStatement(t, e, "ALTER SCHEMA ddl SET OPTIONS(description='changed', labels=[('k', 'v')])"); qs.StatementType != "ALTER_SCHEMA" || qs.DDLOperationPerformed != "ALTER" {
+		t.Fatalf("ALTER SCHEMA statistics %+v", qs)
+	}
+	if dm, err := e.bq.Dataset("ddl").Metadata(e.ctx); err != nil || dm.Description != "changed" || dm.Labels["k"] != "v" {
+		t.Fatalf("after ALTER SCHEMA: %+v %v", dm, err)
+	}
+
 	// A script: statements in order, the last SELECT is the result.
 	rows, it := queryRows(t, e, e.bq.Query("CREATE TABLE ddl.s (a INT64); INSERT INTO ddl.s VALUES (1), (2); SELECT SUM(a) AS total FROM ddl.s;"))
 	if len(rows) != 1 || rows[0][0] != int64(3) || it.Schema[0].Name != "total" {

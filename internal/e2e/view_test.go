@@ -104,6 +104,16 @@ func TestViewsAndPrimaryKeyOfficialClient(t *testing.T) {
 		t.Fatalf("a second primary key: %v", err)
 	}
 
+	if qs := runStatement(t, e, "ALTER VIEW v.big SET OPTIONS(description='changed')"); qs.StatementType != "ALTER_VIEW" {
+		t.Fatalf("ALTER VIEW statistics %+v", qs)
+	}
+	if md, err := e.bq.Dataset("v").Table("big").Metadata(e.ctx); err != nil || md.Description != "changed" || md.ViewQuery == "" {
+		t.Fatalf("after ALTER VIEW: %+v %v", md, err)
+	}
+	if _, err := e.bq.Query("ALTER VIEW v.t SET OPTIONS(description='x')").Read(e.ctx); !isHTTP(err, http.StatusBadRequest, "invalidQuery") {
+		t.Fatalf("ALTER VIEW of a table: %v", err)
+	}
+
 	// DROP VIEW.
 	if _, err := e.bq.Query("DROP VIEW v.t").Read(e.ctx); !isHTTP(err, http.StatusBadRequest, "invalidQuery") || !strings.Contains(err.Error(), "is a table, not a view") {
 		t.Fatalf("DROP VIEW of a table: %v", err)

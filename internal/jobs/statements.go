@@ -12,6 +12,7 @@ import (
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/schema/protorows"
 	"github.com/bqstore/bqstore/internal/sql"
 )
 
@@ -161,7 +162,39 @@ func tableOptions(opts []sql.Option, patch *catalog.TablePatch) {
 				t = time.UnixMicro(v).UTC()
 			}
 			patch.Expiration = &t
+		case "labels":
+			patch.Labels, patch.ReplaceLabels = labelPatch(o.Value), true
 		}
+	}
+}
+
+// labelPatch is OPTIONS(labels=...) as a catalog label patch (it
+// replaces every label).
+func labelPatch(v any) map[string]*string {
+	m, _ := v.(map[string]string)
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
+	}
+	return out
+}
+
+// applyToSpec sets the metadata of patch (OPTIONS of a CREATE) on spec.
+func applyToSpec(patch catalog.TablePatch, spec *catalog.TableSpec) {
+	if patch.Description != nil {
+		spec.Description = *patch.Description
+	}
+	if patch.FriendlyName != nil {
+		spec.FriendlyName = *patch.FriendlyName
+	}
+	if patch.Expiration != nil {
+		spec.Expiration = *patch.Expiration
+	}
+	for k, v := range patch.Labels {
+		if spec.Labels == nil {
+			spec.Labels = map[string]string{}
+		}
+		spec.Labels[k] = *v
 	}
 }
 
@@ -202,15 +235,7 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	if err := partitioning(ct, sch, q.SQL, &spec.Partitioning); err != nil {
 		return err
 	}
-	if patch.Description != nil {
-		spec.Description = *patch.Description
-	}
-	if patch.FriendlyName != nil {
-		spec.FriendlyName = *patch.FriendlyName
-	}
-	if patch.Expiration != nil {
-		spec.Expiration = *patch.Expiration
-	}
+	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
 	if exists && ct.OrReplace {
 		// BigQuery replaces the table atomically; here a reader between
@@ -284,6 +309,9 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 
 func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql.Statement, stats *Stats) error {
 	a := st.AlterTable
+	if a.What == "SCHEMA" {
+		return s.alterSchema(ctx, project, a, stats)
+	}
 	ref, err := qualify(project, q, a.Name)
 	if err != nil {
 		return err
@@ -297,8 +325,8 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 		}
 		return err
 	}
-	if cur.View != nil {
-		return notViewError(q.SQL, a.Name.Pos, cur, true)
+	if (cur.View != nil) != (a.What == "VIEW") {
+		return notViewError(q.SQL, a.Name.Pos, cur, cur.View != nil)
 	}
 	var patch catalog.TablePatch
 	constraints := cur.TableConstraints
@@ -339,6 +367,21 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 				return err
 			}
 			patch.TableConstraints = &constraints
+		case act.AlterColumn != nil:
+			ac := act.AlterColumn
+			i := schema.IndexNames(fields).Lookup(ac.Name)
+			if i < 0 {
+				if act.IfExists {
+					continue
+				}
+				return filter.NewError(q.SQL, act.Pos, "Column %s not found in table %s", ac.Name, cur.FullID())
+			}
+			f, err := alterColumn(*fields[i], ac, q.SQL, act.Pos)
+			if err != nil {
+				return err
+			}
+			fields[i] = f
+			added = true
 		}
 	}
 	if added {
@@ -375,6 +418,8 @@ func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *s
 			if f, ok := o.Value.(float64); ok {
 				ds.DefaultTableExpirationMs = int64(f * 24 * 3600 * 1000)
 			}
+		case "labels":
+			ds.Labels, _ = o.Value.(map[string]string)
 		}
 	}
 	if _, err := s.cat.CreateDataset(ctx, ds); err != nil {
@@ -463,5 +508,77 @@ func partitioning(ct *sql.CreateTable, sch *schema.Schema, src string, out *cata
 		}
 		out.Clustering = b
 	}
+	return nil
+}
+
+// alterColumn returns column f changed by ALTER COLUMN; the catalog then
+// checks the change as it checks tables.patch (a relaxed mode, a new
+// description or default, a longer maxLength; not a new type).
+func alterColumn(f schema.Field, ac *sql.AlterColumn, src string, pos int) (*schema.Field, error) {
+	switch {
+	case ac.Options != nil:
+		for _, o := range ac.Options {
+			str, _ := o.Value.(string)
+			f.Description = str
+		}
+	case ac.DropNotNull:
+		if f.Mode == schema.Required {
+			f.Mode = schema.Nullable
+		}
+	case ac.DropDefault:
+		f.DefaultValueExpression = ""
+	case ac.SetDefault != "":
+		f.DefaultValueExpression = ac.SetDefault
+		if _, err := protorows.CompileDefault(&f); err != nil {
+			return nil, filter.NewError(src, ac.DefaultPos, "Invalid default value for column %s: %s", f.Name, strings.TrimPrefix(err.Error(), "default value expression "))
+		}
+	case ac.SetType != nil:
+		if ac.SetType.Mode == schema.Repeated || f.Mode == schema.Repeated || f.Type == schema.Record {
+			return nil, filter.NewError(src, pos, "ALTER COLUMN %s SET DATA TYPE: only scalar columns can change type", f.Name)
+		}
+		f.Type, f.MaxLength, f.Precision, f.Scale = ac.SetType.Type, ac.SetType.MaxLength, ac.SetType.Precision, ac.SetType.Scale
+	}
+	return &f, nil
+}
+
+// alterSchema runs ALTER SCHEMA ... SET OPTIONS.
+func (s *Store) alterSchema(ctx context.Context, project string, a *sql.AlterTable, stats *Stats) error {
+	p := a.Name.Project
+	if p == "" {
+		p = project
+	}
+	stats.DDLTargetDataset = &DatasetRef{Project: p, Dataset: a.Name.Dataset}
+	var patch catalog.DatasetPatch
+	for _, act := range a.Actions {
+		for _, o := range act.SetOptions {
+			str, _ := o.Value.(string)
+			switch o.Name {
+			case "description":
+				patch.Description = &str
+			case "friendly_name":
+				patch.FriendlyName = &str
+			case "location":
+				if ds, err := s.cat.Dataset(p, a.Name.Dataset); err == nil && !strings.EqualFold(ds.Location, str) {
+					return &TableError{Msg: fmt.Sprintf("Cannot change the location of dataset %s", ds.FullID())}
+				}
+			case "default_table_expiration_days":
+				ms := int64(0)
+				if f, ok := o.Value.(float64); ok {
+					ms = int64(f * 24 * 3600 * 1000)
+				}
+				patch.DefaultTableExpirationMs = &ms
+			case "labels":
+				patch.Labels, patch.ReplaceLabels = labelPatch(o.Value), true
+			}
+		}
+	}
+	if _, err := s.cat.PatchDataset(ctx, p, a.Name.Dataset, patch, ""); err != nil {
+		if a.IfExists && isNotFound(err) {
+			stats.DDLOperation = "SKIP"
+			return nil
+		}
+		return err
+	}
+	stats.DDLOperation = "ALTER"
 	return nil
 }

@@ -128,15 +128,7 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	tableOptions(cv.Options, &patch)
 	spec := catalog.TableSpec{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: res.Schema,
 		View: &catalog.View{Query: cv.Query}}
-	if patch.Description != nil {
-		spec.Description = *patch.Description
-	}
-	if patch.FriendlyName != nil {
-		spec.FriendlyName = *patch.FriendlyName
-	}
-	if patch.Expiration != nil {
-		spec.Expiration = *patch.Expiration
-	}
+	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
 	if exists && cv.OrReplace {
 		if err := s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table); err != nil && !isNotFound(err) {

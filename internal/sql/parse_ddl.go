@@ -547,11 +547,12 @@ func (p *parser) closeAngle() error {
 var (
 	tableOptions = map[string]string{
 		"description": "STRING", "friendly_name": "STRING", "expiration_timestamp": "TIMESTAMP",
+		"labels": "LABELS",
 	}
 	columnOptions = map[string]string{"description": "STRING"}
 	schemaOptions = map[string]string{
 		"description": "STRING", "friendly_name": "STRING", "location": "STRING",
-		"default_table_expiration_days": "FLOAT64",
+		"default_table_expiration_days": "FLOAT64", "labels": "LABELS",
 	}
 )
 
@@ -579,6 +580,18 @@ func (p *parser) options(allowed map[string]string) ([]Option, error) {
 			return nil, notSupported(p.src, pos, "OPTIONS("+n+")")
 		}
 		o := Option{Name: strings.ToLower(n), Pos: pos}
+		if want == "LABELS" {
+			if o.Value, err = p.labels(sp); err != nil {
+				return nil, err
+			}
+			o.Type = want
+			out = append(out, o)
+			if !p.isOp(",") {
+				break
+			}
+			p.i++
+			continue
+		}
 		o.Value, o.Type, err = p.constant(sp, want)
 		if err != nil {
 			return nil, err
@@ -617,6 +630,34 @@ func (p *parser) constant(sp Span, want string) (any, string, error) {
 		return nil, "", err
 	}
 	return v[0], x.Type(), nil
+}
+
+// labels reads OPTIONS(labels=[("key", "value"), ...]) (also
+// STRUCT("key", "value") elements) as a map; an empty array is no labels.
+func (p *parser) labels(sp Span) (map[string]string, error) {
+	toks := sp.toks
+	bad := func() error {
+		return p.errf(sp.pos(), "Invalid value for option labels: expected an ARRAY of (STRING, STRING) pairs such as [(\"key\", \"value\")]")
+	}
+	out := map[string]string{}
+	if len(toks) < 2 || toks[0].Text != "[" || toks[len(toks)-1].Text != "]" {
+		return nil, bad()
+	}
+	i := 1
+	for i < len(toks)-1 {
+		if toks[i].Ident && strings.EqualFold(toks[i].Text, "STRUCT") {
+			i++
+		}
+		if i+5 >= len(toks) || toks[i].Text != "(" || !isStringLit(toks[i+1]) || toks[i+2].Text != "," || !isStringLit(toks[i+3]) || toks[i+4].Text != ")" {
+			return nil, bad()
+		}
+		out[toks[i+1].Value] = toks[i+3].Value
+		i += 5
+		if toks[i].Text == "," {
+			i++
+		}
+	}
+	return out, nil
 }
 
 // isStringLit reports whether t is a string literal (not bytes).
@@ -672,6 +713,50 @@ func (p *parser) drop(st *Statement) error {
 func (p *parser) alter(st *Statement) error {
 	p.i++ // ALTER
 	t := p.tok()
+	if p.isKw("SCHEMA") || p.isKw("VIEW") {
+		what := strings.ToUpper(t.Text)
+		p.i++
+		a := &AlterTable{What: what}
+		st.AlterTable, st.Type = a, "ALTER_"+what
+		if p.isKw("IF", "EXISTS") {
+			a.IfExists = true
+			p.i += 2
+		}
+		if what == "SCHEMA" {
+			var err error
+			if a.Name.Project, a.Name.Dataset, err = p.schemaName(); err != nil {
+				return err
+			}
+			a.Name.Pos = t.Pos
+		} else {
+			n, err := p.objectName()
+			if err != nil {
+				return err
+			}
+			a.Name = *n
+		}
+		act := AlterAction{Pos: p.tok().Pos}
+		if !p.isKw("SET", "OPTIONS") {
+			if tt := p.tok(); tt.Ident {
+				return notSupported(p.src, tt.Pos, "ALTER "+what+" "+strings.ToUpper(tt.Text))
+			}
+			return p.unexpected()
+		}
+		p.i++
+		opts := tableOptions
+		if what == "SCHEMA" {
+			opts = schemaOptions
+		}
+		var err error
+		if act.SetOptions, err = p.options(opts); err != nil {
+			return err
+		}
+		if act.SetOptions == nil {
+			act.SetOptions = []Option{}
+		}
+		a.Actions = []AlterAction{act}
+		return p.end()
+	}
 	if !p.isKw("TABLE") {
 		if t.Ident {
 			return notSupported(p.src, t.Pos, "ALTER "+strings.ToUpper(t.Text))
@@ -679,7 +764,7 @@ func (p *parser) alter(st *Statement) error {
 		return p.unexpected()
 	}
 	p.i++
-	a := &AlterTable{}
+	a := &AlterTable{What: "TABLE"}
 	st.AlterTable, st.Type = a, "ALTER_TABLE"
 	if p.isKw("IF", "EXISTS") {
 		a.IfExists = true
@@ -716,6 +801,49 @@ func (p *parser) alter(st *Statement) error {
 			p.i += 3
 			if act.AddPrimaryKey, err = p.primaryKey(act.Pos); err != nil {
 				return err
+			}
+		case p.isKw("ALTER", "COLUMN"):
+			p.i += 2
+			if p.isKw("IF", "EXISTS") {
+				act.IfExists = true
+				p.i += 2
+			}
+			n, _, err := p.name()
+			if err != nil {
+				return err
+			}
+			ac := &AlterColumn{Name: n}
+			act.AlterColumn = ac
+			switch {
+			case p.isKw("SET", "OPTIONS"):
+				p.i++
+				if ac.Options, err = p.options(columnOptions); err != nil {
+					return err
+				}
+			case p.isKw("DROP", "NOT", "NULL"):
+				p.i += 3
+				ac.DropNotNull = true
+			case p.isKw("DROP", "DEFAULT"):
+				p.i += 2
+				ac.DropDefault = true
+			case p.isKw("SET", "DEFAULT"):
+				p.i += 2
+				start := p.i
+				if err := p.defaultExpr(); err != nil {
+					return err
+				}
+				ac.DefaultPos = p.toks[start].Pos
+				ac.SetDefault = p.src[ac.DefaultPos:p.toks[p.i-1].End]
+			case p.isKw("SET", "DATA", "TYPE"):
+				p.i += 3
+				if ac.SetType, err = p.fieldType(); err != nil {
+					return err
+				}
+			default:
+				if tt := p.tok(); tt.Ident {
+					return notSupported(p.src, tt.Pos, "ALTER COLUMN ... "+strings.ToUpper(tt.Text))
+				}
+				return p.unexpected()
 			}
 		case p.isKw("DROP", "PRIMARY", "KEY"):
 			p.i += 3

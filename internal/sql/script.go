@@ -167,7 +167,8 @@ func parseStatement(text string, toks []filter.Token) (*Statement, error) {
 }
 
 // Option is one name = value of an OPTIONS(...) list, its value a
-// constant expression evaluated as filter.Scalar.Values returns it.
+// constant expression evaluated as filter.Scalar.Values returns it
+// (labels: a map[string]string, Type "LABELS").
 type Option struct {
 	Name  string
 	Type  string // the value's GoogleSQL type ("NULL" for NULL)
@@ -220,11 +221,27 @@ type Drop struct {
 	Cascade  bool
 }
 
-// AlterTable is ALTER TABLE [IF EXISTS] with its actions in order.
+// AlterTable is ALTER TABLE|VIEW|SCHEMA [IF EXISTS] with its actions in
+// order (VIEW and SCHEMA: SET OPTIONS only; SCHEMA names Project and
+// Dataset only).
 type AlterTable struct {
+	What     string // TABLE, VIEW or SCHEMA
 	Name     TableName
 	IfExists bool
 	Actions  []AlterAction
+}
+
+// AlterColumn is ALTER COLUMN [IF EXISTS] name and one change.
+type AlterColumn struct {
+	Name        string
+	Options     []Option // SET OPTIONS(description)
+	DropNotNull bool
+	DropDefault bool
+	// SetDefault is the expression of SET DEFAULT, at DefaultPos.
+	SetDefault string
+	DefaultPos int
+	// SetType is SET DATA TYPE's type.
+	SetType *schema.Field
 }
 
 // AlterAction is one action of ALTER TABLE: exactly one field is set.
@@ -238,8 +255,10 @@ type AlterAction struct {
 	AddPrimaryKey []string
 	// DropPrimaryKey: DROP PRIMARY KEY [IF EXISTS].
 	DropPrimaryKey bool
-	IfExists       bool
-	Pos            int
+	// AlterColumn: ALTER COLUMN [IF EXISTS] name ....
+	AlterColumn *AlterColumn
+	IfExists    bool
+	Pos         int
 }
 
 // CreateSchema is CREATE SCHEMA [IF NOT EXISTS].

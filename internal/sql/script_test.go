@@ -98,6 +98,9 @@ func FuzzParseScript(f *testing.F) {
 		"ALTER TABLE d.t ADD PRIMARY KEY (a) NOT ENFORCED", "INSERT INTO d.t (a, b) VALUES (1, DEFAULT), (-2.5, '2024-01-01')",
 		"INSERT d.t SELECT * FROM u", "SELECT 1; SELECT ';' -- ;\n; /* ; */", "CREATE TABLE d.t (a STRUCT<b STRUCT<c INT64>>)",
 		"CREATE VIEW d.v AS SELECT 1", "'", "`", "/*", "CREATE TABLE d.t (a ARRAY<", "INSERT INTO d.t VALUES (",
+		"ALTER SCHEMA d SET OPTIONS(labels=[('a', 'b'), STRUCT('c', 'd')])", "ALTER TABLE t ALTER COLUMN a SET DEFAULT 1",
+		"CREATE TABLE d.t (ts TIMESTAMP) PARTITION BY TIMESTAMP_TRUNC(ts, DAY) CLUSTER BY ts",
+		"CREATE TABLE d.t PARTITION BY RANGE_BUCKET(a, GENERATE_ARRAY(-1, 10)) AS SELECT 1 AS a",
 	} {
 		f.Add(s)
 	}
