@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"cloud.google.com/go/bigquery/storage/managedwriter"
+)
+
+// TestNodeQuery runs Google's official Node.js BigQuery client
+// (test/node/query.js) against rows written through the Storage Write
+// API: bigquery.query() with named, positional (an ARRAY among them) and
+// typed parameters, createQueryJob() + job.getQueryResults() (all rows,
+// then one page), and an undeclared parameter's error.
+//
+// Like TestNodeREST it needs node and test/node/node_modules and skips
+// without them unless BQSTORE_REQUIRE_NODE=1 (CI sets it).
+func TestNodeQuery(t *testing.T) {
+	dir, err := filepath.Abs("../../test/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@google-cloud", "bigquery"))
+	if err != nil || modErr != nil {
+		if os.Getenv("BQSTORE_REQUIRE_NODE") == "1" {
+			t.Fatalf("node or test/node/node_modules missing (node: %v, modules: %v); run npm ci --prefix test/node", err, modErr)
+		}
+		t.Skip("node or test/node/node_modules missing; run npm ci --prefix test/node (CI requires it)")
+	}
+	e := newEnv(t)
+	tp := e.table("t_node_q", simpleSchema)
+	dp, md := descriptor(t, simpleSchema)
+	ms, err := e.mw.NewManagedStream(e.ctx, managedwriter.WithDestinationTable(tp), managedwriter.WithSchemaDescriptor(dp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	e.appendSimple(tp, md, ms, 1, 15) // ids 1..15, name "row", score id/2
+
+	cmd := exec.CommandContext(e.ctx, node, "query.js")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "BQSTORE_HTTP_ADDR="+e.srv.HTTPAddr(), "BQSTORE_PROJECT="+project, "BQSTORE_TABLE=d.t_node_q")
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("node query.js: %v\n%s\n%s", err, out, stderr)
+	}
+	var res struct {
+		Named            [][]any `json:"named"`
+		Positional       []any   `json:"positional"`
+		Typed            []any   `json:"typed"`
+		JobID            string  `json:"jobId"`
+		JobRows          []int   `json:"jobRows"`
+		FirstPage        []int   `json:"firstPage"`
+		HasNext          bool    `json:"hasNext"`
+		Undeclared       string  `json:"undeclared"`
+		UndeclaredReason string  `json:"undeclaredReason"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("node output %q: %v", out, err)
+	}
+	// id >= 8 AND score > 3.5: ids 8..15 (score 4..7.5).
+	if len(res.Named) != 8 || !reflect.DeepEqual(res.Named[0], []any{8.0, "row", 4.0}) || !reflect.DeepEqual(res.Named[7], []any{15.0, "row", 7.5}) {
+		t.Errorf("named parameters: %v", res.Named)
+	}
+	if !reflect.DeepEqual(res.Positional, []any{3.0, 10.0}) {
+		t.Errorf("positional parameters: COUNT, SUM = %v, want [3 10]", res.Positional)
+	}
+	// 2024-01-02T03:04:05Z is 1704164645 s.
+	if !reflect.DeepEqual(res.Typed, []any{1704164645.0, "2024-02-29", "2.5", true}) {
+		t.Errorf("typed parameters: %v", res.Typed)
+	}
+	if res.JobID == "" || !reflect.DeepEqual(res.JobRows, []int{11, 12, 13, 14, 15}) {
+		t.Errorf("createQueryJob + getQueryResults: job %q rows %v, want 11..15", res.JobID, res.JobRows)
+	}
+	if !reflect.DeepEqual(res.FirstPage, []int{11, 12, 13}) || !res.HasNext {
+		t.Errorf("getQueryResults maxResults 3: %v (next %v), want [11 12 13] and a next page", res.FirstPage, res.HasNext)
+	}
+	if res.Undeclared != "Query parameter 'nope' not found at [1:8]" || res.UndeclaredReason != "invalidQuery" {
+		t.Errorf("undeclared parameter: %q (%q)", res.Undeclared, res.UndeclaredReason)
+	}
+}
