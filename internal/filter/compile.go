@@ -186,6 +186,12 @@ func (c *checker) column(e *Ident) (node, error) {
 		if err != nil {
 			return nil, err
 		}
+		if k, ok := c.consts[strings.ToLower(col)]; ok && !k.Set && len(k.Values) == 1 {
+			if used != len(e.Parts) {
+				return nil, c.errf(e.P, "not supported yet by bqstore: fields of a STRUCT of an enclosing query")
+			}
+			return c.constNodeOf(k.Type, k.Values[0], e.P)
+		}
 		e = &Ident{Parts: append([]string{col}, e.Parts[used:]...), P: e.P}
 	}
 	if c.schema == nil {

@@ -151,10 +151,18 @@ type Const struct {
 }
 
 // WithConstants makes the names of consts (lower case) stand for their
-// values: a name alone is its value; "x IN (name)" with a Set tests
+// values (several options add up): a name alone, or a name a NameResolver
+// returns for a whole path, is its value; "x IN (name)" with a Set tests
 // membership in the list (an empty list: FALSE, even for a NULL x).
 func WithConstants(consts map[string]Const) Option {
-	return func(c *checker) { c.consts = consts }
+	return func(c *checker) {
+		if c.consts == nil {
+			c.consts = map[string]Const{}
+		}
+		for k, v := range consts {
+			c.consts[k] = v
+		}
+	}
 }
 
 // constLookup returns the constant an identifier names, if any.

@@ -263,7 +263,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
 			return q.compileText(text, post, nil) // an expanded star's column
 		}
-		return q.compileText(text, post, q.scope(), filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		return q.compileText(text, post, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
 			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g")) {
 				return parts[0], 1, nil
 			}

@@ -109,6 +109,9 @@ type runner struct {
 	// expression compiles.
 	ctx  context.Context
 	nsub int // subqueries substituted so far (their constants' names)
+	// corr are the enclosing blocks' inputs of the subquery being run,
+	// outermost first (correlated.go).
+	corr []*corrFrame
 }
 
 func (r *runner) close() {
@@ -283,7 +286,7 @@ type selectQuery struct {
 	windowAt map[int]*window
 }
 
-func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in} }
+func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in, q: q} }
 
 // compile compiles a span against the block's input.
 func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
@@ -291,7 +294,25 @@ func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
 	if len(q.windows) > 0 {
 		text = q.windowText(sp)
 	}
-	return q.compileText(text, q.in.schema, q.scope(), filter.WithNames(q.in.names(q.src)))
+	// Subqueries first: a correlated one adds a column to q.in.
+	text, consts, err := q.substitute(text, q.scope())
+	if err != nil {
+		return nil, err
+	}
+	return q.compileText(text, q.in.schema, nil, filter.WithConstants(consts), filter.WithNames(q.names))
+}
+
+// names resolves a name of the block: its input, then the enclosing
+// blocks' inputs (correlated references).
+func (q *selectQuery) names(parts []string, pos int) (string, int, error) {
+	i, used, err := q.in.resolve(q.src, parts, pos)
+	if err == nil {
+		return q.in.cols[i].internal, used, nil
+	}
+	if col, u, ok, err2 := q.outerResolve(parts, pos); ok {
+		return col, u, err2
+	}
+	return "", 0, err
 }
 
 // compileQualify compiles QUALIFY over the input and the windows' columns;
@@ -340,6 +361,9 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 	}
 	if consts != nil {
 		opts = append(opts, filter.WithConstants(consts))
+	}
+	if oc := r.outerConsts(); oc != nil {
+		opts = append(opts, filter.WithConstants(oc))
 	}
 	opts = append(opts, filter.WithParams(r.opts.Params))
 	x, err := filter.CompileScalar(text, s, opts...)

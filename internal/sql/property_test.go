@@ -166,7 +166,30 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 }
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(7) {
+	switch rng.Intn(8) {
+	case 7: // correlated EXISTS and a correlated scalar COUNT
+		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
+		var out [][]any
+		for _, x := range l.rows {
+			if t := p.eval(x); t == nil || !*t {
+				continue
+			}
+			exists, count := false, int64(0)
+			for _, y := range r.rows {
+				t := q.eval(y)
+				if t != nil && *t && x[0] != nil && y[0] != nil && x[0].(int64) == y[0].(int64) {
+					exists = true
+				}
+				if x[2] != nil && y[2] != nil && y[2].(int64) < x[2].(int64) {
+					count++
+				}
+			}
+			if exists {
+				out = append(out, []any{x[0], count})
+			}
+		}
+		return "SELECT a, (SELECT COUNT(*) FROM r WHERE r.c < l.c) FROM l WHERE " + p.text +
+			" AND EXISTS (SELECT 1 FROM r WHERE r.a = l.a AND " + q.text + ")", out
 	case 6: // window functions over partitions of b, ordered by a
 		p := randPred(rng, "l", 1)
 		var kept [][]any

@@ -21,6 +21,7 @@ import (
 type scope struct {
 	env   *env
 	outer *relation
+	q     *selectQuery // the block, when a correlated subquery may add a column to its input
 }
 
 // subqueryEnd returns the index of the parenthesis closing a subquery
@@ -90,11 +91,50 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		if !p.tok().EOF {
 			return "", nil, p.errf(p.tok().Pos, "Syntax error: Expected \")\" but got %s", describe(p.tok()))
 		}
+		// A first run with the enclosing block's columns bound to NULL:
+		// a correlated subquery references some.
+		var frame *corrFrame
+		if sc.outer != nil {
+			frame = &corrFrame{rel: sc.outer, refs: map[int]bool{}}
+			r.corr = append(r.corr, frame)
+		}
 		rs, err := r.query(r.ctx, q, sc.env)
+		if frame != nil {
+			r.corr = r.corr[:len(r.corr)-1]
+		}
 		if err != nil {
 			return "", nil, r.correlated(err, sc)
 		}
 		subPos := toks[open+1].Pos
+		if frame != nil && len(frame.refs) > 0 {
+			if sc.q == nil || kind == "IN" || sc.outer != sc.q.in {
+				return "", nil, notSupported(r.src, subPos, "correlated subqueries here")
+			}
+			if kind == "scalar" && len(rs.types) != 1 {
+				return "", nil, r.errf(subPos, "Scalar subquery cannot have more than one column unless using SELECT AS STRUCT to build STRUCT values")
+			}
+			typ := "BOOL"
+			if kind == "scalar" {
+				typ = rs.types[0]
+				if typ == "NULL" {
+					typ = "INT64"
+				}
+			}
+			name := sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs)
+			sc.outer = sc.q.in
+			from, to := toks[i].Pos, toks[end].End
+			if len(name) > to-from {
+				return "", nil, notSupported(r.src, from, "this subquery")
+			}
+			for k := from; k < to; k++ {
+				if out[k] != '\n' {
+					out[k] = ' '
+				}
+			}
+			copy(out[from:], name)
+			i = end
+			continue
+		}
 		var k filter.Const
 		switch kind {
 		case "EXISTS":
