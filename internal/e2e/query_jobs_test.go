@@ -341,3 +341,63 @@ func TestQueryDryRun(t *testing.T) {
 		t.Fatalf("jobs.query dry run: %d %+v %v", resp.StatusCode, qr, err)
 	}
 }
+
+// TestQueryJobStatistics: jobs.get and jobs.list carry the statistics the
+// clients read: creation, start and end times, totalBytesProcessed (of the
+// columns read), statementType, referencedTables and cacheHit false.
+func TestQueryJobStatistics(t *testing.T) {
+	e := newEnv(t)
+	e.fillSimple("t_stats", 10)
+	q := e.bq.Query("SELECT COUNT(*), MAX(score) FROM d.t_stats")
+	q.JobID = "stats_job"
+	if err := runQuery(t, e, q); err != nil {
+		t.Fatal(err)
+	}
+	type stats struct {
+		CreationTime, StartTime, EndTime, TotalBytesProcessed string
+		Query                                                 *struct {
+			StatementType    string
+			CacheHit         *bool
+			ReferencedTables []struct{ ProjectID, DatasetID, TableID string }
+		}
+	}
+	check := func(what string, s stats) {
+		t.Helper()
+		if s.CreationTime == "" || s.StartTime == "" || s.EndTime == "" || s.TotalBytesProcessed != "80" || s.Query == nil ||
+			s.Query.StatementType != "SELECT" || s.Query.CacheHit == nil || *s.Query.CacheHit ||
+			len(s.Query.ReferencedTables) != 1 || s.Query.ReferencedTables[0].TableID != "t_stats" || s.Query.ReferencedTables[0].DatasetID != "d" {
+			t.Fatalf("%s statistics %+v (query %+v)", what, s, s.Query)
+		}
+	}
+	get := func(path string, out any) {
+		t.Helper()
+		resp, err := http.Get("http://" + e.srv.HTTPAddr() + "/bigquery/v2/projects/" + project + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+	}
+	var job struct{ Statistics stats }
+	get("/jobs/stats_job", &job)
+	check("jobs.get", job.Statistics)
+	var list struct {
+		Jobs []struct {
+			JobReference struct{ JobID string }
+			Statistics   stats
+		}
+	}
+	get("/jobs?stateFilter=done", &list)
+	found := false
+	for _, j := range list.Jobs {
+		if j.JobReference.JobID == "stats_job" {
+			check("jobs.list", j.Statistics)
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("jobs.list does not list stats_job: %+v", list)
+	}
+}
