@@ -63,7 +63,14 @@ type Conn struct {
 		// injectIn: RST_STREAM frames for gRPC's reader, to be returned at
 		// the next incoming frame boundary.
 		injectIn []byte
-		closed   bool
+		// cut, while an RST_STREAM of a stall has not reached gRPC, cuts
+		// the connection if it still has not after Options.Grace: the
+		// client stalled inside a frame or a header block, where none
+		// can be injected, and gRPC holds its stream's bytes outside the
+		// budget (TestStallMidFrame). cutGen tells a stale firing.
+		cut    Timer
+		cutGen uint64
+		closed bool
 	}
 	hasInject   atomic.Bool    // mu.inject is not empty (read without mu by the writer)
 	hasInjectIn atomic.Bool    // mu.injectIn is not empty (read without mu by the reader)
@@ -110,6 +117,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 			c.inInj = append(c.inInj, c.mu.injectIn...)
 			c.mu.injectIn = nil
 			c.hasInjectIn.Store(false)
+			c.stopCutLocked()
 			c.mu.Unlock()
 		}
 		if len(c.inInj) > 0 {
@@ -224,6 +232,7 @@ func (c *Conn) Close() error {
 		c.mu.inject = nil
 		c.mu.injectIn = nil
 		c.stopTimersLocked(rel)
+		c.stopCutLocked()
 		c.mu.Unlock()
 		for _, a := range rel {
 			c.g.release(a)
@@ -242,6 +251,31 @@ func (c *Conn) stopTimersLocked(adms []*admission) {
 			a.timer = nil
 		}
 	}
+}
+
+// REQUIRES: c.mu held.
+func (c *Conn) stopCutLocked() {
+	if c.mu.cut != nil {
+		c.mu.cut.Stop()
+		c.mu.cut = nil
+	}
+}
+
+// cutIfStuck closes the connection under gRPC if the RST_STREAMs of the
+// stall that started cut generation gen have not reached gRPC (cut is
+// stopped when they do); gRPC's reader then fails and closes the
+// connection (Close returns its admissions).
+func (c *Conn) cutIfStuck(gen uint64) {
+	c.mu.Lock()
+	if c.mu.closed || c.mu.cut == nil || c.mu.cutGen != gen {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.cut = nil
+	c.wg.Add(1) // Close, once it has set closed, waits for the rest
+	defer c.wg.Done()
+	c.mu.Unlock()
+	_ = c.Conn.Close()
 }
 
 // newStream notes a stream the client opened.
@@ -386,6 +420,11 @@ func (c *Conn) stalled(a *admission) {
 	c.mu.injectIn = append(c.mu.injectIn, rst[:]...)
 	c.hasInjectIn.Store(true)
 	c.queueOutLocked(rst[:])
+	if c.mu.cut == nil {
+		c.mu.cutGen++
+		gen := c.mu.cutGen
+		c.mu.cut = c.g.opts.AfterFunc(c.g.opts.Grace, func() { c.cutIfStuck(gen) })
+	}
 	// Wake the reader if it waits for the client: its Read returns at
 	// once and, at a frame boundary, hands gRPC the RST_STREAM.
 	c.woken.Store(true)

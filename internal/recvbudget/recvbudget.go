@@ -62,7 +62,10 @@
 // boundary, as if the client had sent it, so that it drops the stream,
 // its buffers and any bytes of it still to come (the reader, if it waits
 // for the stalled client, is woken by a read deadline in the past, which
-// Read hides from gRPC). Honest uploads are not slowed: they are still
+// Read hides from gRPC). A client that stalls inside a frame never lets
+// the reader reach that boundary, while gRPC keeps what it received of
+// the message: its connection is cut if the RST_STREAM has not reached
+// gRPC Options.Grace after the stall. Honest uploads are not slowed: they are still
 // admitted whole and sent at full speed; the limit ends only a message
 // that arrives slower than MinRate once past the grace.
 //

@@ -1,0 +1,112 @@
+package recvbudget
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestStallMidFrame: a client that stalls inside a DATA frame (its header
+// announced more bytes than it sends) cannot be handed an RST_STREAM:
+// gRPC may only be given one at a frame boundary, which never comes. Its
+// admission is returned at the stall, yet gRPC keeps the message's bytes
+// received so far, outside the budget, for as long as the client keeps
+// the connection (keepalive's 2 h), one such message per connection.
+// Unless the RST_STREAM reaches gRPC within another grace, the connection
+// is cut. Before, nothing followed the stall: the reader stayed blocked
+// and no timer was left.
+func TestStallMidFrame(t *testing.T) {
+	const n = 2 << 20
+	clock := &fakeClock{}
+	g := NewWithOptions(CostFactor*n, 16<<20, Options{AfterFunc: clock.AfterFunc})
+	client, server := net.Pipe()
+	defer client.Close()
+	c := g.Wrap(server)
+	defer c.Close()
+	drained := make(chan struct{})
+	go func() { defer close(drained); _, _ = io.Copy(io.Discard, client) }()
+	reads := make(chan []byte)
+	errs := make(chan error, 1)
+	go func() { // gRPC's reader
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := c.Read(buf)
+			if err != nil {
+				errs <- err
+				return
+			}
+			reads <- bytes.Clone(buf[:k])
+		}
+	}()
+	// HEADERS, then a DATA frame of 16 KiB of which only the prefix and
+	// 1000 bytes are sent.
+	in := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	in = append(in, frame(frameHeaders, flagEndHeaders, 1, []byte{0x82})...)
+	data := frame(frameData, 0, 1, append(grpcPrefix(n), make([]byte, 16<<10-5)...))
+	in = append(in, data[:frameHeaderLen+5+1000]...)
+	go func() { _, _ = client.Write(in) }()
+	var got []byte
+	for len(got) < len(in) {
+		got = append(got, <-reads...)
+	}
+	if _, err := c.Write(windowUpdate(1, n)); err != nil { // the clock starts
+		t.Fatal(err)
+	}
+	p := clock.pending()
+	if len(p) != 1 {
+		t.Fatalf("%d timers, want 1", len(p))
+	}
+	p[0].fire()
+	if g.Stalls() != 1 || g.InUse() != 0 {
+		t.Fatalf("%d stalls, %d in use", g.Stalls(), g.InUse())
+	}
+	p = clock.pending()
+	if len(p) != 1 {
+		t.Fatalf("after a stall inside a frame: %d timers, want 1 to cut the connection", len(p))
+	}
+	if want := DefaultGrace; p[0].d != want {
+		t.Fatalf("cut after %v, want %v", p[0].d, want)
+	}
+	p[0].fire()
+	select {
+	case b := <-reads:
+		t.Fatalf("gRPC read %x, want the connection cut", b)
+	case <-errs:
+	}
+	c.Close()
+	<-drained
+	if g.InUse() != 0 {
+		t.Fatalf("%d in use", g.InUse())
+	}
+}
+
+// TestStallHandedNoCut: once the RST_STREAM of a stall reaches gRPC, the
+// connection is not cut: its other streams go on.
+func TestStallHandedNoCut(t *testing.T) {
+	const n = 2 << 20
+	clock := &fakeClock{}
+	g := NewWithOptions(CostFactor*n, 16<<20, Options{AfterFunc: clock.AfterFunc, Grace: time.Second})
+	f := newFake(clientStreams(n, false, 1), 95)
+	c := g.Wrap(f)
+	defer c.Close()
+	readAll(t, c)
+	if _, err := c.Write(windowUpdate(1, n)); err != nil {
+		t.Fatal(err)
+	}
+	p := clock.pending()
+	if len(p) != 1 {
+		t.Fatalf("%d timers, want 1", len(p))
+	}
+	p[0].fire()
+	c.wg.Wait()
+	buf := make([]byte, 64)
+	k, err := c.Read(buf)
+	if rst := frame(frameRSTStream, 0, 1, []byte{0, 0, 0, errCodeCancel}); err != nil || !bytes.Equal(buf[:k], rst) {
+		t.Fatalf("gRPC read %x, %v; want %x", buf[:k], err, rst)
+	}
+	if p := clock.pending(); len(p) != 0 {
+		t.Fatalf("%d timers left once the RST_STREAM reached gRPC", len(p))
+	}
+}
