@@ -1,6 +1,8 @@
 package readapi
 
 import (
+	"slices"
+
 	"cloud.google.com/go/bigquery/storage/apiv1/storagepb"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -150,10 +152,19 @@ func (rd *streamReader) send(rec arrow.Record, start, end float64) error {
 				return err
 			}
 		}
-		b, err := rd.arrow.RecordBatchMessage(rec, sess.codec)
+		// The message is encoded into the stream's buffer, reused from
+		// one response to the next (as the Avro branch does): Send has
+		// copied it into gRPC's own buffers when it returns, and a fresh
+		// (zeroed) buffer of up to MaxResponseBytes per response cost
+		// about a tenth of the read path's CPU (docs/design/cpu.md, R1).
+		if sess.codec == arrowenc.Uncompressed {
+			rd.buf = slices.Grow(rd.buf[:0], arrowenc.EstimateSize(rec))
+		}
+		b, err := rd.arrow.AppendRecordBatchMessage(rd.buf[:0], rec, sess.codec)
 		if err != nil {
 			return err
 		}
+		rd.buf = b
 		resp.Rows = &storagepb.ReadRowsResponse_ArrowRecordBatch{ArrowRecordBatch: &storagepb.ArrowRecordBatch{
 			SerializedRecordBatch: b, RowCount: rec.NumRows(),
 		}}

@@ -26,7 +26,7 @@ import (
 
 // env is an in-process server and the official clients pointed at it.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	srv *testkit.Server
 	bq  *bigquery.Client
@@ -34,12 +34,12 @@ type env struct {
 	rc  *bqstorage.BigQueryReadClient
 }
 
-func newEnv(t *testing.T, mutate ...func(*server.Config)) *env {
+func newEnv(t testing.TB, mutate ...func(*server.Config)) *env {
 	t.Helper()
 	return newEnvDir(t, t.TempDir(), mutate...)
 }
 
-func newEnvDir(t *testing.T, dir string, mutate ...func(*server.Config)) *env {
+func newEnvDir(t testing.TB, dir string, mutate ...func(*server.Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -50,7 +50,7 @@ func newEnvDir(t *testing.T, dir string, mutate ...func(*server.Config)) *env {
 }
 
 // dialEnv points the official clients at a server's addresses.
-func dialEnv(t *testing.T, ctx context.Context, grpcAddr, httpAddr string) *env {
+func dialEnv(t testing.TB, ctx context.Context, grpcAddr, httpAddr string) *env {
 	t.Helper()
 	bq, err := bigquery.NewClient(ctx, "local", testkit.RESTOptions(httpAddr)...)
 	if err != nil {
