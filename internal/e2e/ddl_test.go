@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigquery"
+	"cloud.google.com/go/civil"
 	"google.golang.org/api/iterator"
 )
 
@@ -103,6 +104,16 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 	if strings.Join(got, "|") != want {
 		t.Fatalf("rows after INSERT:\n got %s\nwant %s", strings.Join(got, "|"), want)
 	}
+	// Query parameters in VALUES, as client libraries send them.
+	pq := e.bq.Query("INSERT INTO ddl.t (id, name, d) VALUES (@id, @name, @day)")
+	pq.Parameters = []bigquery.QueryParameter{{Name: "id", Value: 21}, {Name: "name", Value: "param"}, {Name: "day", Value: civil.Date{Year: 2025, Month: 3, Day: 4}}}
+	if _, err := pq.Read(e.ctx); err != nil {
+		t.Fatalf("INSERT with parameters: %v", err)
+	}
+	if rows, _ := queryRows(t, e, e.bq.Query("SELECT name, CAST(d AS STRING) FROM ddl.t WHERE id = 21")); len(rows) != 1 || rows[0][0] != "param" || rows[0][1] != "2025-03-04" {
+		t.Fatalf("row inserted with parameters: %v", rows)
+	}
+
 	// The jobs.query fast path of a DML statement.
 	if _, err := e.bq.Query("INSERT INTO ddl.t (id) VALUES (20)").Read(e.ctx); err != nil {
 		t.Fatalf("INSERT through jobs.query: %v", err)
@@ -117,8 +128,8 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 	if !isHTTP(err, http.StatusBadRequest, "invalidQuery") || !strings.Contains(err.Error(), "Value has type STRING which cannot be inserted into column id, which has type INT64 at [1:32]") {
 		t.Fatalf("STRING into INT64: %v", err)
 	}
-	if rows, _ := queryRows(t, e, e.bq.Query("SELECT COUNT(*) FROM ddl.t")); rows[0][0] != int64(6) {
-		t.Fatalf("rows after failed INSERTs: %v, want 6", rows)
+	if rows, _ := queryRows(t, e, e.bq.Query("SELECT COUNT(*) FROM ddl.t")); rows[0][0] != int64(7) {
+		t.Fatalf("rows after failed INSERTs: %v, want 7", rows)
 	}
 
 	// CREATE TABLE AS SELECT, then CREATE OR REPLACE.
@@ -126,7 +137,7 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 	if qs.StatementType != "CREATE_TABLE_AS_SELECT" || qs.DDLOperationPerformed != "CREATE" {
 		t.Fatalf("CTAS statistics %+v", qs)
 	}
-	if rows, _ := queryRows(t, e, e.bq.Query("SELECT COUNT(*), SUM(id) FROM ddl.c")); rows[0][0] != int64(3) || rows[0][1] != int64(43) {
+	if rows, _ := queryRows(t, e, e.bq.Query("SELECT COUNT(*), SUM(id) FROM ddl.c")); rows[0][0] != int64(4) || rows[0][1] != int64(64) {
 		t.Fatalf("CTAS rows %v", rows)
 	}
 	qs = runStatement(t, e, "CREATE OR REPLACE TABLE ddl.c (z BOOL)")

@@ -108,11 +108,15 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 					continue
 				}
 				key.WriteByte('v')
-				out, err := v.Scalar.Values(ctx, nil, 1)
+				x, err := v.Compile(q.Params)
 				if err != nil {
 					return err
 				}
-				c, err := sql.Coerce(out[0], v.Scalar.Type(), v.Literal, fields[cols[i]])
+				out, err := x.Values(ctx, nil, 1)
+				if err != nil {
+					return err
+				}
+				c, err := sql.Coerce(out[0], x.Type(), v.Literal, fields[cols[i]])
 				if err != nil {
 					return coerceError(q.SQL, v.Pos, "Value", fields[cols[i]], err)
 				}

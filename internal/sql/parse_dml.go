@@ -7,6 +7,19 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
+// Compile compiles the value as a constant expression with the job's
+// query parameters (nil: none).
+func (v *ValueExpr) Compile(params *filter.Params) (*filter.Scalar, error) {
+	x, err := filter.CompileScalar(v.Text, &schema.Schema{}, filter.WithParams(params))
+	if err != nil {
+		return nil, err
+	}
+	if cols := x.Columns(); len(cols) > 0 {
+		return nil, filter.NewError(v.Text, v.Pos, "Unrecognized name: %s", cols[0])
+	}
+	return x, nil
+}
+
 // This file parses INSERT; the job runner executes it (the rows go
 // through one PENDING write stream committed at the job's end).
 
@@ -87,14 +100,13 @@ func (p *parser) valuesRow() ([]*ValueExpr, error) {
 			if err != nil {
 				return nil, err
 			}
-			x, err := filter.CompileScalar(blank(p.src, sp.pos(), sp.end()), &schema.Schema{})
-			if err != nil {
+			// Syntax errors now; names, types and parameters when the
+			// job compiles the value (Compile).
+			text := blank(p.src, sp.pos(), sp.end())
+			if _, err := filter.Parse(text); err != nil {
 				return nil, err
 			}
-			if cols := x.Columns(); len(cols) > 0 {
-				return nil, p.errf(sp.pos(), "Unrecognized name: %s", cols[0])
-			}
-			v := &ValueExpr{Scalar: x, Pos: sp.pos()}
+			v := &ValueExpr{Text: text, Pos: sp.pos()}
 			if len(sp.toks) == 1 && isStringLit(sp.toks[0]) || isNumberLit(sp.toks) {
 				v.Literal = p.src[sp.pos():sp.end()]
 			}

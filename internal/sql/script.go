@@ -283,8 +283,9 @@ type Insert struct {
 
 // ValueExpr is one value of a VALUES row.
 type ValueExpr struct {
-	Scalar *filter.Scalar
-	Pos    int
+	// Text is the script with everything but the expression blanked.
+	Text string
+	Pos  int
 	// Literal is the text of a string literal as written ("" for other
 	// expressions): it coerces to DATE, TIMESTAMP and other types as
 	// BigQuery's literals do (Coerce).

@@ -59,12 +59,17 @@ func TestParseScript(t *testing.T) {
 								row = append(row, "DEFAULT")
 								continue
 							}
-							val, err := v.Scalar.Values(context.Background(), nil, 1)
+							x, err := v.Compile(nil)
 							if err != nil {
 								row = append(row, "error: "+err.Error())
 								continue
 							}
-							row = append(row, fmt.Sprintf("%s:%v", v.Scalar.Type(), val[0]))
+							val, err := x.Values(context.Background(), nil, 1)
+							if err != nil {
+								row = append(row, "error: "+err.Error())
+								continue
+							}
+							row = append(row, fmt.Sprintf("%s:%v", x.Type(), val[0]))
 						}
 						rows = append(rows, row)
 					}
