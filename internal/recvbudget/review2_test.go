@@ -2,6 +2,7 @@ package recvbudget
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -108,5 +109,51 @@ func TestStallHandedNoCut(t *testing.T) {
 	}
 	if p := clock.pending(); len(p) != 0 {
 		t.Fatalf("%d timers left once the RST_STREAM reached gRPC", len(p))
+	}
+}
+
+// TestWindowExact: the stream window is charged with whole DATA payloads
+// (padding and pad length included, RFC 9113 section 6.9.1): a client
+// that sends exactly the window, in padded and empty frames, passes, and
+// one byte more is a violation unless gRPC let that byte out first.
+func TestWindowExact(t *testing.T) {
+	in := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	in = append(in, frame(frameHeaders, flagEndHeaders, 1, []byte{0x82})...)
+	sent := 0
+	for sent < Threshold-300 {
+		n := min(16<<10, Threshold-300-sent)
+		// Pad length byte, n-1-100 bytes of empty gRPC messages, 100 of padding.
+		p := append([]byte{100}, make([]byte, n-101+100)...)
+		in = append(in, frame(frameData, flagPadded, 1, p)...)
+		sent += len(p)
+	}
+	in = append(in, frame(frameData, 0, 1, nil)...) // an empty DATA frame
+	in = append(in, frame(frameData, 0, 1, make([]byte, Threshold-sent))...)
+	for _, extra := range []bool{false, true} {
+		g := New(1<<30, 16<<20)
+		one := frame(frameData, flagEndStream, 1, []byte{0})
+		c := g.Wrap(newFake(append(bytes.Clone(in), one...), 96))
+		buf := make([]byte, len(in))
+		got := 0
+		for got < len(in) {
+			k, err := c.Read(buf[:len(in)-got])
+			if err != nil {
+				t.Fatalf("extra=%v: read %d of the window's %d bytes: %v", extra, got, len(in), err)
+			}
+			got += k
+		}
+		if extra {
+			if _, err := c.Write(windowUpdate(1, 1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k, err := c.Read(buf)
+		if extra && (err != nil || k != len(one)) {
+			t.Fatalf("after a 1-byte WINDOW_UPDATE: read %d, %v", k, err)
+		}
+		if !extra && (k != 0 || !errors.Is(err, ErrFlowControl)) {
+			t.Fatalf("1 byte over the window: read %d, %v; want ErrFlowControl", k, err)
+		}
+		c.Close()
 	}
 }
