@@ -118,3 +118,20 @@ func sameValue(got, want bigquery.Value) bool {
 	}
 	return got == want
 }
+
+// TestInsertValuesParams: INSERT ... VALUES with parameters (compiled
+// while the statement is parsed) through the Go client.
+func TestInsertValuesParams(t *testing.T) {
+	e := newEnv(t)
+	e.table("t_ins_params", simpleSchema)
+	q := e.bq.Query("INSERT INTO d.t_ins_params (id, name, score) VALUES (@id, @name, @score), (@id + 1, CONCAT(@name, '!'), NULL)")
+	q.Parameters = []bigquery.QueryParameter{{Name: "id", Value: 7}, {Name: "name", Value: "seven"}, {Name: "score", Value: 3.5}}
+	if rows, _ := queryRows(t, e, q); len(rows) != 0 {
+		t.Fatalf("INSERT returned rows %v", rows)
+	}
+	rows, _ := queryRows(t, e, e.bq.Query("SELECT id, name, score FROM d.t_ins_params ORDER BY id"))
+	if len(rows) != 2 || rows[0][0] != int64(7) || rows[0][1] != "seven" || rows[0][2] != 3.5 ||
+		rows[1][0] != int64(8) || rows[1][1] != "seven!" || rows[1][2] != nil {
+		t.Fatalf("rows %v, want [[7 seven 3.5] [8 seven! <nil>]]", rows)
+	}
+}

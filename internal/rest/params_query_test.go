@@ -70,3 +70,30 @@ func TestQueryParamsREST(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryParamsLimit: LIMIT and OFFSET given by parameters (the
+// statement parser reads them); INSERT VALUES is tested in e2e, with an
+// engine.
+func TestQueryParamsLimit(t *testing.T) {
+	e := newEnv(t)
+	base := e.srv.URL
+	q := func(body string) (int, string) {
+		code, b := do(t, base, "POST", "/projects/p/queries", body)
+		return code, string(b)
+	}
+	code, b := q(`{"query":"SELECT x FROM UNNEST([1, 2, 3, 4]) AS x ORDER BY x LIMIT ? OFFSET ?","useLegacySql":false,"timeoutMs":60000,` +
+		`"queryParameters":[{"parameterType":{"type":"INT64"},"parameterValue":{"value":"2"}},{"parameterType":{"type":"INT64"},"parameterValue":{"value":"1"}}]}`)
+	if code != 200 || !strings.Contains(b, `"rows":[{"f":[{"v":"2"}]},{"f":[{"v":"3"}]}]`) {
+		t.Fatalf("LIMIT ? OFFSET ?: %d %s", code, b)
+	}
+	code, b = q(`{"query":"SELECT 1 AS x LIMIT @n","useLegacySql":false,"timeoutMs":60000,` +
+		`"queryParameters":[{"name":"n","parameterType":{"type":"STRING"},"parameterValue":{"value":"1"}}]}`)
+	if code != 400 || !strings.Contains(b, `LIMIT expects an integer literal or parameter at [1:21]`) {
+		t.Fatalf("LIMIT of a STRING parameter: %d %s", code, b)
+	}
+	code, b = q(`{"query":"SELECT 1 AS x LIMIT @n","useLegacySql":false,"timeoutMs":60000,` +
+		`"queryParameters":[{"name":"n","parameterType":{"type":"INT64"},"parameterValue":{"value":null}}]}`)
+	if code != 400 || !strings.Contains(b, `LIMIT must not be null at [1:21]`) {
+		t.Fatalf("LIMIT of a NULL parameter: %d %s", code, b)
+	}
+}

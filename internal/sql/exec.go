@@ -69,7 +69,7 @@ type Result struct {
 // *filter.Error with a position; others come from the resolver or the
 // scan.
 func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Result, error) {
-	q, err := Parse(src)
+	q, err := parse(src, opts.Params)
 	if err != nil {
 		return nil, err
 	}

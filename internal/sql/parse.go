@@ -11,6 +11,9 @@ type parser struct {
 	src  string
 	toks []filter.Token
 	i    int
+	// params are the query parameters (nil: none), for LIMIT and
+	// OFFSET (params.go).
+	params *filter.Params
 }
 
 func (p *parser) tok() filter.Token { return p.toks[p.i] }
@@ -86,7 +89,10 @@ func notSupported(src string, pos int, feature string) error {
 // semicolon allowed; text before the statement may be blanked with
 // spaces, positions then stay those of the whole text). Errors are
 // *filter.Error with BigQuery's position suffix.
-func Parse(src string) (*Query, error) {
+func Parse(src string) (*Query, error) { return parse(src, nil) }
+
+// parse is Parse with the query's parameters.
+func parse(src string, params *filter.Params) (*Query, error) {
 	if len(src) > filter.MaxLength {
 		return nil, &filter.Error{Line: 1, Column: 1, Msg: "The query is too large. The maximum standard SQL query length is 1024.00K characters"}
 	}
@@ -94,7 +100,7 @@ func Parse(src string) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{src: src, toks: toks}
+	p := &parser{src: src, toks: toks, params: params}
 	t := p.tok()
 	if t.EOF {
 		return nil, p.errf(t.Pos, "Syntax error: Unexpected end of input")
@@ -740,7 +746,7 @@ func (p *parser) count(clause string) (int64, error) {
 		return 0, p.errf(t.Pos, "Syntax error: Unexpected %s", describe(t))
 	}
 	if t.Param {
-		return 0, notSupported(p.src, t.Pos, "query parameters in "+clause)
+		return p.countParam(clause, t)
 	}
 	v, err := strconv.ParseInt(t.Text, 0, 64)
 	if err != nil || v < 0 {

@@ -57,7 +57,7 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		if end < 0 && open+1 < len(toks) && toks[open].Op && toks[open].Text == "(" && toks[open+1].Ident &&
 			(strings.EqualFold(toks[open+1].Text, "SELECT") || strings.EqualFold(toks[open+1].Text, "WITH")) {
 			// Unbalanced: the parser names what is missing.
-			p := &parser{src: r.src, toks: toks, i: open + 1}
+			p := &parser{src: r.src, toks: toks, i: open + 1, params: r.opts.Params}
 			if _, err := p.query(); err != nil {
 				return "", nil, err
 			}
@@ -83,7 +83,7 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "ARRAY"):
 			return "", nil, notSupported(r.src, toks[i-1].Pos, "ARRAY subqueries")
 		}
-		p := &parser{src: r.src, toks: append(append([]filter.Token(nil), toks[:end]...), filter.Token{Pos: toks[end].Pos, End: toks[end].Pos, EOF: true}), i: open + 1}
+		p := &parser{src: r.src, toks: append(append([]filter.Token(nil), toks[:end]...), filter.Token{Pos: toks[end].Pos, End: toks[end].Pos, EOF: true}), i: open + 1, params: r.opts.Params}
 		q, err := p.query()
 		if err != nil {
 			return "", nil, err
