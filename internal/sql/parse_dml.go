@@ -104,6 +104,11 @@ func (p *parser) valuesRow() ([]*ValueExpr, error) {
 			// job compiles the value (Compile).
 			text := blank(p.src, sp.pos(), sp.end())
 			if _, err := filter.Parse(text); err != nil {
+				// The expression's text ends where the statement goes
+				// on: its "end of input" is the token that follows.
+				if fe, ok := err.(*filter.Error); ok && strings.HasPrefix(fe.Msg, "Syntax error: Unexpected end of input") && !p.tok().EOF {
+					return nil, p.unexpected()
+				}
 				return nil, err
 			}
 			v := &ValueExpr{Text: text, Pos: sp.pos()}
