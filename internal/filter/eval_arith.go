@@ -178,6 +178,15 @@ func mustRat(s string) *big.Rat {
 	return r
 }
 
+// DecimalInRange reports whether r lies in the range of the decimal type
+// t ("NUMERIC" or "BIGNUMERIC"); the query engine checks sums with it.
+func DecimalInRange(t string, r *big.Rat) bool {
+	if t == "NUMERIC" {
+		return new(big.Rat).Abs(r).Cmp(maxNumeric) <= 0
+	}
+	return r.Cmp(maxBigNumeric) <= 0 && r.Cmp(minBigNumeric) >= 0
+}
+
 // roundDecimal rounds r half away from zero to t's scale and checks its
 // range.
 func roundDecimal(t typ, r *big.Rat) (*big.Rat, error) {

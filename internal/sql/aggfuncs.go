@@ -398,6 +398,11 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 				s.sumR = new(big.Rat)
 			}
 			s.sumR.Add(s.sumR, x)
+			// A sum beyond the type's range is an error, as an INT64
+			// one is (and the Arrow decimal would not hold it).
+			if a.name == "SUM" && !filter.DecimalInRange(a.typ, s.sumR) {
+				return q.errf(a.pos, "%s overflow in SUM", a.typ)
+			}
 		}
 	case "MIN", "MAX":
 		if f, ok := v.(float64); ok && math.IsNaN(f) {
