@@ -112,7 +112,15 @@ type runner struct {
 	// corr are the enclosing blocks' inputs of the subquery being run,
 	// outermost first (correlated.go).
 	corr []*corrFrame
+	// depth is how many queries enclose the one running: each level of
+	// expression subqueries re-reads its whole text, so an unbounded
+	// nesting costs time quadratic in the query's length.
+	depth int
 }
+
+// maxQueryDepth bounds the nesting of queries (subqueries in FROM and in
+// expressions), as filter's maxDepth bounds an expression's.
+const maxQueryDepth = 200
 
 func (r *runner) close() {
 	for _, t := range r.tables {
@@ -165,6 +173,11 @@ func (e *env) lookup(name string) *env {
 
 // query runs a query expression.
 func (r *runner) query(ctx context.Context, q *Query, e *env) (*rowset, error) {
+	if r.depth >= maxQueryDepth {
+		return nil, r.errf(q.Pos, "Resources exceeded during query execution: Not enough resources for query planning - too many subqueries or query is too complex")
+	}
+	r.depth++
+	defer func() { r.depth-- }()
 	for _, c := range q.With {
 		e = &env{name: strings.ToLower(c.Name), cte: c, def: e, parent: e}
 	}
