@@ -135,3 +135,34 @@ func TestInsertValuesParams(t *testing.T) {
 		t.Fatalf("rows %v, want [[7 seven 3.5] [8 seven! <nil>]]", rows)
 	}
 }
+
+// TestQueryParamsEchoed: the job resource (jobs.insert's answer, jobs.get)
+// carries the query's parameters back, as the Go client reads them in
+// job.Config().
+func TestQueryParamsEchoed(t *testing.T) {
+	e := newEnv(t)
+	q := e.bq.Query("SELECT @a + 1 AS x, @b AS y")
+	q.Parameters = []bigquery.QueryParameter{{Name: "a", Value: 41}, {Name: "b", Value: []string{"p", "q"}}}
+	job, err := q.Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"insert", "get"} {
+		if src == "get" {
+			if job, err = e.bq.JobFromID(e.ctx, job.ID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := job.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := cfg.(*bigquery.QueryConfig).Parameters
+		if len(ps) != 2 || ps[0].Name != "a" || ps[1].Name != "b" {
+			t.Fatalf("%s: parameters %+v, want a and b", src, ps)
+		}
+		if ps[0].Value != int64(41) {
+			t.Fatalf("%s: parameter a = %#v", src, ps[0].Value)
+		}
+	}
+}

@@ -23,6 +23,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -125,6 +126,10 @@ type Query struct {
 	// Params are the query parameters (nil: none); read-only once the
 	// job runs. Not logged: a job does not run again after a restart.
 	Params *filter.Params `json:"-"`
+	// ParameterMode and Parameters are the request's parameterMode and
+	// queryParameters as sent, echoed in the job resource.
+	ParameterMode string          `json:"parameterMode,omitempty"`
+	Parameters    json.RawMessage `json:"parameters,omitempty"`
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the

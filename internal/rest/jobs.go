@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -344,7 +345,10 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	if o.maxBilled < 0 {
 		return jobs.Job{}, invalid("Invalid value for maximumBytesBilled: %d", o.maxBilled)
 	}
-	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp}
+	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode}
+	if len(o.params) > 0 {
+		q.Parameters, _ = json.Marshal(o.params) // decoded from JSON: it encodes
+	}
 	if o.def != nil {
 		q.DefaultProject, q.DefaultDataset = o.def.ProjectID, o.def.DatasetID
 	}
@@ -717,6 +721,10 @@ func jobResource(j jobs.Job) *jobJSON {
 		if out.Configuration.Query.DefaultDataset.ProjectID == "" {
 			out.Configuration.Query.DefaultDataset.ProjectID = j.Project
 		}
+	}
+	out.Configuration.Query.ParameterMode = j.Query.ParameterMode
+	if len(j.Query.Parameters) > 0 {
+		_ = json.Unmarshal(j.Query.Parameters, &out.Configuration.Query.QueryParameters) // written by json.Marshal
 	}
 	if d := j.Query.Destination; d != nil {
 		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
