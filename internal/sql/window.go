@@ -700,11 +700,13 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 			f := w.frame
 			lo, hi := 0, m
 			if f.rows {
+				// Offsets reach INT64's limits: clamp them to the
+				// partition before adding, so the bounds cannot wrap.
 				if !f.startUnb {
-					lo = i + int(f.start)
+					lo = i + int(max(min(f.start, int64(m)), -int64(m)))
 				}
 				if !f.endUnb {
-					hi = i + int(f.end) + 1
+					hi = i + int(max(min(f.end, int64(m)), -int64(m))) + 1
 				}
 			} else {
 				if !f.startUnb {
@@ -792,7 +794,8 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 				case w.name == "LAST_VALUE":
 					out[r] = args[0][rows[hi-1]]
 				default:
-					if k := lo + int(w.offset) - 1; k < hi {
+					if w.offset <= int64(hi-lo) {
+						k := lo + int(w.offset) - 1
 						out[r] = args[0][rows[k]]
 					} else {
 						out[r] = nil
