@@ -17,7 +17,7 @@
 // and is never held across the log, the catalog or the engine.
 //
 // A job RUNNING when the server stopped (a crash) is DONE with a
-// backendError when the log is replayed; its result table, created but
+// BackendError when the log is replayed; its result table, created but
 // never committed, is dropped.
 package jobs
 
@@ -83,7 +83,8 @@ type StoppedError struct{ Msg string }
 func (e *StoppedError) Error() string { return e.Msg }
 
 // BackendError is a job that failed for a reason of the server, not of
-// the query: a crash while it ran, a storage error (reason backendError).
+// the query: a crash while it ran, a storage error. On the wire it is
+// BigQuery's 400 jobInternalError (the job is over; a retry cannot help).
 type BackendError struct{ Msg string }
 
 func (e *BackendError) Error() string { return e.Msg }

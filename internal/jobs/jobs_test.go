@@ -85,7 +85,7 @@ func TestCancel(t *testing.T) {
 }
 
 // TestReplayRunning: a job RUNNING when the machine crashed is DONE with a
-// backendError after the log is replayed; DONE jobs keep their outcome.
+// BackendError after the log is replayed; DONE jobs keep their outcome.
 func TestReplayRunning(t *testing.T) {
 	fs := vfs.NewMem()
 	cat := newCatalog(t)

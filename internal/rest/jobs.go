@@ -286,7 +286,7 @@ func queryError(err error) *Error {
 		// the clients do not retry.
 		return &Error{Code: http.StatusBadRequest, Reason: "stopped", Msg: se.Msg}
 	case errors.As(err, &bk):
-		return &Error{Code: http.StatusInternalServerError, Reason: "backendError", Msg: bk.Msg}
+		return &Error{Code: http.StatusBadRequest, Reason: "jobInternalError", Msg: bk.Msg}
 	case errors.As(err, &de) && de.Reason == "notFound":
 		return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: de.Msg}
 	case errors.As(err, &de) && de.Reason == "duplicate":
@@ -304,9 +304,24 @@ func queryError(err error) *Error {
 	return e
 }
 
+// failedJobError is the wire form of a DONE job's error, as its
+// status.errorResult and as the answer of getQueryResults (and of jobs.query
+// once the job is done). The job is over: a retry of the call cannot change
+// its outcome, so an error of the server (a crash or a shutdown while the
+// job ran, a storage error) is BigQuery's 400 jobInternalError, never a 5xx
+// or backendError, which the clients retry (the Go client until its
+// context ends) rather than report.
+func failedJobError(err error) *Error {
+	e := queryError(err)
+	if e.Code >= 500 || e.Reason == "backendError" || e.Reason == "internalError" {
+		return &Error{Code: http.StatusBadRequest, Reason: "jobInternalError", Msg: e.Msg}
+	}
+	return e
+}
+
 // jobErrorOf is a failed job's status.errorResult.
 func jobErrorOf(err error) *jobError {
-	e := queryError(err)
+	e := failedJobError(err)
 	ep := &jobError{Reason: e.Reason, Message: e.Msg}
 	if e.Reason == "invalidQuery" {
 		ep.Location = "query"
@@ -449,7 +464,7 @@ func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j jobs.Jo
 		return
 	}
 	if j.Err != nil {
-		h.writeError(w, r, queryError(j.Err))
+		h.writeError(w, r, failedJobError(j.Err))
 		return
 	}
 	if j.Schema == nil {

@@ -243,3 +243,63 @@ func TestQueryPollingOfficialClient(t *testing.T) {
 		t.Fatalf("status of a cancelled job: %+v %v, want DONE with the reason stopped", st, err)
 	}
 }
+
+// TestJobFailedByRestartOfficialClient: a job RUNNING when the server
+// stopped is DONE with an internal error after the restart; the Go client's
+// Read and Wait return that error at once (getQueryResults answers the
+// non-retryable shape BigQuery uses for a failed job, 400
+// jobInternalError), rather than retrying until the context ends.
+func TestJobFailedByRestartOfficialClient(t *testing.T) {
+	dir := t.TempDir()
+	cat, err := catalog.Open(t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	js, err := jobs.Open(cat, jobs.Options{Dir: dir, BeforeRun: func(ctx context.Context, project, id string) {
+		close(started)
+		<-ctx.Done()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Insert("p", "held", "US", jobs.Query{SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if err := js.Close(); err != nil { // the job stops RUNNING with the server
+		t.Fatal(err)
+	}
+	js, err = jobs.Open(cat, jobs.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { js.Close() })
+	srv := httptest.NewServer(rest.New(cat, rest.Options{Jobs: js}))
+	t.Cleanup(srv.Close)
+	c, err := bigquery.NewClient(context.Background(), "p", option.WithEndpoint(srv.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	job, err := c.JobFromID(ctx, "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := job.Status(ctx)
+	if err != nil || st.Err() == nil {
+		t.Fatalf("status: %+v %v, want DONE with an error", st, err)
+	}
+	var ge *googleapi.Error
+	_, err = job.Read(ctx)
+	if ctx.Err() != nil || !errors.As(err, &ge) || ge.Code != http.StatusBadRequest || len(ge.Errors) == 0 || ge.Errors[0].Reason != "jobInternalError" {
+		t.Fatalf("Read: %v (ctx %v), want the job's error, 400 jobInternalError", err, ctx.Err())
+	}
+	_, err = job.Wait(ctx)
+	if ctx.Err() != nil || !errors.As(err, &ge) || ge.Errors[0].Reason != "jobInternalError" {
+		t.Fatalf("Wait: %v (ctx %v), want the job's error", err, ctx.Err())
+	}
+}
