@@ -53,12 +53,16 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	projTput := fs.String("quota-project-throughput", "", "AppendRows bytes per second per project, such as 300MB (the real regional default); empty: no limit")
 	maxSessions := fs.String("max-read-sessions", envDefault(env, "BQSTORE_MAX_READ_SESSIONS", strconv.Itoa(readapi.DefaultMaxSessionsPerProject)), "max live Read API sessions per project; CreateReadSession past it is RESOURCE_EXHAUSTED until sessions expire (6 h) (env BQSTORE_MAX_READ_SESSIONS)")
 	sessMem := fs.String("read-session-memory", envDefault(env, "BQSTORE_READ_SESSION_MEMORY", "256MiB"), "memory bound of open Read API sessions (pinned snapshot plans, compiled row_restriction filters); idle sessions are closed to make room, and reopened when read (env BQSTORE_READ_SESSION_MEMORY)")
+	queryMem := fs.String("max-query-memory", envDefault(env, "BQSTORE_MAX_QUERY_MEMORY", "256MiB"), "memory one query may hold in its operators (result rows, GROUP BY groups, a join's build side); a query that needs more fails with resourcesExceeded, the server and other queries go on; up to 4 queries run at once (env BQSTORE_MAX_QUERY_MEMORY)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if cfg.Read.MaxSessionMemory, err = parseBytes(*sessMem); err != nil || cfg.Read.MaxSessionMemory <= 0 {
 		return usagef("--read-session-memory: %q is not a positive size (for example 256MiB)", *sessMem)
+	}
+	if cfg.MaxQueryMemory, err = parseBytes(*queryMem); err != nil || cfg.MaxQueryMemory <= 0 {
+		return usagef("--max-query-memory: %q is not a positive size (for example 256MiB)", *queryMem)
 	}
 	if cfg.Read.MaxSessionsPerProject, err = strconv.Atoi(*maxSessions); err != nil || cfg.Read.MaxSessionsPerProject <= 0 {
 		return usagef("--max-read-sessions: %q is not a positive number", *maxSessions)

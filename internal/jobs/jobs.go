@@ -204,6 +204,10 @@ type Options struct {
 	// MaxRows bounds a result's rows, held in memory by the executor
 	// while the query runs. Default: sql.DefaultMaxRows.
 	MaxRows int
+	// MaxMemory bounds the memory one query's operators hold; beyond it
+	// the query fails with BigQuery's resourcesExceeded
+	// (*sql.ResourcesError). Default: sql.DefaultMaxMemory.
+	MaxMemory int64
 	// Dir is where the jobs log lives (Open); "": jobs are not persisted.
 	Dir string
 	// FS is the file system of Dir. Default: vfs.Default.

@@ -28,6 +28,7 @@ import (
 	"github.com/bqstore/bqstore/internal/jobs"
 	"github.com/bqstore/bqstore/internal/rowjson"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/sql"
 )
 
 // Limits of one page of query results, as for tabledata.list.
@@ -277,7 +278,11 @@ func queryError(err error) *Error {
 	var se *jobs.StoppedError
 	var bk *jobs.BackendError
 	var de *jobs.DestinationError
+	var re *sql.ResourcesError
 	switch {
+	case errors.As(err, &re):
+		// BigQuery's error table: resourcesExceeded is HTTP 400.
+		return &Error{Code: http.StatusBadRequest, Reason: "resourcesExceeded", Msg: re.Error()}
 	case errors.As(err, &be):
 		return &Error{Code: http.StatusBadRequest, Reason: "bytesBilledLimitExceeded", Msg: be.Error()}
 	case errors.As(err, &se):

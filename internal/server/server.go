@@ -95,6 +95,10 @@ type Config struct {
 	// would take it past the limit is refused RESOURCE_EXHAUSTED, nothing
 	// of it stored (diskquota.go). Zero: no limit.
 	MaxDiskBytes int64
+	// MaxQueryMemory bounds the memory one query's operators hold (rows,
+	// groups, a join's build side); beyond it the query fails with
+	// resourcesExceeded. 0: sql.DefaultMaxMemory.
+	MaxQueryMemory int64
 	// TLSCertFile and TLSKeyFile (PEM), when both are set, serve the gRPC
 	// and HTTP ports over TLS (the admin port stays plaintext on
 	// loopback). Off by default, for local use.
@@ -408,7 +412,7 @@ func Start(cfg Config) (_ *Server, err error) {
 
 	mux := http.NewServeMux()
 	// Jobs and their results survive a restart (docs/format/jobs.md).
-	s.jobs, err = jobs.Open(s.cat, jobs.Options{DB: s.db, Dir: filepath.Join(cfg.DataDir, "jobs"), Logger: s.log})
+	s.jobs, err = jobs.Open(s.cat, jobs.Options{DB: s.db, Dir: filepath.Join(cfg.DataDir, "jobs"), Logger: s.log, MaxMemory: cfg.MaxQueryMemory})
 	if err != nil {
 		return nil, fmt.Errorf("server: open jobs: %w", err)
 	}

@@ -377,6 +377,12 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				for g := range groupX {
 					grp.keys = append(grp.keys, keys[g][i])
 				}
+				if err := q.chargeRow(grp.keys, "GROUP BY operations"); err != nil {
+					return err
+				}
+				if err := q.charge(int64(len(kb)+64*len(aggs)+64), "GROUP BY operations"); err != nil {
+					return err
+				}
 				index[string(kb)] = grp
 				order = append(order, grp)
 			}

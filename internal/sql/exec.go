@@ -39,6 +39,10 @@ type Options struct {
 	// result) held in memory; beyond it the query fails with "not
 	// supported yet" rather than exhausting memory.
 	MaxRows int
+	// MaxMemory bounds the memory the query's operators hold (rows,
+	// groups, a join's build side); beyond it the query fails with a
+	// *ResourcesError. 0: DefaultMaxMemory; negative: no bound.
+	MaxMemory int64
 	// Params are the query's parameters (nil: none), indexed over the
 	// statement's full text (filter.Params.Index).
 	Params *filter.Params
@@ -76,6 +80,9 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Resu
 	if opts.MaxRows <= 0 {
 		opts.MaxRows = DefaultMaxRows
 	}
+	if opts.MaxMemory == 0 {
+		opts.MaxMemory = DefaultMaxMemory
+	}
 	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}, ctx: ctx}
 	defer r.close()
 	rs, err := r.query(ctx, q, nil)
@@ -105,6 +112,7 @@ type runner struct {
 	tables  map[string]Table
 	names   []TableName
 	bytes   int64
+	mem     int64 // bytes charged to the budget (membudget.go)
 	// ctx is Run's: subqueries inside expressions run while their
 	// expression compiles.
 	ctx  context.Context
@@ -747,6 +755,9 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			row := make([]any, len(exprs))
 			for j := range exprs {
 				row[j] = cols[j][i]
+			}
+			if err := q.chargeRow(row, "rows of the SELECT"); err != nil {
+				return err
 			}
 			out.rows = append(out.rows, row)
 		}

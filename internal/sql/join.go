@@ -293,6 +293,11 @@ func (jr *joinRel) read(ctx context.Context, rel *relation, in, out []string) (*
 		if len(in) > 0 && s.n > jr.opts.MaxRows*4 {
 			return jr.tooLarge()
 		}
+		if len(in) > 0 {
+			if err := jr.chargeArrays(rec.Columns()[:len(in)], "JOIN operations"); err != nil {
+				return err
+			}
+		}
 		for k := range in {
 			a := rec.Column(k)
 			a.Retain()
