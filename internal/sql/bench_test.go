@@ -1,0 +1,45 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// go test -run '^$' -bench BenchmarkQuery -benchmem ./internal/sql/
+//
+// In-memory tables (batches of 8192 rows): the operators' own cost, not
+// the engine's scan.
+func BenchmarkQuery(b *testing.B) {
+	const n = 200_000
+	mk := func(keys int) *memTable {
+		t := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
+			{Name: "k", Type: schema.Integer}, {Name: "v", Type: schema.Integer}, {Name: "s", Type: schema.String}}}, batch: 8192}
+		for i := 0; i < n; i++ {
+			t.rows = append(t.rows, []any{int64(i % keys), int64(i), fmt.Sprintf("s%d", i%97)})
+		}
+		return t
+	}
+	tables := map[string]*memTable{"a": mk(n), "b": mk(n)}
+	resolve := func(_ context.Context, nm TableName) (Table, error) { return tables[strings.ToLower(nm.Table)], nil }
+	for _, q := range []struct{ name, sql string }{
+		{"agg", "SELECT COUNT(*), SUM(v), MAX(s) FROM a"},
+		{"group", "SELECT s, COUNT(*), SUM(v) FROM a GROUP BY s"},
+		{"hashjoin", "SELECT COUNT(*) FROM a JOIN b ON a.k = b.k"},
+		{"window", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY s ORDER BY v DESC) AS rn FROM a) WHERE rn = 1"},
+		{"orderlimit", "SELECT v FROM a ORDER BY v DESC LIMIT 10"},
+	} {
+		b.Run("q="+q.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Run(context.Background(), q.sql, resolve, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
