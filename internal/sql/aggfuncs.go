@@ -91,7 +91,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		a.star, a.typ = true, "INT64"
 		return a, nil
 	}
-	if at, ok := findAgg(inner); ok {
+	if at, ok := findAgg(inner); ok && q.winCompile == nil {
 		return nil, q.errf(at, "Aggregations of aggregations are not allowed")
 	}
 	for i, t := range toks {
@@ -110,7 +110,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		if len(sp) == 0 {
 			return nil, q.errf(toks[len(toks)-1].Pos, "Syntax error: Unexpected \")\"")
 		}
-		x, err := q.compile(Span{toks: sp})
+		x, err := q.compileArg(Span{toks: sp})
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +304,7 @@ func (q *selectQuery) aggClauses(a *agg, rest []filter.Token) error {
 				}
 				return q.errf(rest[i-1].End, "Syntax error: Unexpected \")\"")
 			}
-			x, err := q.compile(Span{toks: rest[start:i]})
+			x, err := q.compileArg(Span{toks: rest[start:i]})
 			if err != nil {
 				return err
 			}
@@ -610,4 +610,13 @@ func (a *agg) result(s *acc) any {
 		return b.String()
 	}
 	return nil
+}
+
+// compileArg compiles an aggregate's argument: over the input, or over
+// the groups for an aggregate OVER a window in a query with GROUP BY.
+func (q *selectQuery) compileArg(sp Span) (*filter.Scalar, error) {
+	if q.winCompile != nil {
+		return q.winCompile(sp)
+	}
+	return q.compile(sp)
 }

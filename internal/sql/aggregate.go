@@ -81,6 +81,22 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 			i = end // a subquery's names and aggregates are its own
 			continue
 		}
+		// A window call: its column, computed over the groups; the
+		// aggregates inside it are registered.
+		if o, _ := overAt(toks, i); o > 0 && o+1 < len(toks) && toks[o+1].Op && toks[o+1].Text == "(" {
+			if overEnd := closing(toks, o+1); overEnd > 0 {
+				if _, err := q.rewrite(Span{toks: toks[i+1 : overEnd+1]}, aggs, groups, groupCol, clause); err != nil {
+					return "", err
+				}
+				if _, ok := q.pendingAt[toks[i].Pos]; !ok {
+					q.pendingAt[toks[i].Pos] = true
+					q.pending = append(q.pending, toks[i:overEnd+1])
+				}
+				emit(toks[i].Pos, toks[overEnd].End, fmt.Sprintf("__w%d", toks[i].Pos))
+				i = overEnd
+				continue
+			}
+		}
 		// A GROUP BY expression (not a plain name: those are columns of
 		// the post-aggregation schema already).
 		matched := false
@@ -109,17 +125,18 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		if end < 0 {
 			continue // unbalanced: compiling the text reports the syntax error
 		}
-		a, err := q.newAgg(Span{toks: toks[i : end+1]}, clause)
-		if err != nil {
-			return "", err
-		}
 		idx := -1
+		key := (Span{toks: toks[i : end+1]}).key()
 		for j, o := range *aggs {
-			if o.key == a.key {
+			if o.key == key {
 				idx = j
 			}
 		}
 		if idx < 0 {
+			a, err := q.newAgg(Span{toks: toks[i : end+1]}, clause)
+			if err != nil {
+				return "", err
+			}
 			idx = len(*aggs)
 			*aggs = append(*aggs, a)
 		}
@@ -223,6 +240,13 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 		itemText[i] = t
 	}
+	var qualifyText string
+	var err error
+	if sel.Qualify != nil {
+		if qualifyText, err = q.rewrite(*sel.Qualify, &aggs, groups, groupCol, "QUALIFY clause"); err != nil {
+			return nil, err
+		}
+	}
 	var havingText string
 	if sel.Having != nil {
 		t, err := q.rewrite(*sel.Having, &aggs, groups, groupCol, "HAVING clause")
@@ -264,7 +288,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			return q.compileText(text, post, nil) // an expanded star's column
 		}
 		return q.compileText(text, post, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
-			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g")) {
+			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g") || strings.HasPrefix(parts[0], "__w")) {
 				return parts[0], 1, nil
 			}
 			i, used, err := q.in.resolve(q.src, parts, pos)
@@ -281,6 +305,39 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			}
 			return col, used, nil
 		}))
+	}
+	// Windows over the groups: their arguments and windows compile over
+	// the groups' columns; their values become columns __w<pos>.
+	postBase := len(post.Fields)
+	q.winCompile = func(sp Span) (*filter.Scalar, error) {
+		saved := q.winCompile
+		q.winCompile = nil
+		t, err := q.rewrite(sp, &aggs, groups, groupCol, "analytic function")
+		q.winCompile = saved
+		if err != nil {
+			return nil, err
+		}
+		return compilePost(t, "SELECT list")
+	}
+	for _, wt := range q.pending {
+		o, callEnd := overAt(wt, 0)
+		w, err := q.newWindow(wt[:callEnd+1], wt[o+2:len(wt)-1])
+		if err != nil {
+			return nil, err
+		}
+		w.pos, w.end, w.col = wt[0].Pos, wt[len(wt)-1].End, fmt.Sprintf("__w%d", wt[0].Pos)
+		q.windows = append(q.windows, w)
+		post.Fields = append(post.Fields, &schema.Field{Name: w.col, Type: bqType(w.typ), Mode: schema.Nullable})
+	}
+	q.winCompile = nil
+	var qualify *filter.Scalar
+	if sel.Qualify != nil {
+		if qualify, err = compilePost(qualifyText, "QUALIFY clause"); err != nil {
+			return nil, err
+		}
+		if t := qualify.Type(); t != "BOOL" && t != "NULL" {
+			return nil, q.errf(sel.Qualify.pos(), "QUALIFY clause should return type BOOL, but returns %s", t)
+		}
 	}
 	var exprs []*filter.Scalar
 	for i, t := range itemText {
@@ -327,7 +384,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		scanned = append(scanned, a.args...)
 		scanned = append(scanned, a.order...)
 	}
-	err := q.scan(ctx, scanned, func(rec arrow.RecordBatch, n int) error {
+	err = q.scan(ctx, scanned, func(rec arrow.RecordBatch, n int) error {
 		keep := make([]bool, n)
 		for i := range keep {
 			keep[i] = true
@@ -401,7 +458,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		order = append(order, &group{accs: make([]acc, len(aggs))}) // aggregation of no rows: one row
 	}
 	// One row per group, evaluated by the expression layer.
-	rec, err := buildRecord(post, len(order), func(col, row int) any {
+	rec, err := buildRecord(&schema.Schema{Fields: post.Fields[:postBase]}, len(order), func(col, row int) any {
 		grp := order[row]
 		if col < len(groups) {
 			return grp.keys[col]
@@ -425,6 +482,21 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 		for i, v := range vals {
 			keep[i] = v == true
+		}
+	}
+	if len(q.windows) > 0 {
+		if rec, n, err = q.windowsOverGroups(ctx, rec, keep, post, postBase); err != nil {
+			return nil, err
+		}
+		defer rec.Release()
+		keep = make([]bool, n)
+		for i := range keep {
+			keep[i] = true
+		}
+		if qualify != nil {
+			if keep, err = selection(ctx, qualify, rec, n); err != nil {
+				return nil, err
+			}
 		}
 	}
 	cols := make([][]any, len(exprs))

@@ -305,6 +305,12 @@ type selectQuery struct {
 	// the position of their text.
 	windows  []*window
 	windowAt map[int]*window
+	// With GROUP BY: the window calls' tokens (registered by rewrite, by
+	// position), and while their arguments compile, the compiler over the
+	// groups' columns.
+	pending    [][]filter.Token
+	pendingAt  map[int]bool
+	winCompile func(Span) (*filter.Scalar, error)
 }
 
 func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in, q: q} }
@@ -406,7 +412,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if err != nil {
 		return nil, err
 	}
-	q := &selectQuery{runner: r, sel: sel, in: in, env: e, windowAt: map[int]*window{}}
+	q := &selectQuery{runner: r, sel: sel, in: in, env: e, windowAt: map[int]*window{}, pendingAt: map[int]bool{}}
 	if qq != nil {
 		q.order = qq.OrderBy
 	}
@@ -472,26 +478,6 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 			return nil, q.errf(sel.Where.pos(), "WHERE clause should return type BOOL, but returns %s", t)
 		}
 	}
-	for _, it := range items {
-		if !it.Star {
-			if err := q.findWindows(it.Expr); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for _, o := range q.order {
-		if err := q.findWindows(o.Expr); err != nil {
-			return nil, err
-		}
-	}
-	if sel.Qualify != nil {
-		if err := q.findWindows(*sel.Qualify); err != nil {
-			return nil, err
-		}
-		if len(q.windows) == 0 {
-			return nil, q.errf(sel.Qualify.pos(), "QUALIFY clause must be used with an analytic function in the SELECT list or the QUALIFY clause")
-		}
-	}
 	aggregate := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, it := range items {
 		if !it.Star {
@@ -505,10 +491,42 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 			aggregate = true
 		}
 	}
-	if len(q.windows) > 0 {
-		if aggregate {
-			return nil, notSupported(q.src, q.windows[0].pos, "analytic functions with GROUP BY or aggregation")
+	if !aggregate {
+		for _, it := range items {
+			if !it.Star {
+				if err := q.findWindows(it.Expr); err != nil {
+					return nil, err
+				}
+			}
 		}
+		for _, o := range q.order {
+			if err := q.findWindows(o.Expr); err != nil {
+				return nil, err
+			}
+		}
+		if sel.Qualify != nil {
+			if err := q.findWindows(*sel.Qualify); err != nil {
+				return nil, err
+			}
+			if len(q.windows) == 0 {
+				return nil, q.errf(sel.Qualify.pos(), "QUALIFY clause must be used with an analytic function in the SELECT list or the QUALIFY clause")
+			}
+		}
+	} else if sel.Qualify != nil {
+		win := false
+		for _, it := range items {
+			if _, ok := hasWindow(it.Expr.toks); ok && !it.Star {
+				win = true
+			}
+		}
+		if _, ok := hasWindow(sel.Qualify.toks); ok {
+			win = true
+		}
+		if !win {
+			return nil, q.errf(sel.Qualify.pos(), "QUALIFY clause must be used with an analytic function in the SELECT list or the QUALIFY clause")
+		}
+	}
+	if len(q.windows) > 0 {
 		q.in = q.windowRelation(q.in, where)
 		where = nil
 		if sel.Qualify != nil {

@@ -378,8 +378,11 @@ func (q *selectQuery) compileWindowArg(sp Span) (*filter.Scalar, error) {
 	if at, ok := hasWindow(sp.toks); ok {
 		return nil, q.errf(at, "Analytic function cannot be an argument of another analytic function")
 	}
+	if q.winCompile != nil {
+		return q.winCompile(sp)
+	}
 	if at, ok := findAgg(sp.toks); ok {
-		return nil, notSupported(q.src, at, "aggregate functions inside an analytic function's arguments or window")
+		return nil, q.errf(at, "Aggregate function %s not allowed in an analytic function of a query without GROUP BY or aggregation", strings.ToUpper(sp.toks[indexAt(sp.toks, at)].Text))
 	}
 	return q.compile(sp)
 }
@@ -842,4 +845,56 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 		}
 	}
 	return out, nil
+}
+
+// windowsOverGroups computes the windows over the groups HAVING keeps
+// (rec's first postBase columns) and returns the kept groups with the
+// windows' columns added.
+func (q *selectQuery) windowsOverGroups(ctx context.Context, rec arrow.RecordBatch, keep []bool, post *schema.Schema, postBase int) (arrow.RecordBatch, int, error) {
+	var idx []int32
+	for i, k := range keep {
+		if k {
+			idx = append(idx, int32(i))
+		}
+	}
+	n := len(idx)
+	ia := indices(idx)
+	defer ia.Release()
+	var fields []arrow.Field
+	var arrs []arrow.Array
+	defer func() {
+		for _, a := range arrs {
+			a.Release()
+		}
+	}()
+	for c := 0; c < postBase; c++ {
+		a, err := compute.TakeArray(ctx, rec.Column(c), ia)
+		if err != nil {
+			return nil, 0, err
+		}
+		arrs = append(arrs, a)
+		fields = append(fields, rec.Schema().Field(c))
+	}
+	base := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(n))
+	defer base.Release()
+	wvals := make([][]any, len(q.windows))
+	for k, w := range q.windows {
+		v, err := w.compute(ctx, base, n, q)
+		if err != nil {
+			return nil, 0, err
+		}
+		wvals[k] = v
+	}
+	wrec, err := buildRecord(&schema.Schema{Fields: post.Fields[postBase:]}, n, func(col, row int) any { return wvals[col][row] })
+	if err != nil {
+		return nil, 0, err
+	}
+	defer wrec.Release()
+	allF := append([]arrow.Field(nil), fields...)
+	allA := append([]arrow.Array(nil), arrs...)
+	for c := 0; c < int(wrec.NumCols()); c++ {
+		allF = append(allF, wrec.Schema().Field(c))
+		allA = append(allA, wrec.Column(c))
+	}
+	return array.NewRecordBatch(arrow.NewSchema(allF, nil), allA, int64(n)), n, nil
 }
