@@ -32,20 +32,27 @@ func head(ids []int64) []int64 {
 }
 
 // waitLagZero waits until the group's committed offsets reach the end of
-// every partition.
-func (n *nemesis) waitLagZero(ctx context.Context, bound time.Duration) error {
-	deadline := time.Now().Add(bound)
+// every partition. The bound does not count the time the stall watch saw
+// the test process not run (a machine that runs nothing gives the members
+// no time either), and the lag it reports is read after the deadline, not
+// before a stall.
+func (n *nemesis) waitLagZero(ctx context.Context, bound time.Duration, watch *stallWatch) error {
+	start, stalled0 := time.Now(), watch.stalled()
 	var lag int64
 	var err error
-	for time.Now().Before(deadline) {
+	for {
 		lag, err = n.k.lag(ctx, n.group)
 		if err == nil && lag == 0 {
 			n.logf("lag zero")
 			return nil
 		}
+		if time.Since(start) >= bound+watch.stalled()-stalled0 {
+			break
+		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("lag %d after %v (%v); the group: %s", lag, bound, err, n.describeGroup(ctx))
+	return fmt.Errorf("lag %d after %v (the test process stalled for %v of it) (%v); the group: %s",
+		lag, time.Since(start).Round(time.Millisecond), (watch.stalled() - stalled0).Round(time.Millisecond), err, n.describeGroup(ctx))
 }
 
 // describeGroup names the group's state, members and their partitions,
@@ -160,6 +167,7 @@ func keepLogs(dir string, seed uint64) string {
 		return "(not kept: " + err.Error() + ")"
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "member-*.log"))
+	files = append(files, filepath.Join(dir, "test-goroutines.txt")) // dumpStacks's, if any
 	for _, f := range files {
 		if data, err := os.ReadFile(f); err == nil {
 			_ = os.WriteFile(filepath.Join(out, filepath.Base(f)), data, 0o644)

@@ -753,6 +753,8 @@ func runNemesis(t *testing.T, seed uint64, dur time.Duration) {
 	t.Cleanup(c.Close)
 	n := &nemesis{t: t, seed: seed, dir: t.TempDir(), k: &kafkaEnv{c: c, topic: "events", parts: 3},
 		group: "nemesis", srvDir: t.TempDir()}
+	watch := startStallWatch(n)
+	defer watch.Close()
 	addrs := serverAddrs(t)
 	n.startServer(addrs[0], addrs[1], addrs[2])
 	srv := n.server()
@@ -882,9 +884,13 @@ drain:
 	n.mu.Unlock()
 
 	const bound = 90 * time.Second
-	if err := n.waitLagZero(ctx, bound); err != nil {
+	p0 := readPressure()
+	if err := n.waitLagZero(ctx, bound, watch); err != nil {
 		failed = true
-		t.Fatalf("no progress: %v", err)
+		// Stacks first: the members' go to their logs, kept below.
+		stacks := n.dumpStacks()
+		t.Fatalf("no progress: %v\n%s; %s\n%s (whole dump: test-goroutines.txt in the kept log dir)",
+			err, watch, readPressure().since(p0), stacks)
 	}
 	stopSuper()
 	<-superDone
