@@ -119,8 +119,9 @@ func (w *stallWatch) Close() {
 	<-w.done
 }
 
-// pressure is a reading of the machine's pressure-stall totals
-// (microseconds; Linux /proc/pressure, absent elsewhere).
+// pressure is a reading of the machine's pressure-stall totals and of
+// its CPUs' steal time (microseconds; Linux /proc/pressure and
+// /proc/stat, absent elsewhere).
 type pressure struct {
 	at     time.Time
 	values map[string]int64 // "memory full", "cpu some", ...
@@ -146,6 +147,17 @@ func readPressure() pressure {
 			}
 		}
 	}
+	// /proc/stat's steal: time the hypervisor ran something else (USER_HZ
+	// ticks, 100 a second on Linux), summed over the CPUs.
+	if data, err := os.ReadFile("/proc/stat"); err == nil {
+		f := strings.Fields(strings.SplitN(string(data), "\n", 2)[0])
+		var v int64
+		if len(f) > 8 && f[0] == "cpu" {
+			if _, err := fmt.Sscan(f[8], &v); err == nil {
+				p.values["cpu steal"] = v * 10_000
+			}
+		}
+	}
 	return p
 }
 
@@ -155,7 +167,7 @@ func (p pressure) since(p0 pressure) string {
 		return "no /proc/pressure here"
 	}
 	var parts []string
-	for _, k := range []string{"cpu some", "memory some", "memory full", "io some", "io full"} {
+	for _, k := range []string{"cpu some", "memory some", "memory full", "io some", "io full", "cpu steal"} {
 		v, ok := p.values[k]
 		v0, ok0 := p0.values[k]
 		if !ok || !ok0 {
