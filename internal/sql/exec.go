@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,7 +73,15 @@ type Result struct {
 // unsupported features, runtime errors such as division by zero) are
 // *filter.Error with a position; others come from the resolver or the
 // scan.
-func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Result, error) {
+func Run(ctx context.Context, src string, resolve Resolver, opts Options) (res *Result, err error) {
+	// A panic here is a bug; it must fail the query, not end the server
+	// (jobs run queries on goroutines of their own, which nothing else
+	// recovers).
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
 	q, err := parse(src, opts.Params)
 	if err != nil {
 		return nil, err
@@ -89,7 +98,7 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Resu
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Schema: &schema.Schema{}, BytesProcessed: r.bytes, Rows: rs.rows, Tables: r.names}
+	res = &Result{Schema: &schema.Schema{}, BytesProcessed: r.bytes, Rows: rs.rows, Tables: r.names}
 	if len(r.names) > 0 {
 		res.Table = &r.names[0]
 	}
@@ -105,6 +114,14 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (*Resu
 
 // runner runs one statement: the tables it opened (one snapshot each),
 // the bytes it read.
+// PanicError is a panic inside Run (a bug), returned as an error.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("sql: panic (a bug): %v", e.Value) }
+
 type runner struct {
 	src     string
 	resolve Resolver

@@ -35,3 +35,15 @@ func TestDeepSubqueries(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunRecoversPanic: a panic inside Run (a bug) is returned as an
+// error; a job's goroutine calls Run and nothing above it recovers, so
+// it ended the server.
+func TestRunRecoversPanic(t *testing.T) {
+	resolve := func(context.Context, TableName) (Table, error) { panic("resolver bug") }
+	_, err := Run(context.Background(), "SELECT * FROM t", resolve, Options{})
+	var pe *PanicError
+	if !errors.As(err, &pe) || pe.Value != "resolver bug" || len(pe.Stack) == 0 {
+		t.Fatalf("err = %v, want a PanicError", err)
+	}
+}
