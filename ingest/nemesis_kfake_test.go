@@ -35,6 +35,17 @@ package ingest_test
 // INGEST_NEMESIS_KFAKE_WORKAROUND=0 turns it off (to see whether a newer
 // kfake still needs it).
 
+// Not a kfake bug: seed 182's "no progress" in the lead's soak (every
+// member silent for about 85 s, then recovered within a second) was a
+// stall of the whole machine, not of kfake's cluster goroutine (see
+// nemesis_stall_test.go). In this kfake version a reply cannot block
+// the cluster goroutine on a live but unread connection either: a
+// connection has one request in flight at a time (clientConn.read waits
+// on mute for the previous response to be written) and respCh holds two,
+// so clientReq.reply's send always finds room, and the write goroutine,
+// not the cluster's, is the one blocked in conn.Write to a stopped
+// client.
+
 // A second kfake bug (same version), in read-committed fetches: when a
 // fetch response reaches the request's MaxBytes in the middle of a
 // partition (01_fetch.go: "break full"), the loop over partitions is left
