@@ -7,17 +7,21 @@ package ingest_test
 // lag 175 after 1m30s": from about 22:25:52 to 22:27:16.7 no member
 // logged anything, then everything recovered within a second. Its member
 // logs say the member processes themselves did not run in that window,
-// not only kfake: member 1's batch lease (a 3 s context.WithTimeout) and
-// the server's deadline for a FinalizeWriteStream under that lease both
-// fired at 22:27:16.84, about 80 s late, in the same 100 ms as every
-// member's fetch "i/o timeout" (kgo's read deadline, 15 s) and as member
-// 2's parked JoinGroup's read deadline. A kfake goroutine blocked in the
-// test process cannot delay timers in three other processes; a machine
-// that ran none of them (a host pause of the VM, or a memory or CPU stall
-// on this 2-core machine) does. The checker's loop then woke after its
-// deadline and reported the lag it had read before the stall (175), and
-// the group it describes is the one that had already recovered.
-//
+// not only kfake: member 1's read of partition 1 ran under a 100 ms
+// batch-age deadline inside a 3 s lease (context.WithTimeout), yet it
+// returned "lease expired reading the source" only at 22:27:16.84; its
+// FinalizeWriteStream under the same kind of lease failed with
+// DeadlineExceeded in the same millisecond; and every member's kgo read
+// deadlines (fetches, heartbeats, member 2's parked JoinGroup: seconds)
+// fired within the same 100 ms. A kfake goroutine blocked in the test
+// process cannot delay timers in other processes; a machine that ran
+// none of them (a host pause of the VM, or a CPU or memory stall on this
+// shared 2-core machine) does. Files on the machine agree: none under
+// /tmp, /work or /root has a modification time from 22:25:50.9 to
+// 22:27:17.1, while builds and soaks wrote every second before and after
+// (and gaps like it at 22:20:56-22:22:14 and 22:30:03-22:32:06).
+// Replaying seed 182 fifteen times, and seeds 183-188, ran clean.
+
 // So that the next such failure says which it was, without a reading of
 // logs: the test process runs a stall watch (the largest gap between its
 // 100 ms ticks, by the monotonic and by the wall clock), the failure
