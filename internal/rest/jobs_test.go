@@ -303,3 +303,56 @@ func TestJobFailedByRestartOfficialClient(t *testing.T) {
 		t.Fatalf("Wait: %v (ctx %v), want the job's error", err, ctx.Err())
 	}
 }
+
+// TestQueryParamsSurviveRestart: a job's parameterMode and queryParameters
+// are kept in the jobs log: after a restart jobs.get still shows them (the
+// Go client's job.Config()).
+func TestQueryParamsSurviveRestart(t *testing.T) {
+	dir := t.TempDir()
+	cat, err := catalog.Open(t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func() *bigquery.Client {
+		js, err := jobs.Open(cat, jobs.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(rest.New(cat, rest.Options{Jobs: js}))
+		c, err := bigquery.NewClient(context.Background(), "p", option.WithEndpoint(srv.URL), option.WithoutAuthentication())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(); srv.Close(); js.Close() })
+		return c
+	}
+	ctx := context.Background()
+	q := serve().Query("SELECT @a + 1 AS x, 'p' IN UNNEST(@b) AS y")
+	q.JobID = "with_params"
+	q.Parameters = []bigquery.QueryParameter{{Name: "a", Value: 41}, {Name: "b", Value: []string{"p", "q"}}}
+	job, err := q.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := job.Wait(ctx); err != nil {
+		t.Fatalf("wait: %v", err)
+	} else if st.Err() != nil {
+		t.Fatalf("job: %v", st.Err())
+	}
+
+	job, err = serve().JobFromID(ctx, "with_params")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := job.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := cfg.(*bigquery.QueryConfig).Parameters
+	if len(ps) != 2 || ps[0].Name != "a" || ps[0].Value != int64(41) || ps[1].Name != "b" {
+		t.Fatalf("parameters after a restart: %+v, want a=41 and b", ps)
+	}
+	if vs, ok := ps[1].Value.([]any); !ok || len(vs) != 2 || vs[0] != "p" || vs[1] != "q" {
+		t.Fatalf("parameter b after a restart: %#v, want [p q]", ps[1].Value)
+	}
+}
