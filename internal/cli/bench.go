@@ -10,9 +10,10 @@ import (
 	"github.com/bqstore/bqstore/internal/bench"
 )
 
-const benchUsage = "usage: bqstore bench write|read|ingest [flags]\n\n" +
+const benchUsage = "usage: bqstore bench write|read|query|ingest [flags]\n\n" +
 	"  write   append rows through managedwriter and read them back\n" +
 	"  read    read a table through the Read API\n" +
+	"  query   run a fixed set of queries on a table of bench write\n" +
 	"  ingest  run the ingest pipeline from an in-process Kafka\n\n" +
 	"Run 'bqstore bench WORKLOAD -h' for the flags of a workload."
 
@@ -22,7 +23,7 @@ const benchPipelineExample = "bqstore ingest --endpoint {endpoint} --table {tabl
 
 func runBench(ctx context.Context, env *Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("want a workload: write, read or ingest (see bqstore bench -h)")
+		return usagef("want a workload: write, read, query or ingest (see bqstore bench -h)")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -32,10 +33,12 @@ func runBench(ctx context.Context, env *Env, args []string) error {
 		return runBenchWrite(ctx, env, args[1:])
 	case "read":
 		return runBenchRead(ctx, env, args[1:])
+	case "query":
+		return runBenchQuery(ctx, env, args[1:])
 	case "ingest":
 		return runBenchIngest(ctx, env, args[1:])
 	}
-	return usagef("unknown workload %q (write, read, ingest; see bqstore bench -h)", args[0])
+	return usagef("unknown workload %q (write, read, query, ingest; see bqstore bench -h)", args[0])
 }
 
 // benchFlags are the flags that say where the server and the table are.
@@ -139,6 +142,33 @@ func runBenchRead(ctx context.Context, env *Env, args []string) error {
 		cfg.Columns = strings.Split(*columns, ",")
 	}
 	res, err := bench.Read(ctx, cfg)
+	if res != nil {
+		_ = res.Print(env.Stdout, *asJSON)
+	}
+	return credentialsHint(err, cfg.Endpoint)
+}
+
+func runBenchQuery(ctx context.Context, env *Env, args []string) error {
+	fs := newFlagSet(env, "bench query", "[flags]")
+	var cfg bench.QueryConfig
+	tf := targetFlags(fs, env, &cfg.Target)
+	fs.Int64Var(&cfg.Rows, "rows", 0, "write a new table of this many rows first (0: query --table, default the dataset's newest table)")
+	fs.IntVar(&cfg.RowBytes, "row-bytes", 100, "serialized bytes per row of the table written with --rows")
+	cleanupFlag(fs, &cfg.Target)
+	only := fs.String("only", "", "comma-separated queries to run (agg, filter, groupby, join, orderby, window, distinct; default all)")
+	asJSON := fs.Bool("json", false, "print one JSON line")
+	if pos, err := parseFlags(fs, args); err != nil {
+		return err
+	} else if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	if err := tf.resolve(ctx); err != nil {
+		return err
+	}
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
+	res, err := bench.Query(ctx, cfg)
 	if res != nil {
 		_ = res.Print(env.Stdout, *asJSON)
 	}
