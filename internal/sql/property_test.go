@@ -1,10 +1,12 @@
 package sql
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -166,7 +168,79 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 }
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(8) {
+	switch rng.Intn(9) {
+	case 8: // SUM and COUNT over ROWS frames with offsets up to INT64's limit
+		rows := slices.Clone(l.rows)
+		cmp1 := func(x, y any) int { // NULLs first
+			switch {
+			case x == nil && y == nil:
+				return 0
+			case x == nil:
+				return -1
+			case y == nil:
+				return 1
+			}
+			if xi, ok := x.(int64); ok {
+				return cmp.Compare(xi, y.(int64))
+			}
+			return strings.Compare(x.(string), y.(string))
+		}
+		slices.SortStableFunc(rows, func(x, y []any) int {
+			for k := range x {
+				if c := cmp1(x[k], y[k]); c != 0 {
+					return c
+				}
+			}
+			return 0
+		})
+		offsets := []int64{0, 1, 2, 3, math.MaxInt64}
+		bound := func(unb string) (string, bool, int64) {
+			switch rng.Intn(4) {
+			case 0:
+				return unb, true, 0
+			case 1:
+				return "CURRENT ROW", false, 0
+			case 2:
+				n := offsets[rng.Intn(len(offsets))]
+				return fmt.Sprintf("%d PRECEDING", n), false, -n
+			}
+			n := offsets[rng.Intn(len(offsets))]
+			return fmt.Sprintf("%d FOLLOWING", n), false, n
+		}
+		var st, en string
+		var sUnb, eUnb bool
+		var so, eo int64
+		for {
+			st, sUnb, so = bound("UNBOUNDED PRECEDING")
+			en, eUnb, eo = bound("UNBOUNDED FOLLOWING")
+			if sUnb || eUnb || so <= eo {
+				break
+			}
+		}
+		m := int64(len(rows))
+		var out [][]any
+		for i, row := range rows {
+			lo, hi := int64(0), m // [lo, hi)
+			if !sUnb {
+				lo = int64(i) + max(min(so, m), -m)
+			}
+			if !eUnb {
+				hi = int64(i) + max(min(eo, m), -m) + 1
+			}
+			lo, hi = max(lo, 0), min(hi, m)
+			var sum any
+			var n int64
+			for k := lo; k < hi; k++ {
+				n++
+				if a, ok := rows[k][0].(int64); ok {
+					s, _ := sum.(int64)
+					sum = s + a
+				}
+			}
+			out = append(out, []any{row[0], row[1], row[2], sum, n})
+		}
+		frame := " OVER (ORDER BY a, b, c ROWS BETWEEN " + st + " AND " + en + ")"
+		return "SELECT a, b, c, SUM(a)" + frame + ", COUNT(*)" + frame + " FROM l", out
 	case 7: // correlated EXISTS and a correlated scalar COUNT
 		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
 		var out [][]any
