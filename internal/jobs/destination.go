@@ -24,9 +24,16 @@ import (
 //     schema and rows.
 //
 // The rows go through one PENDING stream committed at the end, so an
-// append is atomic. A truncate drops and re-creates the table first: a
-// reader in between finds no table or an empty one (BigQuery swaps
-// atomically), and a storage failure after the drop loses the old rows.
+// append is atomic. A truncate is not: the catalog has no rename or swap
+// and the engine no truncate (docs/design/row-changes.md's CHANGE record
+// is the design for one), so it drops the table and creates it again,
+// then writes the rows. A reader in between finds no table (404) or the
+// new table empty (BigQuery swaps atomically). Once the table is dropped
+// the job can no longer be stopped (jobs.cancel and a shutdown wait for
+// it to write the rows), so the old rows are lost only if the server
+// crashes or the storage fails between the drop and the commit; then the
+// job fails and the table is missing, or empty with the new schema (a
+// crash after the create).
 
 // ValidDisposition reports whether v is a createDisposition (create) or
 // writeDisposition (!create) BigQuery knows; "" is the default.
@@ -66,6 +73,13 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 				return TableRef{}, err
 			}
 			exists = false
+			// The old rows are gone: from here the job must put the new
+			// ones in, so neither jobs.cancel nor a shutdown may stop it
+			// halfway (the rows are in memory; the writes are bounded).
+			ctx = context.WithoutCancel(ctx)
+			if s.opts.afterTruncateDrop != nil {
+				s.opts.afterTruncateDrop()
+			}
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
 			if err != nil {

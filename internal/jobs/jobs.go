@@ -218,6 +218,10 @@ type Options struct {
 	// RUNNING, before its query runs, with the job's context (tests use
 	// it to hold a job RUNNING).
 	BeforeRun func(ctx context.Context, project, id string)
+
+	// afterTruncateDrop, if set, is called by a WRITE_TRUNCATE job right
+	// after it dropped its destination (tests cancel the job there).
+	afterTruncateDrop func()
 }
 
 // Store runs jobs and keeps them.
