@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"time"
@@ -46,13 +47,30 @@ func (s *Store) run(ctx context.Context, e *entry) {
 		if err := s.persist(&j); err != nil {
 			s.log.Error("jobs: log a started job", "job", j.ID, "err", err)
 		}
-		if s.opts.BeforeRun != nil {
-			s.opts.BeforeRun(ctx, j.Project, j.ID)
-		}
-		out, rec, err := s.execute(ctx, j)
+		out, rec, err := s.executeRecovered(ctx, j)
 		s.finish(e, out, rec, err)
 	})
 }
+
+// executeRecovered is execute (after the BeforeRun hook) on a job's own
+// goroutine, where a panic (a bug in a statement's execution) would end
+// the server's process: it fails the job with a BackendError instead and
+// logs the stack.
+func (s *Store) executeRecovered(ctx context.Context, j Job) (out Job, rec arrow.RecordBatch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("jobs: panic while running a job (a bug)", "job", j.ID, "panic", p, "stack", string(debug.Stack()))
+			out, rec, err = Job{}, nil, &BackendError{Msg: internalErrorMsg}
+		}
+	}()
+	if s.opts.BeforeRun != nil {
+		s.opts.BeforeRun(ctx, j.Project, j.ID)
+	}
+	return s.execute(ctx, j)
+}
+
+// internalErrorMsg is BigQuery's message for an internal error.
+const internalErrorMsg = "An internal error occurred and the request could not be completed."
 
 // finish records the job's outcome: out's result fields when err is nil.
 func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
