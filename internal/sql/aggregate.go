@@ -444,8 +444,14 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				order = append(order, grp)
 			}
 			for j, a := range aggs {
+				seen := len(grp.accs[j].seen)
 				if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
 					return err
+				}
+				if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
+					if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
+						return err
+					}
 				}
 			}
 		}

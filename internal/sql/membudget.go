@@ -27,6 +27,10 @@ func (e *ResourcesError) Error() string {
 	return fmt.Sprintf("Resources exceeded during query execution: The query could not be executed in the allotted memory. Peak usage: %d%% of limit. Top memory consumer(s): %s: 100%%", pct, e.What)
 }
 
+// distinctEntryBytes is one entry of a DISTINCT aggregate's set besides
+// its key's bytes: the string header, the value and the map's overhead.
+const distinctEntryBytes = 48
+
 // rowOverhead is a row's slice header plus its backing array's header
 // and allocation slack, per row held.
 const rowOverhead = 48

@@ -29,6 +29,7 @@ func TestMemoryBudget(t *testing.T) {
 		"SELECT a.k, b.s FROM t a CROSS JOIN (SELECT * FROM t WHERE k < 10) b",
 		"SELECT COUNT(*) FROM t a JOIN t b ON a.s = b.s",
 		"SELECT k, s FROM t ORDER BY s DESC",
+		"SELECT COUNT(DISTINCT s) FROM t",
 	} {
 		_, err := Run(context.Background(), q, resolve, Options{MaxMemory: small})
 		var re *ResourcesError
