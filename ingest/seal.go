@@ -70,9 +70,13 @@ type State struct {
 }
 
 // sameState reports whether a and b are the same state, ignoring the
-// generation (the ledger sets it when storing).
+// generation (the ledger sets it when storing) and PeersWithState (Load's
+// count of the other partitions, which changes as they store theirs: a
+// partition still without a state read back after an ambiguous Store is
+// the state loaded before, not another owner's).
 func sameState(a, b State) bool {
 	a.Generation, b.Generation = 0, 0
+	a.PeersWithState, b.PeersWithState = 0, 0
 	a.Config, b.Config = "", "" // set by worker.store on every write
 	a.Source, b.Source = "", ""
 	if len(a.Streams) == 0 && len(b.Streams) == 0 {
