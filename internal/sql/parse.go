@@ -375,11 +375,24 @@ var clauseKw = map[string]bool{
 // expr collects the tokens of one expression: up to a comma, a clause
 // keyword or a closing parenthesis at depth 0. CASE ... END nests.
 func (p *parser) expr() (Span, error) {
+	return p.exprUntil(func(t filter.Token, start int) bool {
+		return t.Ident && clauseKw[strings.ToUpper(t.Text)]
+	})
+}
+
+// exprUntil collects the tokens of one expression: up to a comma or a
+// closing parenthesis at depth 0, or a token at depth 0 for which stop
+// (given the expression's first token index) is true. Parentheses,
+// brackets and CASE ... END nest.
+func (p *parser) exprUntil(stop func(t filter.Token, start int) bool) (Span, error) {
 	start := p.i
 	depth := 0
 	for {
 		t := p.tok()
 		if t.EOF {
+			break
+		}
+		if depth == 0 && stop(t, start) {
 			break
 		}
 		if t.Op {
@@ -396,8 +409,6 @@ func (p *parser) expr() (Span, error) {
 					goto done
 				}
 			}
-		} else if t.Ident && depth == 0 && clauseKw[strings.ToUpper(t.Text)] {
-			break
 		}
 		if t.Ident && strings.EqualFold(t.Text, "CASE") {
 			depth++

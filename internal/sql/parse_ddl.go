@@ -389,38 +389,10 @@ func (p *parser) columnDef(top bool) (*schema.Field, error) {
 // defaultExpr skips the tokens of a DEFAULT expression: up to a comma or
 // ")" at depth 0, or NOT NULL / OPTIONS.
 func (p *parser) defaultExpr() error {
-	start := p.i
-	depth := 0
-	for {
-		t := p.tok()
-		if t.EOF {
-			break
-		}
-		if depth == 0 && (p.isKw("OPTIONS") || p.isKw("NOT", "NULL") && (p.i == start || !strings.EqualFold(p.toks[p.i-1].Text, "IS"))) {
-			break
-		}
-		if t.Op {
-			switch t.Text {
-			case "(", "[":
-				depth++
-			case ")", "]":
-				if depth == 0 {
-					goto done
-				}
-				depth--
-			case ",":
-				if depth == 0 {
-					goto done
-				}
-			}
-		}
-		p.i++
-	}
-done:
-	if p.i == start {
-		return p.unexpected()
-	}
-	return nil
+	_, err := p.exprUntil(func(t filter.Token, start int) bool {
+		return p.isKw("OPTIONS") || p.isKw("NOT", "NULL") && (p.i == start || !strings.EqualFold(p.toks[p.i-1].Text, "IS"))
+	})
+	return err
 }
 
 // typeNames maps GoogleSQL type names (and aliases) to the schema's.
