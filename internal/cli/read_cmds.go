@@ -137,27 +137,7 @@ func runHead(ctx context.Context, env *Env, args []string) error {
 		}
 		token = page.PageToken
 	}
-	if af.json() {
-		out := make([]orderedObject, len(rows))
-		for i, cells := range rows {
-			for k, f := range sch.Fields {
-				out[i] = append(out[i], kvPair{f.Name, cells[k]})
-			}
-		}
-		if af.format == "prettyjson" {
-			return printJSON(env.Stdout, out)
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
-		return err
-	}
-	if af.format == "csv" {
-		return printHeadCSV(env.Stdout, sch, rows)
-	}
-	return printBox(env.Stdout, sch, rows, *maxWidth)
+	return printRows(env, af, sch, rows, *maxWidth)
 }
 
 // kvPair and orderedObject are a JSON object whose members keep schema
