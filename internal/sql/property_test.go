@@ -478,7 +478,7 @@ func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
 				right = append(right, []any{row[0], row[1]})
 			}
 		}
-		ops := []string{"UNION ALL", "UNION DISTINCT", "INTERSECT DISTINCT", "EXCEPT DISTINCT", "DISTINCT"}
+		ops := []string{"UNION ALL", "UNION DISTINCT", "INTERSECT DISTINCT", "EXCEPT DISTINCT", "INTERSECT ALL", "EXCEPT ALL", "DISTINCT"}
 		op := ops[rng.Intn(len(ops))]
 		key := func(row []any) string { return fmt.Sprint(row) }
 		dedupe := func(rows [][]any) [][]any {
@@ -509,6 +509,21 @@ func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
 		case "INTERSECT DISTINCT", "EXCEPT DISTINCT":
 			for _, row := range dedupe(left) {
 				if in(right, row) == (op == "INTERSECT DISTINCT") {
+					out = append(out, row)
+				}
+			}
+		case "INTERSECT ALL", "EXCEPT ALL":
+			// Each left row consumes one equal right row, if any is left.
+			used := make([]bool, len(right))
+			for _, row := range left {
+				matched := false
+				for j, x := range right {
+					if !used[j] && key(x) == key(row) {
+						used[j], matched = true, true
+						break
+					}
+				}
+				if matched == (op == "INTERSECT ALL") {
 					out = append(out, row)
 				}
 			}

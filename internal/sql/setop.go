@@ -34,9 +34,6 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 	if op.Distinct {
 		name = op.Op + " DISTINCT"
 	}
-	if op.Op != "UNION" && !op.Distinct {
-		return nil, notSupported(r.src, op.Pos, name)
-	}
 	start := firstPos(inputs[0])
 	var sets []*rowset
 	for _, in := range inputs {
@@ -95,6 +92,10 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 			out.rows = distinct(out.rows, len(out.types))
 		}
 	case "INTERSECT", "EXCEPT":
+		if !op.Distinct {
+			out.rows = multisetOp(op.Op, sets)
+			break
+		}
 		rows := distinct(sets[0].rows, len(out.types))
 		for _, rs := range sets[1:] {
 			in := map[string]bool{}
@@ -112,6 +113,33 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 		out.rows = rows
 	}
 	return out, nil
+}
+
+// multisetOp is INTERSECT ALL / EXCEPT ALL, left to right: a row m times
+// on the left and n times on the right is kept min(m, n) times by
+// INTERSECT ALL, max(m-n, 0) times by EXCEPT ALL. Rows keep the left
+// input's order.
+func multisetOp(op string, sets []*rowset) [][]any {
+	rows := sets[0].rows
+	for _, rs := range sets[1:] {
+		count := map[string]int{}
+		for _, row := range rs.rows {
+			count[rowKey(row)]++
+		}
+		var kept [][]any
+		for _, row := range rows {
+			k := rowKey(row)
+			matched := count[k] > 0
+			if matched {
+				count[k]--
+			}
+			if matched == (op == "INTERSECT") {
+				kept = append(kept, row)
+			}
+		}
+		rows = kept
+	}
+	return rows
 }
 
 func plural(n int) string {
