@@ -70,6 +70,9 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 			return err
 		}
 		stats.BytesProcessed = res.BytesProcessed
+		if err := billable(q, res); err != nil {
+			return err
+		}
 		if len(res.Schema.Fields) != len(cols) {
 			return filter.NewError(q.SQL, ins.QueryPos, "Inserted row has wrong column count; Has %d, expected %d", len(res.Schema.Fields), len(cols))
 		}

@@ -131,6 +131,10 @@ type Query struct {
 	// queryParameters as sent, echoed in the job resource.
 	ParameterMode string          `json:"parameterMode,omitempty"`
 	Parameters    json.RawMessage `json:"parameters,omitempty"`
+
+	// spent is, while a script runs, the bytes its statements before the
+	// running one processed (billable); not part of the configuration.
+	spent int64
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the

@@ -67,7 +67,7 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if i > 0 {
 			at = s.opts.Clock()
 		}
-		r, one, err := s.runStatement(ctx, project, q, st, at)
+		r, one, err := s.runStatement(ctx, project, q, st, at, total.BytesProcessed)
 		total.BytesProcessed += one.BytesProcessed
 		if err != nil {
 			return nil, total, err
@@ -83,8 +83,11 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	return res, stats, nil
 }
 
-func (s *Store) runStatement(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time) (*sql.Result, Stats, error) {
+// runStatement runs one statement of a script; spent is the bytes the
+// script's earlier statements processed (for maximumBytesBilled).
+func (s *Store) runStatement(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, spent int64) (*sql.Result, Stats, error) {
 	stats := Stats{StatementType: st.Type}
+	q.spent = spent
 	var err error
 	switch {
 	case st.Type == "SELECT":
@@ -110,6 +113,20 @@ func (s *Store) runStatement(ctx context.Context, project string, q Query, st *s
 		err = fmt.Errorf("jobs: statement %s has no runner", st.Type)
 	}
 	return nil, stats, err
+}
+
+// billable checks the maximumBytesBilled of q against the bytes of the
+// script so far and those of res, the query of a statement that writes
+// (INSERT ... SELECT, CREATE TABLE AS SELECT), before it writes. A query
+// that reads no table is not billed.
+func billable(q Query, res *sql.Result) error {
+	if q.MaxBytesBilled <= 0 || len(res.Tables) == 0 {
+		return nil
+	}
+	if b := Billed(q.spent + res.BytesProcessed); b > q.MaxBytesBilled {
+		return &BytesBilledError{Limit: q.MaxBytesBilled, Required: b}
+	}
+	return nil
 }
 
 // query runs one query statement at snapshot time at.
@@ -222,6 +239,9 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 			return err
 		}
 		stats.BytesProcessed = res.BytesProcessed
+		if err := billable(q, res); err != nil {
+			return err
+		}
 		sch = res.Schema
 	}
 	var patch catalog.TablePatch
