@@ -21,6 +21,10 @@ type Query struct {
 	Limit   int64 // -1: none
 	Offset  int64
 	Pos     int
+
+	// Recursive is WITH RECURSIVE: every entry sees every other, and an
+	// entry may reference itself in its recursive term (recursive.go).
+	Recursive bool
 }
 
 // CTE is one WITH entry.

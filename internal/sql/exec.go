@@ -137,6 +137,11 @@ type runner struct {
 	// corr are the enclosing blocks' inputs of the subquery being run,
 	// outermost first (correlated.go).
 	corr []*corrFrame
+	// defining are the WITH entries whose definitions are running,
+	// innermost last; exprSub counts the expression subqueries running
+	// (recursive.go).
+	defining []*env
+	exprSub  int
 	// depth is how many queries enclose the one running: each level of
 	// expression subqueries re-reads its whole text, so an unbounded
 	// nesting costs time quadratic in the query's length.
@@ -185,6 +190,14 @@ type env struct {
 	def    *env // the entries visible to the definition
 	result *rowset
 	parent *env
+	// recursive: the entry is of a WITH RECURSIVE; busy while its
+	// definition runs; working is the rows of the previous iteration
+	// while its recursive term runs (recursive.go).
+	recursive bool
+	busy      bool
+	working   *rowset
+	// exprSub is the runner's exprSub when the recursive term started.
+	exprSub int
 }
 
 func (e *env) lookup(name string) *env {
@@ -203,8 +216,15 @@ func (r *runner) query(ctx context.Context, q *Query, e *env) (*rowset, error) {
 	}
 	r.depth++
 	defer func() { r.depth-- }()
+	var entries []*env
 	for _, c := range q.With {
 		e = &env{name: strings.ToLower(c.Name), cte: c, def: e, parent: e}
+		entries = append(entries, e)
+	}
+	if q.Recursive {
+		for _, c := range entries {
+			c.def, c.recursive = e, true
+		}
 	}
 	if sel, ok := q.Body.(*Select); ok {
 		return r.selectBlock(ctx, sel, e, q)
@@ -240,14 +260,11 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		}
 		if f.Name.Project == "" && f.Name.Dataset == "" {
 			if c := e.lookup(f.Name.Table); c != nil {
-				if c.result == nil {
-					rs, err := r.query(ctx, c.cte.Q, c.def)
-					if err != nil {
-						return nil, err
-					}
-					c.result = rs
+				rs, err := r.cteResult(ctx, c, f)
+				if err != nil {
+					return nil, err
 				}
-				return rowsRelation(c.result, qual), nil
+				return rowsRelation(rs, qual), nil
 			}
 		}
 		t, err := r.open(ctx, f.Name)

@@ -148,7 +148,8 @@ func (p *parser) query() (*Query, error) {
 	if p.isKw("WITH") {
 		p.i++
 		if p.isKw("RECURSIVE") {
-			return nil, notSupported(p.src, p.tok().Pos, "WITH RECURSIVE")
+			q.Recursive = true
+			p.i++
 		}
 		for {
 			t := p.tok()

@@ -98,7 +98,9 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 			frame = &corrFrame{rel: sc.outer, refs: map[int]bool{}}
 			r.corr = append(r.corr, frame)
 		}
+		r.exprSub++
 		rs, err := r.query(r.ctx, q, sc.env)
+		r.exprSub--
 		if frame != nil {
 			r.corr = r.corr[:len(r.corr)-1]
 		}
