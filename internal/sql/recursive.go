@@ -83,6 +83,9 @@ func (r *runner) cteQuery(ctx context.Context, c *env) (*rowset, error) {
 	if !c.recursive || !ok || op.Op != "UNION" || countRefs(op.Right, c.name) == 0 {
 		return r.query(ctx, q, c.def)
 	}
+	if len(q.OrderBy) > 0 || q.Limit >= 0 {
+		return nil, r.errf(op.Pos, "A recursive WITH entry cannot have ORDER BY or LIMIT after its recursive union")
+	}
 	if err := r.checkRecursiveTerm(op.Right, c.name, false); err != nil {
 		return nil, err
 	}
@@ -158,9 +161,6 @@ func (r *runner) cteQuery(ctx context.Context, c *env) (*rowset, error) {
 		if len(working) > 0 && iter+1 > maxRecursiveIterations {
 			return nil, r.errf(c.cte.Pos, "Recursive query exceeded the maximum number of iterations: %d", maxRecursiveIterations)
 		}
-	}
-	if len(q.OrderBy) > 0 || q.Limit >= 0 {
-		return r.finish(ctx, out, q, e)
 	}
 	return out, nil
 }
