@@ -73,7 +73,9 @@
 // # Observer
 //
 // Options.Observer is told, synchronously and in commit order, after a
-// change is durable: TableCreated, TableSchemaChanged, TableDropped. The
+// change is durable: TableCreated, TableSchemaChanged, TableDropped (a
+// move, MoveTable, keeps the table's id and storage: the observer hears
+// only of the table it replaced, dropped). The
 // server uses it to create, alter and drop the storage engine's tables; on
 // start-up it reconciles the engine with Tables() and Dropped(), so a
 // crash between the catalog change and the observer call is repaired. If TableCreated fails

@@ -65,7 +65,8 @@ type datasetRef struct {
 
 // tableDelta is a table added or replaced: its metadata and the schema
 // versions after the first KeepSchemas of the entry it replaces (the
-// entry with the same internal id; 0 for a new table).
+// entry with the same internal id; 0 for a new table). A replaced entry
+// may change its name: a move (MoveTable).
 type tableDelta struct {
 	KeepSchemas int    `json:"keepSchemas"`
 	Table       *Table `json:"table"`
@@ -191,9 +192,6 @@ func (r *logRecord) apply(st *state) error {
 			schemas = append(schemas, old.Schemas[:td.KeepSchemas]...)
 		}
 		t.Schemas = append(schemas, t.Schemas...)
-		if old != nil && (old.ProjectID != t.ProjectID || old.DatasetID != t.DatasetID || old.TableID != t.TableID) {
-			return fmt.Errorf("table id %s renamed from %s to %s", t.ID, old.FullID(), t.FullID())
-		}
 		k := tKey{t.ProjectID, t.DatasetID, t.TableID}
 		if _, ok := st.dropped[t.ID]; ok {
 			return fmt.Errorf("table id %s was dropped", t.ID)
@@ -203,6 +201,10 @@ func (r *logRecord) apply(st *state) error {
 		}
 		if err := checkTable(t, st, td.KeepSchemas); err != nil {
 			return err
+		}
+		if old != nil {
+			// A moved table (MoveTable): same id, new name.
+			delete(st.tables, tKey{old.ProjectID, old.DatasetID, old.TableID})
 		}
 		st.tables[k] = t
 		st.byID[t.ID] = t

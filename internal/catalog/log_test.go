@@ -101,6 +101,20 @@ func catalogOps() []func(context.Context, *Catalog) error {
 			_, err := c.UpdateTable(ctx, "p", "d", "t4", TablePatch{Labels: map[string]*string{"a": str("b")}}, "")
 			return err
 		},
+		// A replace: staged in another dataset, moved over t2.
+		func(ctx context.Context, c *Catalog) error {
+			_, err := c.CreateDataset(ctx, Dataset{ProjectID: "p", DatasetID: "_stage"})
+			return err
+		},
+		table("_stage", "s", 2),
+		func(ctx context.Context, c *Catalog) error {
+			_, err := c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "t2"}, MoveSpec{Replace: true})
+			return err
+		},
+		func(ctx context.Context, c *Catalog) error { // a rename
+			_, err := c.MoveTable(ctx, "p", "d", "t4", TableName{"p", "d", "t5"}, MoveSpec{})
+			return err
+		},
 	}
 }
 
