@@ -435,8 +435,19 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 		timeout = time.Duration(*in.TimeoutMs) * time.Millisecond
 	}
-	j, err := h.startQuery(r, p, newJobID(), in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
+	id := newJobID()
+	if in.RequestID != "" && !in.DryRun {
+		// A retry of a request already served is its job (jobs_requestid.go).
+		id = requestJobID(p, in)
+		if j, err := h.jobs.Get(p, id); err == nil && h.now().Sub(j.Created) > requestIDLifetime {
+			id = newJobID()
+		}
+	}
+	j, err := h.startQuery(r, p, id, in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
 		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled)})
+	if e, ok := err.(*Error); ok && e.Reason == "duplicate" && in.RequestID != "" {
+		j, err = h.jobs.Get(p, id)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return

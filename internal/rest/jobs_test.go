@@ -356,3 +356,40 @@ func TestQueryParamsSurviveRestart(t *testing.T) {
 		t.Fatalf("parameter b after a restart: %#v, want [p q]", ps[1].Value)
 	}
 }
+
+// TestQueryRequestIDIdempotent: jobs.query with a requestId the server has
+// seen, for the same request, is the job that request started, not a new
+// one: the Go client sends a requestId and retries jobs.query on
+// transport errors and 5xx ("We control request ID, so we can always
+// runWithRetry"), so a lost answer to an INSERT ran it again. Another
+// query under the same requestId is another request: a new job.
+func TestQueryRequestIDIdempotent(t *testing.T) {
+	e := newEnv(t)
+	base := e.srv.URL
+	jobOf := func(body string) string {
+		t.Helper()
+		code, b := do(t, base, "POST", "/projects/p/queries", body)
+		var qr struct {
+			JobComplete  bool
+			JobReference struct{ JobID string }
+		}
+		if err := json.Unmarshal(b, &qr); code != 200 || err != nil || !qr.JobComplete || qr.JobReference.JobID == "" {
+			t.Fatalf("jobs.query %s: %d %s", body, code, b)
+		}
+		return qr.JobReference.JobID
+	}
+	first := jobOf(`{"query":"SELECT 1 AS x","useLegacySql":false,"requestId":"r-1"}`)
+	if again := jobOf(`{"query":"SELECT 1 AS x","useLegacySql":false,"requestId":"r-1","timeoutMs":5000}`); again != first {
+		t.Fatalf("a retried jobs.query (same requestId, same request) started job %s, want the first one's %s", again, first)
+	}
+	if other := jobOf(`{"query":"SELECT 2 AS x","useLegacySql":false,"requestId":"r-1"}`); other == first {
+		t.Fatalf("another query under the same requestId is job %s, the first one's", other)
+	}
+	if plain := jobOf(`{"query":"SELECT 1 AS x","useLegacySql":false}`); plain == first {
+		t.Fatalf("a jobs.query without requestId is job %s, the first one's", plain)
+	}
+	code, b := do(t, base, "GET", "/projects/p/jobs", "")
+	if code != 200 || strings.Count(string(b), `"jobId":"`+first+`"`) != 1 || strings.Count(string(b), `"kind":"bigquery#job"`) != 3 {
+		t.Fatalf("jobs.list: %d %s, want 3 jobs, %s once", code, b, first)
+	}
+}
