@@ -586,6 +586,29 @@ func decodeQueryToken(tok string) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
+// Page tokens of jobs.list: base64url("j1:<creation time, ns>:<job id>")
+// of the last job of the page.
+func encodeListToken(j jobs.Job) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "j1:%d:%s", j.Created.UnixNano(), j.ID))
+}
+
+func decodeListToken(tok string) (jobs.Job, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return jobs.Job{}, false
+	}
+	s, ok := strings.CutPrefix(string(b), "j1:")
+	if !ok {
+		return jobs.Job{}, false
+	}
+	ns, id, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil {
+		return jobs.Job{}, false
+	}
+	return jobs.Job{ID: id, Created: time.Unix(0, n)}, true
+}
+
 // jobNotFound is BigQuery's answer for a job it does not have.
 func jobNotFound(r *http.Request, p, id string) *Error {
 	loc := r.URL.Query().Get("location")
@@ -870,7 +893,7 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	size, start := defaultPageSize, 0
+	size := defaultPageSize
 	if v := q.Get("maxResults"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 32)
 		if err != nil {
@@ -881,13 +904,14 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 			size = min(int(n), maxPageSize)
 		}
 	}
+	var after *jobs.Job // the last job of the previous page
 	if v := q.Get("pageToken"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 31)
-		if err != nil {
+		j, ok := decodeListToken(v)
+		if !ok {
 			h.writeError(w, r, invalid("Invalid page token %q", v))
 			return
 		}
-		start = int(n)
+		after = &j
 	}
 	if q.Get("parentJobId") != "" {
 		// A script runs its statements inside its own job: there are no
@@ -914,29 +938,33 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	all := h.jobs.List(p)
-	sort.Slice(all, func(a, b int) bool {
-		if !all[a].Created.Equal(all[b].Created) {
-			return all[a].Created.After(all[b].Created)
+	// Newest first; ties by id. A page token names the last job of its
+	// page, and the next page starts after it in this order, so jobs
+	// started meanwhile (newer: before it) shift nothing.
+	before := func(a, b *jobs.Job) bool {
+		if !a.Created.Equal(b.Created) {
+			return a.Created.After(b.Created)
 		}
-		return all[a].ID < all[b].ID
-	})
+		return a.ID < b.ID
+	}
+	sort.Slice(all, func(a, b int) bool { return before(&all[a], &all[b]) })
 	out := jobList{Kind: "bigquery#jobList", Jobs: []jobListItem{}}
 	var kept []jobs.Job
 	for _, j := range all {
 		jr := jobResource(j)
 		ms := j.Created.UnixMilli()
-		if len(states) > 0 && !states[jr.Status.State] || ms < minT || ms > maxT {
+		if len(states) > 0 && !states[jr.Status.State] || ms < minT || ms > maxT || after != nil && !before(after, &j) {
 			continue
 		}
 		kept = append(kept, j)
 	}
-	for i := start; i < len(kept) && i < start+size; i++ {
+	for i := 0; i < len(kept) && i < size; i++ {
 		jr := jobResource(kept[i])
 		out.Jobs = append(out.Jobs, jobListItem{ID: jr.ID, Kind: jr.Kind, JobReference: jr.JobReference, State: jr.Status.State,
 			ErrorResult: jr.Status.ErrorResult, Statistics: jr.Statistics, Configuration: jr.Configuration, Status: jr.Status})
 	}
-	if start+size < len(kept) {
-		out.NextPageToken = strconv.Itoa(start + size)
+	if size < len(kept) {
+		out.NextPageToken = encodeListToken(kept[size-1])
 	}
 	writeJSON(w, http.StatusOK, &out)
 }

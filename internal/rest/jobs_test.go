@@ -393,3 +393,62 @@ func TestQueryRequestIDIdempotent(t *testing.T) {
 		t.Fatalf("jobs.list: %d %s, want 3 jobs, %s once", code, b, first)
 	}
 }
+
+// TestJobsListPagingStable: jobs.list pages newest first; a job started
+// while a client pages through the list neither repeats nor hides a job
+// on the next page (the page token was an offset into a list that had
+// moved by then: the next page began with the last job of the previous).
+func TestJobsListPagingStable(t *testing.T) {
+	cat, err := catalog.Open(t.TempDir(), catalog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { // a second later at each call: jobs are created in order
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Second)
+		return now
+	}
+	h := rest.New(cat, rest.Options{Clock: clock})
+	t.Cleanup(func() { h.Close() })
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	base := srv.URL
+	for _, id := range []string{"j1", "j2", "j3"} {
+		if code, b := do(t, base, "POST", "/projects/p/jobs", `{"jobReference":{"jobId":"`+id+`"},"configuration":{"query":{"query":"SELECT 1","useLegacySql":false}}}`); code != 200 {
+			t.Fatalf("jobs.insert %s: %d %s", id, code, b)
+		}
+	}
+	type page struct {
+		NextPageToken string
+		Jobs          []struct{ JobReference struct{ JobID string } }
+	}
+	list := func(q string) page {
+		t.Helper()
+		code, b := do(t, base, "GET", "/projects/p/jobs?maxResults=2"+q, "")
+		var p page
+		if err := json.Unmarshal(b, &p); code != 200 || err != nil {
+			t.Fatalf("jobs.list: %d %s", code, b)
+		}
+		return p
+	}
+	p1 := list("")
+	if len(p1.Jobs) != 2 || p1.NextPageToken == "" {
+		t.Fatalf("page 1: %+v, want 2 jobs and a token", p1)
+	}
+	if code, b := do(t, base, "POST", "/projects/p/jobs", `{"jobReference":{"jobId":"j4"},"configuration":{"query":{"query":"SELECT 1","useLegacySql":false}}}`); code != 200 {
+		t.Fatalf("jobs.insert j4: %d %s", code, b)
+	}
+	p2 := list("&pageToken=" + p1.NextPageToken)
+	var got []string
+	for _, p := range []page{p1, p2} {
+		for _, j := range p.Jobs {
+			got = append(got, j.JobReference.JobID)
+		}
+	}
+	if strings.Join(got, ",") != "j3,j2,j1" || p2.NextPageToken != "" {
+		t.Fatalf("pages: %v (next %q), want j3,j2,j1 and no more", got, p2.NextPageToken)
+	}
+}
