@@ -98,7 +98,32 @@ func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any
 			out[i] = val.s
 		}
 	}
+	ownStrings(out)
 	return out, nil
+}
+
+// ownStrings copies the strings of vals into one buffer of their own:
+// evaluation aliases a string column's values to the record's buffers,
+// which the scan recycles once the batch is done, while callers keep the
+// values (result rows, group keys) long after.
+func ownStrings(vals []any) {
+	n := 0
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			n += len(s)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	buf := make([]byte, 0, n) // never grown: the strings alias it
+	for i, v := range vals {
+		if s, ok := v.(string); ok && s != "" {
+			at := len(buf)
+			buf = append(buf, s...)
+			vals[i] = bytesToString(buf[at:])
+		}
+	}
 }
 
 // Token is a lexical token of GoogleSQL text.
