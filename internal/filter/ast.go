@@ -104,6 +104,7 @@ type Like struct {
 type Call struct {
 	Name string
 	Args []Expr
+	Safe bool // SAFE.Name(...): an error of the function itself is NULL
 	P    int
 }
 
@@ -253,7 +254,9 @@ func (e *Call) String() string {
 		args[i] = x.String()
 	}
 	name := e.Name
-
+	if e.Safe {
+		name = "SAFE." + name
+	}
 	return name + "(" + strings.Join(args, ", ") + ")"
 }
 

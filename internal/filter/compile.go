@@ -71,6 +71,9 @@ type checker struct {
 	names  NameResolver
 	consts map[string]Const
 	params *Params
+	// safeCall is set while a SAFE.-prefixed call builds its node: the
+	// kernels it builds answer NULL instead of their own errors.
+	safeCall bool
 }
 
 // NameResolver maps a name path as written (a.b.c, at byte offset pos of

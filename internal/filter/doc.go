@@ -20,8 +20,9 @@
 // bytes literal form (quoted, triple-quoted, raw, bytes, with GoogleSQL's
 // escapes), decimal and hex integers, floats, backtick identifiers, paths
 // through RECORD columns (a.b.c, case-insensitive), comments, and the
-// functions listed in funcs.go (string, math, conditional, date/time and
-// geography). Implicit coercions follow GoogleSQL's conversion rules:
+// functions registered in funcs*.go (string and regexp, math, hashing,
+// conditional, date/time, JSON and geography), each also with GoogleSQL's
+// SAFE. prefix (an error of the function itself gives NULL). Implicit coercions follow GoogleSQL's conversion rules:
 // INT64 -> NUMERIC -> BIGNUMERIC -> FLOAT64, DATE -> DATETIME, and string
 // literals (only literals) to DATE, DATETIME, TIME and TIMESTAMP.
 //
@@ -63,7 +64,9 @@
 //   - Not supported: IN UNNEST of other arrays, subqueries (the query
 //     engine substitutes them, WithConstants), other JSON functions, RANGE
 //     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
-//     ARRAY comparisons, SAFE. function prefixes, FORMAT_* / PARSE_*.
+//     ARRAY comparisons, FORMAT_* / PARSE_*.
+//   - FARM_FINGERPRINT is FarmHash's Fingerprint64 (BigQuery's values);
+//     GENERATE_UUID is a random version-4 UUID per row.
 package filter
 
 import _ "time/tzdata" // time zone names work on hosts without a tz database

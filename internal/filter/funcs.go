@@ -15,6 +15,7 @@ type callNode struct {
 	args   []node
 	t      typ
 	strict bool // NULL if any argument is NULL, without calling impl
+	safe   bool // SAFE.name: an error of impl gives NULL
 	impl   func(args []value) (value, error)
 	p      int
 }
@@ -50,6 +51,13 @@ func (n *callNode) eval(ctx *evalCtx) (*vec, error) {
 		}
 		v, err := n.impl(vals)
 		if err != nil {
+			if n.safe {
+				if out.nulls == nil {
+					out.nulls = make([]bool, ctx.n)
+				}
+				out.nulls[i] = true
+				continue
+			}
 			return nil, ctx.errf(n.p, "%s", err.Error())
 		}
 		out.set(i, v)
@@ -86,8 +94,19 @@ func (c *checker) call(e *Call) (node, error) {
 		}
 		args[i] = n
 	}
+	if e.Safe {
+		if noSafe[e.Name] {
+			return nil, c.errf(e.P, "Function %s does not support SAFE error mode", e.Name)
+		}
+		c.safeCall = true
+		defer func() { c.safeCall = false }()
+	}
 	return b(c, e, args)
 }
+
+// noSafe are the functions whose SAFE. form GoogleSQL rejects.
+var noSafe = map[string]bool{"CURRENT_DATE": true, "CURRENT_DATETIME": true, "CURRENT_TIME": true,
+	"CURRENT_TIMESTAMP": true, "GENERATE_UUID": true, "RAND": true}
 
 // callNodes builds a call from already checked arguments (|| is CONCAT).
 func (c *checker) callNodes(e *Call, args []node) (node, error) {
@@ -155,7 +174,7 @@ func (c *checker) sigStrict(e *Call, args []node, want []typ, ret typ, strict bo
 		}
 		args[i] = a
 	}
-	return c.fold(&callNode{name: e.Name, args: args, t: ret, strict: strict, impl: impl, p: e.P}, args...)
+	return c.fold(&callNode{name: e.Name, args: args, t: ret, strict: strict, safe: c.safeCall, impl: impl, p: e.P}, args...)
 }
 
 // numericOf returns the common numeric type of args (NULLs become INT64).
@@ -388,6 +407,8 @@ func init() {
 	registerTime()
 	registerGeo()
 	registerMore()
+	registerString()
+	registerHash()
 }
 
 func asciiLower(s string) string {

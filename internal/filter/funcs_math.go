@@ -275,6 +275,7 @@ func registerMath() {
 	}
 	builtins["GREATEST"] = extreme(true)
 	builtins["LEAST"] = extreme(false)
+	registerMathMore(floatFn, finite)
 }
 
 func cmpInt(a, b int64) int {
@@ -343,4 +344,131 @@ func abs64(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// registerMathMore adds DIV, IS_NAN/IS_INF, the SAFE_ arithmetic
+// functions, CBRT and the trigonometric and hyperbolic families.
+func registerMathMore(floatFn func(string, int, func([]float64) (float64, error)), finite func(...float64) bool) {
+	builtins["DIV"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 2); err != nil {
+			return nil, err
+		}
+		t, ok := numericOf(args)
+		if !ok || t == tFloat {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t, t}, t, func(a []value) (value, error) {
+			if t == tInt {
+				x, y := a[0].i, a[1].i
+				if y == 0 {
+					return value{}, fmt.Errorf("division by zero: DIV(%d, 0)", x)
+				}
+				if x == math.MinInt64 && y == -1 {
+					return value{}, fmt.Errorf("int64 overflow: DIV(%d, %d)", x, y)
+				}
+				return value{i: x / y}, nil
+			}
+			if a[1].r.Sign() == 0 {
+				return value{}, fmt.Errorf("division by zero: DIV(%s, 0)", fmtDecimal(t, a[0].r))
+			}
+			q := new(big.Rat).Quo(a[0].r, a[1].r)
+			r, err := roundDecimal(t, new(big.Rat).SetInt(new(big.Int).Quo(q.Num(), q.Denom())))
+			if err != nil {
+				return value{}, fmt.Errorf("%s overflow: DIV(%s, %s)", t, fmtDecimal(t, a[0].r), fmtDecimal(t, a[1].r))
+			}
+			return value{r: r}, nil
+		})
+	}
+	isFloat := func(f func(float64) bool) builtin {
+		return func(c *checker, e *Call, args []node) (node, error) {
+			if err := c.arity(e, args, 1, 1); err != nil {
+				return nil, err
+			}
+			if _, ok := numericOf(args); !ok {
+				return nil, c.noSig(e, args)
+			}
+			return c.sig(e, args, []typ{tFloat}, tBool, func(a []value) (value, error) { return value{b: f(a[0].f)}, nil })
+		}
+	}
+	builtins["IS_NAN"] = isFloat(math.IsNaN)
+	builtins["IS_INF"] = isFloat(func(f float64) bool { return math.IsInf(f, 0) })
+	safeArith := func(op byte) builtin {
+		return func(c *checker, e *Call, args []node) (node, error) {
+			if err := c.arity(e, args, 2, 2); err != nil {
+				return nil, err
+			}
+			t, ok := numericOf(args)
+			if !ok {
+				return nil, c.noSig(e, args)
+			}
+			return c.sig(e, args, []typ{t, t}, t, func(a []value) (value, error) {
+				v, err := arith(op, t, a[0], a[1])
+				if err != nil {
+					return nullValue, nil
+				}
+				return v, nil
+			})
+		}
+	}
+	builtins["SAFE_ADD"] = safeArith('+')
+	builtins["SAFE_SUBTRACT"] = safeArith('-')
+	builtins["SAFE_MULTIPLY"] = safeArith('*')
+	builtins["SAFE_NEGATE"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 1, 1); err != nil {
+			return nil, err
+		}
+		t, ok := numericOf(args)
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t}, t, func(a []value) (value, error) {
+			switch t {
+			case tInt:
+				if a[0].i == math.MinInt64 {
+					return nullValue, nil
+				}
+				return value{i: -a[0].i}, nil
+			case tFloat:
+				return value{f: -a[0].f}, nil
+			}
+			return value{r: new(big.Rat).Neg(a[0].r)}, nil
+		})
+	}
+	// Float kernels: outside the domain is an error; a finite input with
+	// an infinite result is an overflow error.
+	unary := func(name string, f func(float64) float64, domain func(float64) bool) {
+		floatFn(name, 1, func(a []float64) (float64, error) {
+			x := a[0]
+			if domain != nil && !math.IsNaN(x) && !domain(x) {
+				return 0, fmt.Errorf("Floating point error in function: %s(%s)", name, fmtFloat(x))
+			}
+			r := f(x)
+			if finite(x) && !finite(r) {
+				return 0, fmt.Errorf("Floating point overflow in function: %s(%s)", name, fmtFloat(x))
+			}
+			return r, nil
+		})
+	}
+	unit := func(x float64) bool { return x >= -1 && x <= 1 }
+	nonZero := func(x float64) bool { return x != 0 }
+	unary("SIN", math.Sin, nil)
+	unary("COS", math.Cos, nil)
+	unary("TAN", math.Tan, nil)
+	unary("ASIN", math.Asin, unit)
+	unary("ACOS", math.Acos, unit)
+	unary("ATAN", math.Atan, nil)
+	unary("SINH", math.Sinh, nil)
+	unary("COSH", math.Cosh, nil)
+	unary("TANH", math.Tanh, nil)
+	unary("ASINH", math.Asinh, nil)
+	unary("ACOSH", math.Acosh, func(x float64) bool { return x >= 1 })
+	unary("ATANH", math.Atanh, func(x float64) bool { return x > -1 && x < 1 })
+	unary("COT", func(x float64) float64 { return 1 / math.Tan(x) }, nonZero)
+	unary("CSC", func(x float64) float64 { return 1 / math.Sin(x) }, nonZero)
+	unary("SEC", func(x float64) float64 { return 1 / math.Cos(x) }, nil)
+	unary("COTH", func(x float64) float64 { return 1 / math.Tanh(x) }, nonZero)
+	unary("CSCH", func(x float64) float64 { return 1 / math.Sinh(x) }, nonZero)
+	unary("SECH", func(x float64) float64 { return 1 / math.Cosh(x) }, nil)
+	unary("CBRT", math.Cbrt, nil)
+	floatFn("ATAN2", 2, func(a []float64) (float64, error) { return math.Atan2(a[0], a[1]), nil })
 }

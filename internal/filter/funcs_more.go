@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -254,43 +253,6 @@ func registerMore() {
 	}
 	builtins["LEFT"] = leftRight(true)
 	builtins["RIGHT"] = leftRight(false)
-	builtins["REGEXP_EXTRACT"] = func(c *checker, e *Call, args []node) (node, error) {
-		if err := c.arity(e, args, 2, 2); err != nil {
-			return nil, err
-		}
-		t, ok := stringOrBytes(args)
-		if !ok {
-			return nil, c.noSig(e, args)
-		}
-		cache := map[string]*regexp.Regexp{}
-		if v, ok := constValue(args[1]); ok && !v.null {
-			re, err := regexp.Compile(v.s)
-			if err != nil {
-				return nil, c.errf(e.Args[1].Pos(), "Cannot parse regular expression: %v", err)
-			}
-			if re.NumSubexp() > 1 {
-				return nil, c.errf(e.Args[1].Pos(), "Regular expressions passed into extraction functions must not have more than 1 capturing group")
-			}
-			cache[v.s] = re
-		}
-		return c.sig(e, args, []typ{t, t}, t, func(a []value) (value, error) {
-			re := cache[a[1].s]
-			if re == nil {
-				var err error
-				if re, err = regexp.Compile(a[1].s); err != nil {
-					return value{}, fmt.Errorf("Cannot parse regular expression: %v", err)
-				}
-				if re.NumSubexp() > 1 {
-					return value{}, fmt.Errorf("Regular expressions passed into extraction functions must not have more than 1 capturing group")
-				}
-			}
-			m := re.FindStringSubmatch(a[0].s)
-			if m == nil {
-				return nullValue, nil
-			}
-			return value{s: m[len(m)-1]}, nil
-		})
-	}
 	builtins["CONTAINS_SUBSTR"] = func(c *checker, e *Call, args []node) (node, error) {
 		return c.sig(e, args, []typ{tString, tString}, tBool, func(a []value) (value, error) {
 			return value{b: strings.Contains(strings.ToLower(a[0].s), strings.ToLower(a[1].s))}, nil

@@ -75,6 +75,7 @@ type dateAddNode struct {
 	x, n node
 	sign int64
 	part string
+	safe bool // SAFE.DATE_ADD: overflow gives NULL
 	p    int
 }
 
@@ -97,6 +98,10 @@ func (n *dateAddNode) eval(ctx *evalCtx) (*vec, error) {
 			continue
 		}
 		v, ok := addPart(x.t, x.i[x.idx(i)], n.sign*k.i[k.idx(i)], n.part)
+		if !ok && n.safe {
+			out.set(i, nullValue)
+			continue
+		}
 		if !ok {
 			return nil, ctx.errf(n.p, "%s overflow: %s + INTERVAL %d %s", x.t, formatValue(x.t, x.get(i)), n.sign*k.i[k.idx(i)], n.part)
 		}
@@ -181,7 +186,7 @@ func registerTime() {
 			if k, err = c.coerce(k, tInt, "INTERVAL"); err != nil {
 				return nil, err
 			}
-			return c.fold(&dateAddNode{x: x, n: k, sign: sign, part: iv.Part, p: e.P}, x, k)
+			return c.fold(&dateAddNode{x: x, n: k, sign: sign, part: iv.Part, safe: c.safeCall, p: e.P}, x, k)
 		}
 	}
 	builtins["DATE_ADD"] = addFn("DATE", tDate, 1)

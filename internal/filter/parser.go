@@ -483,6 +483,9 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 	if nt.kind == kOp && nt.text == "(" && (!isReserved(up) || keywordFuncs[up]) {
 		return p.parseCall()
 	}
+	if up == "SAFE" && nt.kind == kOp && nt.text == "." {
+		return p.parseSafeCall()
+	}
 	if nilaryCalls[up] {
 		if err := p.advance(); err != nil {
 			return nil, err
@@ -556,6 +559,31 @@ func (p *parser) parseCall() (Expr, *Error) {
 		}
 		return c, nil
 	}
+}
+
+// parseSafeCall parses SAFE.name(args): the SAFE. prefix of a function
+// call. SAFE.x without a call is an ordinary path.
+func (p *parser) parseSafeCall() (Expr, *Error) {
+	save := *p
+	if err := p.advance(); err != nil { // SAFE
+		return nil, err
+	}
+	if err := p.advance(); err != nil { // .
+		return nil, err
+	}
+	if p.tok.kind == kIdent {
+		if nt, err := p.peek(); err == nil && nt.kind == kOp && nt.text == "(" {
+			e, err := p.parseCall()
+			if err != nil {
+				return nil, err
+			}
+			c := e.(*Call)
+			c.Safe = true
+			return c, nil
+		}
+	}
+	*p = save
+	return p.parsePath()
 }
 
 func (p *parser) parseCast(safe bool) (Expr, *Error) {
