@@ -261,20 +261,30 @@ func parseZone(z string) (*time.Location, error) {
 	return time.LoadLocation(z)
 }
 
-// localToUTC converts wall-clock µs in loc to UTC µs.
+// localToUTC converts wall-clock µs in loc to UTC µs as GoogleSQL does
+// (absl's TimeZone::At(civil).pre): a wall clock that exists once is that
+// instant; one repeated by a transition (DST ends) is the earlier; one
+// skipped (DST starts) is read with the offset before the transition, so
+// 02:30 on a spring-forward day in New York is 02:30 EST = 03:30 EDT.
+// (time.Date picks either offset in a gap.)
 func localToUTC(us int64, loc *time.Location) (int64, error) {
 	if loc == nil || loc == time.UTC {
 		return us, nil
 	}
-	days := floorDiv(us, microsPerDay)
-	rem := us - days*microsPerDay
-	y, m, d := civilFromDays(days)
-	t := time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, loc).Add(time.Duration(rem) * time.Microsecond)
-	// time.Date normalises the wall clock in loc; redo with the full time
-	// to get the right offset around transitions.
-	sec := rem / microsPerSecond
-	t = time.Date(int(y), time.Month(m), int(d), int(sec/3600), int(sec/60%60), int(sec%60), int(rem%microsPerSecond)*1000, loc)
-	return t.UnixMicro(), nil
+	offAt := func(utc int64) int64 {
+		_, off := time.UnixMicro(utc).In(loc).Zone()
+		return int64(off) * microsPerSecond
+	}
+	// The offsets a day before and after the wall clock (read as UTC)
+	// bracket any one transition near it.
+	pre, post := offAt(us-microsPerDay), offAt(us+microsPerDay)
+	if t := us - pre; offAt(t) == pre {
+		return t, nil // unique, or the earlier of a repeated wall clock
+	}
+	if t := us - post; offAt(t) == post {
+		return t, nil
+	}
+	return us - pre, nil // skipped
 }
 
 // utcToLocal converts UTC µs to wall-clock µs in loc.
