@@ -83,10 +83,17 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		}
 		// A window call: its column, computed over the groups; the
 		// aggregates inside it are registered.
-		if o, _ := overAt(toks, i); o > 0 && o+1 < len(toks) && toks[o+1].Op && toks[o+1].Text == "(" {
-			if overEnd := closing(toks, o+1); overEnd > 0 {
-				if _, err := q.rewrite(Span{toks: toks[i+1 : overEnd+1]}, aggs, groups, groupCol, clause); err != nil {
+		if o, _ := overAt(toks, i); o > 0 {
+			if spec, overEnd, err := q.overSpec(toks, o); err == nil {
+				// The call's arguments, then each piece of its window
+				// (a named window's is elsewhere in the statement).
+				if _, err := q.rewrite(Span{toks: toks[i+1 : o]}, aggs, groups, groupCol, clause); err != nil {
 					return "", err
+				}
+				for _, piece := range spec.pieces {
+					if _, err := q.rewrite(Span{toks: piece}, aggs, groups, groupCol, clause); err != nil {
+						return "", err
+					}
 				}
 				if _, ok := q.pendingAt[toks[i].Pos]; !ok {
 					q.pendingAt[toks[i].Pos] = true
@@ -321,7 +328,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	for _, wt := range q.pending {
 		o, callEnd := overAt(wt, 0)
-		w, err := q.newWindow(wt[:callEnd+1], wt[o+2:len(wt)-1])
+		spec, _, err := q.overSpec(wt, o)
+		if err != nil {
+			return nil, err
+		}
+		w, err := q.newWindow(wt[:callEnd+1], spec.tokens())
 		if err != nil {
 			return nil, err
 		}

@@ -58,6 +58,10 @@ type Select struct {
 	Having   *Span
 	Qualify  *Span
 	Pos      int
+
+	// Windows are the WINDOW clause's named windows, by lower-case name
+	// (window_named.go).
+	Windows map[string]*namedWindow
 }
 
 // Item is one expression of the SELECT list.

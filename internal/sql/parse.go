@@ -67,7 +67,7 @@ func (p *parser) expect(what string, ok bool) error {
 
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"WINDOW": "WINDOW", "FOR": "FOR SYSTEM_TIME AS OF",
+	"FOR": "FOR SYSTEM_TIME AS OF",
 	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
 	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
@@ -355,6 +355,12 @@ func (p *parser) selectBlock() (*Select, error) {
 			return nil, err
 		}
 		s.Qualify = &sp
+	}
+	if p.isKw("WINDOW") {
+		p.i++
+		if s.Windows, err = p.windowClause(); err != nil {
+			return nil, err
+		}
 	}
 	if t := p.tok(); t.Ident {
 		if f, ok := unsupportedKw[strings.ToUpper(t.Text)]; ok {

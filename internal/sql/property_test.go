@@ -168,7 +168,73 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 }
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(9) {
+	switch rng.Intn(10) {
+	case 9: // COUNT and SUM over RANGE frames with offsets, in a named window
+		offsets := []int64{0, 1, 2, math.MaxInt64}
+		bound := func(unb string) (string, bool, int64) {
+			switch rng.Intn(4) {
+			case 0:
+				return unb, true, 0
+			case 1:
+				return "CURRENT ROW", false, 0
+			case 2:
+				n := offsets[rng.Intn(len(offsets))]
+				return fmt.Sprintf("%d PRECEDING", n), false, -n
+			}
+			n := offsets[rng.Intn(len(offsets))]
+			return fmt.Sprintf("%d FOLLOWING", n), false, n
+		}
+		var st, en string
+		var sUnb, eUnb bool
+		var so, eo int64
+		for {
+			st, sUnb, so = bound("UNBOUNDED PRECEDING")
+			en, eUnb, eo = bound("UNBOUNDED FOLLOWING")
+			if sUnb || eUnb || so <= eo {
+				break
+			}
+		}
+		desc := rng.Intn(2) == 0
+		// Row k is in row i's frame: by key distance for non-NULL keys;
+		// NULL keys sort first ascending, last descending, so an
+		// UNBOUNDED bound on their side reaches them.
+		in := func(ka, kk any) bool {
+			nullSideUnb := sUnb
+			if desc {
+				nullSideUnb = eUnb
+			}
+			if ka == nil {
+				return kk == nil || !desc && eUnb || desc && sUnb
+			}
+			if kk == nil {
+				return nullSideUnb
+			}
+			d := kk.(int64) - ka.(int64)
+			if desc {
+				d = -d
+			}
+			return (sUnb || d >= so) && (eUnb || d <= eo)
+		}
+		var out [][]any
+		for _, row := range l.rows {
+			var sum any
+			var n int64
+			for _, o := range l.rows {
+				if in(row[0], o[0]) {
+					n++
+					if c, ok := o[2].(int64); ok {
+						s, _ := sum.(int64)
+						sum = s + c
+					}
+				}
+			}
+			out = append(out, []any{row[0], row[2], n, sum})
+		}
+		dir := ""
+		if desc {
+			dir = " DESC"
+		}
+		return "SELECT a, c, COUNT(*) OVER w, SUM(c) OVER w FROM l WINDOW w AS (ORDER BY a" + dir + " RANGE BETWEEN " + st + " AND " + en + ")", out
 	case 8: // SUM and COUNT over ROWS frames with offsets up to INT64's limit
 		rows := slices.Clone(l.rows)
 		cmp1 := func(x, y any) int { // NULLs first

@@ -45,7 +45,8 @@ type window struct {
 }
 
 // frame is a window frame. Bounds are row offsets from the current row
-// (ROWS) or peer groups (RANGE with only UNBOUNDED and CURRENT ROW).
+// (ROWS), or offsets from its ORDER BY key (RANGE: 0 is its peers;
+// window_frame.go).
 type frame struct {
 	rows          bool
 	startUnb      bool  // UNBOUNDED PRECEDING
@@ -98,18 +99,12 @@ func (q *selectQuery) findWindows(sp Span) error {
 			}
 			continue
 		}
-		if o+1 >= len(toks) || !toks[o+1].Op || toks[o+1].Text != "(" {
-			if o+1 < len(toks) && (toks[o+1].Ident || toks[o+1].QIdent) {
-				return notSupported(q.src, toks[o+1].Pos, "named windows")
-			}
-			return q.errf(toks[min(o+1, len(toks)-1)].Pos, "Syntax error: Expected \"(\"")
-		}
-		overEnd := closing(toks, o+1)
-		if overEnd < 0 {
-			return q.errf(toks[len(toks)-1].End, "Syntax error: Expected \")\"")
+		spec, overEnd, err := q.overSpec(toks, o)
+		if err != nil {
+			return err
 		}
 		if _, dup := q.windowAt[toks[i].Pos]; !dup {
-			w, err := q.newWindow(toks[i:callEnd+1], toks[o+2:overEnd])
+			w, err := q.newWindow(toks[i:callEnd+1], spec.tokens())
 			if err != nil {
 				return err
 			}
@@ -420,9 +415,6 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 			return false, 0, p.errf(t.Pos, "Window frame offset must be a non-negative integer literal or parameter")
 		}
 		p.i++
-		if !rows {
-			return false, 0, notSupported(q.src, t.Pos, "RANGE frames with offsets")
-		}
 		switch {
 		case p.isKw("PRECEDING"):
 			p.i++
@@ -454,6 +446,14 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 	}
 	if !rows && len(w.order) == 0 && !(f.startUnb && f.endUnb) {
 		return q.errf(kwPos, "RANGE-based window frames require an ORDER BY clause")
+	}
+	if f.hasRangeOffset() {
+		if len(w.order) != 1 {
+			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires exactly one ORDER BY expression")
+		}
+		if numericRank[w.order[0].Type()] == 0 {
+			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires a numeric ORDER BY expression, not %s", w.order[0].Type())
+		}
 	}
 	w.frame = f
 	return nil
@@ -711,6 +711,8 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 				if !f.endUnb {
 					hi = i + int(max(min(f.end, int64(m)), -int64(m))) + 1
 				}
+			} else if f.hasRangeOffset() {
+				lo, hi = rangeBounds(f, ok[0], rows, w.desc[0], i, peerStart[i], peerEnd[i])
 			} else {
 				if !f.startUnb {
 					lo = peerStart[i]
