@@ -67,8 +67,7 @@ func (p *parser) expect(what string, ok bool) error {
 
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"FOR": "FOR SYSTEM_TIME AS OF",
-	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
+	"FOR": "FOR SYSTEM_TIME AS OF", "TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
 	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
 
