@@ -37,6 +37,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	grpcConns := fs.String("max-grpc-conns", envDefault(env, "BQSTORE_MAX_GRPC_CONNS", strconv.Itoa(server.DefaultGRPCMaxConns)), "max open gRPC connections; more are closed at once (clients see UNAVAILABLE and retry); each holds about 2 MiB of buffers (env BQSTORE_MAX_GRPC_CONNS)")
 	httpConns := fs.String("max-http-conns", envDefault(env, "BQSTORE_MAX_HTTP_CONNS", strconv.Itoa(server.DefaultHTTPMaxConns)), "max open HTTP (REST) connections; more are answered 503 and closed (env BQSTORE_MAX_HTTP_CONNS)")
 	grpcStreams := fs.String("max-grpc-streams", envDefault(env, "BQSTORE_MAX_GRPC_STREAMS", strconv.Itoa(server.DefaultGRPCMaxStreams)), "max concurrent streams (RPCs) per gRPC connection, as the real service's 100; clients queue more until one ends; each can push a 1 MiB window ahead of its handler (env BQSTORE_MAX_GRPC_STREAMS)")
+	openStreams := fs.String("max-open-streams", envDefault(env, "BQSTORE_MAX_OPEN_STREAMS", strconv.Itoa(server.DefaultMaxOpenStreams)), "max gRPC streams (RPCs) open at once across all connections; more are refused (RST_STREAM REFUSED_STREAM: clients retry once, then see UNAVAILABLE); bounds the 1 MiB windows clients can push ahead of the handlers to this many MiB (env BQSTORE_MAX_OPEN_STREAMS)")
 	fs.DurationVar(&cfg.ReceiveGrace, "receive-grace", server.DefaultReceiveGrace, "a gRPC message over 1 MiB admitted by the receive budget must arrive within this plus its size at --receive-min-rate once its client may send it; past that its stream is reset (CANCELLED) and its budget freed")
 	recvRate := fs.String("receive-min-rate", "1MiB", "the slowest rate, per second, at which an admitted gRPC message may arrive (see --receive-grace)")
 	recvBytes := fs.String("max-receive-bytes", envDefault(env, "BQSTORE_MAX_RECEIVE_BYTES", "96MiB"), "budget of gRPC messages over 1 MiB being received and decoded at once, at 3x their size; a message waits for it with its stream's flow-control window closed, before its bytes are let in (env BQSTORE_MAX_RECEIVE_BYTES)")
@@ -75,6 +76,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	}
 	if cfg.GRPCMaxStreams, err = strconv.Atoi(*grpcStreams); err != nil || cfg.GRPCMaxStreams <= 0 {
 		return usagef("--max-grpc-streams: %q is not a positive number", *grpcStreams)
+	}
+	if cfg.MaxOpenStreams, err = strconv.Atoi(*openStreams); err != nil || cfg.MaxOpenStreams <= 0 {
+		return usagef("--max-open-streams: %q is not a positive number", *openStreams)
 	}
 	if cfg.ReceiveMinRate, err = parseBytes(*recvRate); err != nil || cfg.ReceiveMinRate <= 0 {
 		return usagef("--receive-min-rate: %q is not a positive size (for example 1MiB)", *recvRate)

@@ -24,6 +24,7 @@ const (
 	flagPadded     = 0x8
 
 	errCodeFlowControl = 0x3
+	errCodeRefused     = 0x7
 	errCodeCancel      = 0x8
 
 	frameHeaderLen = 9
@@ -228,6 +229,7 @@ func (c *Conn) Close() error {
 		for _, st := range c.mu.streams {
 			rel = append(rel, st.adms...)
 		}
+		c.g.streams.Add(-int64(len(c.mu.streams)))
 		c.mu.streams = nil
 		c.mu.inject = nil
 		c.mu.injectIn = nil
@@ -278,13 +280,29 @@ func (c *Conn) cutIfStuck(gen uint64) {
 	_ = c.Conn.Close()
 }
 
-// newStream notes a stream the client opened.
+// newStream notes a stream the client opened, or refuses it when the
+// Gate's streams are at Options.MaxStreams: the client is sent
+// RST_STREAM (REFUSED_STREAM) and gRPC is handed one at the next incoming
+// frame boundary, which is the end of the stream's header block (the
+// reader, which calls newStream, is in it), before any DATA of the
+// stream. gRPC still sees the headers, so that its HPACK table stays the
+// client's; the handler it may start sees its stream cancelled before
+// any message, so the stream was not processed and clients retry it
+// (grpc-go and grpc-js once, transparently; then UNAVAILABLE).
 func (c *Conn) newStream(id uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.mu.closed {
-		c.mu.streams[id] = &streamState{window: c.g.opts.InitialWindow}
+	if c.mu.closed {
+		return
 	}
+	if !c.g.openStream() {
+		rst := rstStream(id, errCodeRefused)
+		c.mu.injectIn = append(c.mu.injectIn, rst[:]...)
+		c.hasInjectIn.Store(true)
+		c.queueOutLocked(rst[:])
+		return
+	}
+	c.mu.streams[id] = &streamState{window: c.g.opts.InitialWindow}
 }
 
 // endStream forgets a stream (reset by either side, or answered with its
@@ -292,8 +310,9 @@ func (c *Conn) newStream(id uint32) {
 func (c *Conn) endStream(id uint32) {
 	c.mu.Lock()
 	st := c.mu.streams[id]
-	delete(c.mu.streams, id)
 	if st != nil {
+		delete(c.mu.streams, id)
+		c.g.streams.Add(-1)
 		c.stopTimersLocked(st.adms)
 	}
 	c.mu.Unlock()
@@ -415,6 +434,7 @@ func (c *Conn) stalled(a *admission) {
 	c.wg.Add(1)
 	defer c.wg.Done()
 	delete(c.mu.streams, a.stream)
+	c.g.streams.Add(-1)
 	c.stopTimersLocked(st.adms)
 	rst := rstStream(a.stream, errCodeCancel)
 	c.mu.injectIn = append(c.mu.injectIn, rst[:]...)

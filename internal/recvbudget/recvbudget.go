@@ -69,6 +69,30 @@
 // admitted whole and sent at full speed; the limit ends only a message
 // that arrives slower than MinRate once past the grace.
 //
+// # Streams across connections
+//
+// A stream's first window (Options.InitialWindow) is granted by SETTINGS
+// the moment the client opens it, and gRPC buffers what arrives in it
+// until the handler reads: each open stream lets its client push a window
+// ahead of its handler, outside the budget. gRPC caps the streams of one
+// connection (grpc.MaxConcurrentStreams), not those of many, so the Gate
+// caps the streams open across its connections (Options.MaxStreams): a
+// stream the client opens at the cap is refused (RST_STREAM
+// REFUSED_STREAM to the client, and to gRPC right after the stream's
+// header block, before any of its DATA). A stream counts from its
+// HEADERS until it ends: reset by either side, answered with its
+// trailers, stalled, or its connection closed. Hence the invariant, the
+// bytes gRPC holds of messages not yet handed to their handlers,
+// whatever the clients do:
+//
+//	transport bytes <= MaxStreams x InitialWindow + max/CostFactor
+//
+// (the second term: the admitted messages' bytes beyond their windows),
+// plus a frame in the reader of each connection; with the server's
+// defaults 1024 x 1 MiB + 32 MiB (TestReceiveBudgetManyConnections in
+// internal/e2e checks it with many connections). A limit on connections
+// alone bounds nothing here: any one of them may open a hundred streams.
+//
 // Rejected alternatives: a blocking mem.BufferPool (experimental.
 // BufferPool) sees only 16 KB frame buffers, without their connection or
 // message, so blocking there deadlocks as soon as partial messages fill
@@ -121,6 +145,13 @@ type Options struct {
 	// admission returned.
 	Grace   time.Duration
 	MinRate int64
+	// MaxStreams bounds the streams open at once across every connection
+	// of the Gate (0: no bound). A stream the client opens beyond it is
+	// refused: the client is sent RST_STREAM (REFUSED_STREAM), and gRPC
+	// is handed one right after the stream's headers, as if the client
+	// had sent it, so that it drops the stream before any of its DATA.
+	// See "Streams across connections" in the package comment.
+	MaxStreams int64
 	// AfterFunc starts the stall timers (default time.AfterFunc; tests
 	// inject a clock).
 	AfterFunc func(time.Duration, func()) Timer
@@ -137,6 +168,8 @@ type Gate struct {
 
 	stalls     atomic.Int64 // streams reset because their message stalled
 	violations atomic.Int64 // connections closed for a flow-control violation
+	streams    atomic.Int64 // streams open, across connections (at most opts.MaxStreams)
+	refused    atomic.Int64 // streams refused at opts.MaxStreams
 
 	mu struct {
 		sync.Mutex
@@ -178,6 +211,28 @@ func (g *Gate) Stalls() int64 { return g.stalls.Load() }
 // Violations is the number of connections closed because their client
 // sent more than the flow-control window let it.
 func (g *Gate) Violations() int64 { return g.violations.Load() }
+
+// OpenStreams is the number of streams open now, across connections.
+func (g *Gate) OpenStreams() int64 { return g.streams.Load() }
+
+// RefusedStreams is the number of streams refused because
+// Options.MaxStreams were open.
+func (g *Gate) RefusedStreams() int64 { return g.refused.Load() }
+
+// openStream counts a stream the client opens; it reports false, counting
+// nothing, when Options.MaxStreams are open.
+func (g *Gate) openStream() bool {
+	for {
+		n := g.streams.Load()
+		if g.opts.MaxStreams > 0 && n >= g.opts.MaxStreams {
+			g.refused.Add(1)
+			return false
+		}
+		if g.streams.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
 
 // Max is the Gate's budget in bytes.
 func (g *Gate) Max() int64 { return g.max }

@@ -79,6 +79,10 @@ type Config struct {
 	// connection (default DefaultGRPCMaxStreams): clients queue the
 	// others until one ends (SETTINGS_MAX_CONCURRENT_STREAMS).
 	GRPCMaxStreams int
+	// MaxOpenStreams bounds the gRPC streams open at once across all
+	// connections (default DefaultMaxOpenStreams): a stream opened beyond
+	// it is refused with RST_STREAM REFUSED_STREAM (recvbudget).
+	MaxOpenStreams int
 	// ReceiveGrace and ReceiveMinRate bound how long a message admitted
 	// by the receive budget may take to arrive once its client may send
 	// all of it: ReceiveGrace plus its length at ReceiveMinRate bytes per
@@ -163,6 +167,17 @@ const (
 	// window it bounds what one connection's clients can push ahead of
 	// their handlers to 100 MiB.
 	DefaultGRPCMaxStreams = 100
+	// DefaultMaxOpenStreams bounds the streams open at once across all
+	// gRPC connections: each lets its client push a 1 MiB window ahead
+	// of its handler, outside the receive budget, so that the windows
+	// hold at most 1 GiB whatever the number of connections (256 x 100
+	// streams would be 25 GiB). Honest loads stay far below: an ingest
+	// process holds one AppendRows stream per partition on at most 4
+	// connections of 100 streams (400), managedwriter one per writer, the
+	// Node client at most 100 a channel. Beyond it a new stream is refused
+	// (RST_STREAM REFUSED_STREAM), which grpc-go and grpc-js retry once
+	// transparently and then report UNAVAILABLE.
+	DefaultMaxOpenStreams = 1024
 	// DefaultReceiveGrace is recvbudget.DefaultGrace (Config.ReceiveGrace).
 	DefaultReceiveGrace = recvbudget.DefaultGrace
 	// streamWindow is the gRPC stream flow-control window
@@ -194,6 +209,7 @@ func (c *Config) setDefaults() {
 	c.HTTPMaxConns = cmp.Or(c.HTTPMaxConns, DefaultHTTPMaxConns)
 	c.GRPCMaxConns = cmp.Or(c.GRPCMaxConns, DefaultGRPCMaxConns)
 	c.GRPCMaxStreams = cmp.Or(c.GRPCMaxStreams, DefaultGRPCMaxStreams)
+	c.MaxOpenStreams = cmp.Or(c.MaxOpenStreams, DefaultMaxOpenStreams)
 	c.MaxReceiveBytes = cmp.Or(c.MaxReceiveBytes, DefaultMaxReceiveBytes)
 	c.HTTPReadTimeout = cmp.Or(c.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	c.HTTPWriteTimeout = cmp.Or(c.HTTPWriteTimeout, DefaultHTTPWriteTimeout)
@@ -282,7 +298,8 @@ func Start(cfg Config) (_ *Server, err error) {
 	// bytes are let in (recvbudget): below TLS when TLS is on, else on
 	// every accepted connection.
 	s.recv = recvbudget.NewWithOptions(cfg.MaxReceiveBytes, MaxRecvMsgSize, recvbudget.Options{
-		InitialWindow: streamWindow, Grace: cfg.ReceiveGrace, MinRate: cfg.ReceiveMinRate})
+		InitialWindow: streamWindow, Grace: cfg.ReceiveGrace, MinRate: cfg.ReceiveMinRate,
+		MaxStreams: int64(cfg.MaxOpenStreams)})
 	s.bufs = recvbudget.NewPool()
 	s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -402,6 +419,12 @@ func Start(cfg Config) (_ *Server, err error) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bqstore_grpc_receive_stalled_total",
 			Help: "gRPC streams reset because a message admitted by the receive budget did not arrive in time (--receive-grace, --receive-min-rate)."},
 			func() float64 { return float64(s.recv.Stalls()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "bqstore_grpc_open_streams",
+			Help: "gRPC streams open, across connections (--max-open-streams)."},
+			func() float64 { return float64(s.recv.OpenStreams()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bqstore_grpc_streams_refused_total",
+			Help: "gRPC streams refused (RST_STREAM REFUSED_STREAM) because --max-open-streams were open."},
+			func() float64 { return float64(s.recv.RefusedStreams()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "bqstore_grpc_flow_control_errors_total",
 			Help: "gRPC connections closed because the client sent more than a stream's flow-control window (GOAWAY FLOW_CONTROL_ERROR)."},
 			func() float64 { return float64(s.recv.Violations()) }),
