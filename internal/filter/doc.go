@@ -64,7 +64,10 @@
 //   - Not supported: IN UNNEST of other arrays, subqueries (the query
 //     engine substitutes them, WithConstants), other JSON functions, RANGE
 //     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
-//     ARRAY comparisons, FORMAT_* / PARSE_*.
+//     ARRAY comparisons.
+//   - FORMAT_* / PARSE_*: %Z formats the zone's name (UTC, or the IANA
+//     name given); BigQuery's exact %Z text for named zones is unverified.
+//     PARSE_* reads %Y as at most four digits, so "%Y%m%d" works.
 //   - FARM_FINGERPRINT is FarmHash's Fingerprint64 (BigQuery's values);
 //     GENERATE_UUID is a random version-4 UUID per row.
 package filter

@@ -84,8 +84,12 @@ func (c *checker) call(e *Call) (node, error) {
 		case *Interval:
 			continue
 		case *Ident:
-			if (isDiffFunc[e.Name] && i == 2) || (isTruncFunc[e.Name] && i == 1) {
+			if isPartArg(e.Name, i) {
 				continue
+			}
+		case *Call:
+			if _, ok := datePartArg(a); ok && isPartArg(e.Name, i) {
+				continue // WEEK(<weekday>)
 			}
 		}
 		n, err := c.check(a)
@@ -116,9 +120,14 @@ func (c *checker) callNodes(e *Call, args []node) (node, error) {
 var isAggregate = map[string]bool{"COUNT": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
 	"ARRAY_AGG": true, "STRING_AGG": true, "ANY_VALUE": true, "COUNTIF": true, "LOGICAL_AND": true, "LOGICAL_OR": true}
 
-var isDiffFunc = map[string]bool{"DATE_DIFF": true, "DATETIME_DIFF": true, "TIMESTAMP_DIFF": true}
+var isDiffFunc = map[string]bool{"DATE_DIFF": true, "DATETIME_DIFF": true, "TIMESTAMP_DIFF": true, "TIME_DIFF": true}
 
-var isTruncFunc = map[string]bool{"DATE_TRUNC": true, "TIMESTAMP_TRUNC": true, "DATETIME_TRUNC": true}
+var isTruncFunc = map[string]bool{"DATE_TRUNC": true, "TIMESTAMP_TRUNC": true, "DATETIME_TRUNC": true, "TIME_TRUNC": true}
+
+// isPartArg reports whether argument i of function name is a date part.
+func isPartArg(name string, i int) bool {
+	return (isDiffFunc[name] && i == 2) || ((isTruncFunc[name] || name == "LAST_DAY") && i == 1)
+}
 
 func (c *checker) noSig(e *Call, args []node) *Error {
 	ts := make([]string, len(args))
@@ -409,6 +418,8 @@ func init() {
 	registerMore()
 	registerString()
 	registerHash()
+	registerFormat()
+	registerWeeks()
 }
 
 func asciiLower(s string) string {

@@ -12,9 +12,10 @@ import (
 
 // truncDays truncates a date (days since the epoch) to the start of part.
 func truncDays(days int64, part string) int64 {
+	if w, ok := weekStart(part); ok {
+		return truncWeek(days, w)
+	}
 	switch part {
-	case "WEEK":
-		return days - floorMod(days+4, 7) // weeks start on Sunday
 	case "ISOWEEK":
 		return days - floorMod(days+3, 7) // ISO weeks start on Monday
 	case "MONTH", "QUARTER", "YEAR":
@@ -46,6 +47,7 @@ var truncParts = map[typ]map[string]bool{
 	tDate:      {"DAY": true, "WEEK": true, "ISOWEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true, "ISOYEAR": true},
 	tDatetime:  {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true, "WEEK": true, "ISOWEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true, "ISOYEAR": true},
 	tTimestamp: {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true, "WEEK": true, "ISOWEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true, "ISOYEAR": true},
+	tTime:      {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true},
 }
 
 func truncFn(t typ) builtin {
@@ -57,13 +59,12 @@ func truncFn(t typ) builtin {
 		if len(e.Args) < 2 || len(e.Args) > max {
 			return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected 2 to %d arguments but got %d", e.Name, max, len(e.Args))
 		}
-		id, ok := e.Args[1].(*Ident)
-		if !ok || len(id.Parts) != 1 {
+		part, ok := datePartArg(e.Args[1])
+		if !ok {
 			return nil, c.errf(e.Args[1].Pos(), "%s expects a date part as its second argument", e.Name)
 		}
-		part := strings.ToUpper(id.Parts[0])
-		if !truncParts[t][part] {
-			return nil, c.errf(id.P, "Unsupported date part %s in function %s", part, e.Name)
+		if _, week := weekStart(part); !truncParts[t][part] && !(week && t != tTime) {
+			return nil, c.errf(e.Args[1].Pos(), "Unsupported date part %s in function %s", part, e.Name)
 		}
 		rest := append([]node{args[0]}, args[2:]...)
 		want := append([]typ{t}, repeatT(tString, len(rest)-1)...)
@@ -71,7 +72,7 @@ func truncFn(t typ) builtin {
 			switch t {
 			case tDate:
 				return value{i: truncDays(a[0].i, part)}, nil
-			case tDatetime:
+			case tDatetime, tTime:
 				return value{i: truncMicros(a[0].i, part)}, nil
 			}
 			loc, err := zoneArg(a, 1)
@@ -162,6 +163,7 @@ func registerMore() {
 	builtins["DATE_TRUNC"] = truncFn(tDate)
 	builtins["DATETIME_TRUNC"] = truncFn(tDatetime)
 	builtins["TIMESTAMP_TRUNC"] = truncFn(tTimestamp)
+	builtins["TIME_TRUNC"] = truncFn(tTime)
 	jsonFn := func(scalar bool) builtin {
 		return func(c *checker, e *Call, args []node) (node, error) {
 			if err := c.arity(e, args, 1, 2); err != nil {

@@ -136,6 +136,11 @@ func addPart(t typ, v, k int64, part string) (int64, bool) {
 		}
 		return d, d >= minDate && d <= maxDate
 	}
+	if t == tTime {
+		// TIME wraps around midnight.
+		unit := partMicros[part]
+		return floorMod(v+floorMod(k, microsPerDay/unit)*unit, microsPerDay), true
+	}
 	var r int64
 	if unit, ok := partMicros[part]; ok {
 		if abs64(k) > (maxMicros-minMicros)/unit {
@@ -157,6 +162,7 @@ var dateAddParts = map[string]map[string]bool{
 	"DATE":      {"DAY": true, "WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true},
 	"DATETIME":  {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true, "WEEK": true, "MONTH": true, "QUARTER": true, "YEAR": true},
 	"TIMESTAMP": {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true, "DAY": true},
+	"TIME":      {"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true},
 }
 
 func registerTime() {
@@ -195,22 +201,23 @@ func registerTime() {
 	builtins["DATETIME_SUB"] = addFn("DATETIME", tDatetime, -1)
 	builtins["TIMESTAMP_ADD"] = addFn("TIMESTAMP", tTimestamp, 1)
 	builtins["TIMESTAMP_SUB"] = addFn("TIMESTAMP", tTimestamp, -1)
+	builtins["TIME_ADD"] = addFn("TIME", tTime, 1)
+	builtins["TIME_SUB"] = addFn("TIME", tTime, -1)
 	diffFn := func(t typ) builtin {
 		return func(c *checker, e *Call, args []node) (node, error) {
 			if len(e.Args) != 3 {
 				return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected 3 arguments but got %d", e.Name, len(e.Args))
 			}
-			id, ok := e.Args[2].(*Ident)
-			if !ok || len(id.Parts) != 1 {
+			part, ok := datePartArg(e.Args[2])
+			if !ok {
 				return nil, c.errf(e.Args[2].Pos(), "%s expects a date part as its third argument", e.Name)
 			}
-			part := strings.ToUpper(id.Parts[0])
-			valid := dateAddParts[map[typ]string{tDate: "DATE", tDatetime: "DATETIME", tTimestamp: "TIMESTAMP"}[t]][part]
-			if part == "ISOWEEK" || part == "ISOYEAR" {
-				valid = t != tTimestamp
+			valid := dateAddParts[t.String()][part]
+			if _, week := weekStart(part); week || part == "ISOWEEK" || part == "ISOYEAR" {
+				valid = t == tDate || t == tDatetime
 			}
 			if !valid {
-				return nil, c.errf(id.P, "Unsupported date part %s in function %s", part, e.Name)
+				return nil, c.errf(e.Args[2].Pos(), "Unsupported date part %s in function %s", part, e.Name)
 			}
 			return c.sig(e, args[:2], []typ{t, t}, tInt, func(a []value) (value, error) {
 				return value{i: diffValue(t, a[0].i, a[1].i, part)}, nil
@@ -220,6 +227,7 @@ func registerTime() {
 	builtins["DATE_DIFF"] = diffFn(tDate)
 	builtins["DATETIME_DIFF"] = diffFn(tDatetime)
 	builtins["TIMESTAMP_DIFF"] = diffFn(tTimestamp)
+	builtins["TIME_DIFF"] = diffFn(tTime)
 
 	builtins["DATE"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 1, 3); err != nil {
@@ -407,7 +415,7 @@ func zoneArg(a []value, i int) (*time.Location, error) {
 }
 
 func diffValue(t typ, a, b int64, part string) int64 {
-	if t == tTimestamp {
+	if t == tTimestamp || t == tTime {
 		return (a - b) / partMicros[part]
 	}
 	if unit, ok := partMicros[part]; ok && t == tDatetime && part != "DAY" {
@@ -417,12 +425,13 @@ func diffValue(t typ, a, b int64, part string) int64 {
 	if t == tDatetime {
 		da, db = floorDiv(a, microsPerDay), floorDiv(b, microsPerDay)
 	}
+	if w, ok := weekStart(part); ok {
+		// Count the week starts (Sunday for WEEK) crossed.
+		return (truncWeek(da, w) - truncWeek(db, w)) / 7
+	}
 	switch part {
 	case "DAY":
 		return da - db
-	case "WEEK":
-		// Weeks start on Sunday: count Sundays crossed.
-		return (da - floorMod(da+4, 7) - (db - floorMod(db+4, 7))) / 7
 	case "ISOWEEK":
 		return (da - floorMod(da+3, 7) - (db - floorMod(db+3, 7))) / 7
 	case "MONTH", "QUARTER", "YEAR":

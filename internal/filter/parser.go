@@ -629,6 +629,21 @@ func (p *parser) parseExtract() (Expr, *Error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
+	if part == "WEEK" && p.isOp("(") { // WEEK(<weekday>)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if p.tok.kind != kIdent {
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected weekday but got %s", p.tok.describe())
+		}
+		part += "(" + strings.ToUpper(p.tok.text) + ")"
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if err := p.expectOp(")"); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.expectKw("FROM"); err != nil {
 		return nil, err
 	}

@@ -355,15 +355,16 @@ func extractDatePart(days int64, part string) (int64, bool) {
 	case "DAYOFWEEK":
 		// 1970-01-01 was a Thursday; Sunday is 1.
 		return floorMod(days+4, 7) + 1, true
-	case "WEEK":
-		// Weeks start on Sunday; days before the year's first Sunday are
-		// in week 0.
+	case "WEEK", "WEEK(SUNDAY)", "WEEK(MONDAY)", "WEEK(TUESDAY)", "WEEK(WEDNESDAY)", "WEEK(THURSDAY)", "WEEK(FRIDAY)", "WEEK(SATURDAY)":
+		// Weeks start on Sunday (or the named weekday); days before the
+		// year's first such day are in week 0.
+		w, _ := weekStart(part)
 		jan1 := daysFromCivil(y, 1, 1)
-		firstSunday := jan1 + floorMod(7-floorMod(jan1+4, 7), 7)
-		if days < firstSunday {
+		first := jan1 + floorMod(w-floorMod(jan1+4, 7), 7)
+		if days < first {
 			return 0, true
 		}
-		return (days-firstSunday)/7 + 1, true
+		return (days-first)/7 + 1, true
 	case "ISOWEEK", "ISOYEAR":
 		t := time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC)
 		iy, iw := t.ISOWeek()
