@@ -455,12 +455,20 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				order = append(order, grp)
 			}
 			for j, a := range aggs {
-				seen := len(grp.accs[j].seen)
+				seen, kept := len(grp.accs[j].seen), len(grp.accs[j].vals)
 				if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
 					return err
 				}
 				if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
 					if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
+						return err
+					}
+				}
+				if len(grp.accs[j].vals) > kept { // a value STRING_AGG keeps (and its ORDER BY keys)
+					if err := q.chargeRow(grp.accs[j].vals[kept].keys, "STRING_AGG operations"); err != nil {
+						return err
+					}
+					if err := q.charge(cellBytes(grp.accs[j].vals[kept].v), "STRING_AGG operations"); err != nil {
 						return err
 					}
 				}
