@@ -22,6 +22,7 @@ type rawEvent struct {
 	goAway bool // a GOAWAY (code is its error code)
 	ended  bool // the stream was answered (END_STREAM)
 	closed bool // the connection ended
+	pong   bool // a PING was answered
 }
 
 // rawConn is a raw HTTP/2 client connection to the server's gRPC port.
@@ -70,6 +71,10 @@ func (h *hostile) rawDial(kind string) *rawConn {
 				if f.StreamEnded() {
 					rc.events <- rawEvent{sid: f.StreamID, ended: true}
 				}
+			case *http2.PingFrame:
+				if f.IsAck() {
+					rc.events <- rawEvent{pong: true}
+				}
 			}
 		}
 	}()
@@ -115,14 +120,16 @@ func (rc *rawConn) next(kind string) rawEvent {
 //     FLOW_CONTROL_ERROR) unless its window happened to open in time, in
 //     which case the call is answered;
 //   - stream flood: more streams than a connection may have, each sending
-//     part of a message; those over the cap are refused.
+//     part of a message; those over the cap are refused;
+//   - connection flood: more streams than the server may have open at
+//     once (--max-open-streams), over several connections (rawConnFlood).
 //
 // Afterwards nothing of the connection stays admitted.
 func (h *hostile) rawAbuse(kind string) {
 	rc := h.rawDial(kind)
 	defer rc.c.Close()
 	prefix := func(n int) []byte { return binary.BigEndian.AppendUint32([]byte{0}, uint32(n)) }
-	switch h.rng.IntN(3) {
+	switch h.rng.IntN(4) {
 	case 0:
 		streams := 1 + h.rng.IntN(3)
 		for i := range streams {
@@ -169,11 +176,83 @@ func (h *hostile) rawAbuse(kind string) {
 				refused++
 			}
 		}
+	case 3:
+		h.rawConnFlood(kind)
 	}
 	rc.c.Close()
 	for metricValue(h.t, h.e.srv, "bqstore_grpc_receive_admitted_bytes") != 0 || metricValue(h.t, h.e.srv, "bqstore_grpc_receive_waiting") != 0 {
 		if h.e.ctx.Err() != nil {
 			h.t.Fatalf("%s: the receive budget never drained after the connection closed", kind)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rawConnFlood opens more streams than the server may have open at once
+// (hostileMaxOpenStreams), spread over a few connections of at most
+// --max-grpc-streams each, every stream sending the prefix of a 1 MiB
+// message and part of its window, never the whole: the handlers wait for
+// the rest while gRPC holds what came. The streams over the cap are
+// refused (RST_STREAM REFUSED_STREAM), so the transport's buffers stay
+// under the cap's windows (checked at the end of TestHostileClient); once
+// the connections close, their streams no longer count.
+func (h *hostile) rawConnFlood(kind string) {
+	const window = 1 << 20
+	before := metricValue(h.t, h.e.srv, "bqstore_grpc_open_streams")
+	total := hostileMaxOpenStreams + 1 + h.rng.IntN(64)
+	conns := 2 + h.rng.IntN(3)
+	per := (total + conns - 1) / conns
+	fill := 64<<10 + h.rng.IntN(window-5-64<<10)
+	msg := append(binary.BigEndian.AppendUint32([]byte{0}, window), make([]byte, fill)...)
+	var rcs []*rawConn
+	defer func() {
+		for _, rc := range rcs {
+			rc.c.Close()
+		}
+	}()
+	for opened := 0; opened < total; {
+		rc := h.rawDial(kind)
+		rcs = append(rcs, rc)
+		for i := 0; i < per && opened < total; i++ {
+			if err := rc.open(uint32(2*i+1), msg); err != nil {
+				h.t.Fatalf("%s: %v", kind, err)
+			}
+			opened++
+		}
+		// gRPC reads frames in order: once it answers, it has taken in
+		// (or refused) every stream before.
+		if err := rc.fr.WritePing(false, [8]byte{1}); err != nil {
+			h.t.Fatalf("%s: %v", kind, err)
+		}
+	}
+	refused := 0
+	for _, rc := range rcs {
+		for {
+			ev := rc.next(kind)
+			if ev.closed || ev.goAway || ev.ended {
+				h.t.Fatalf("%s: %+v, want streams refused or left open", kind, ev)
+			}
+			if ev.pong {
+				break
+			}
+			if ev.code != http2.ErrCodeRefusedStream {
+				h.t.Fatalf("%s: RST_STREAM %v on stream %d, want REFUSED_STREAM", kind, ev.code, ev.sid)
+			}
+			refused++
+		}
+	}
+	// Other streams of the hostile client may be open too.
+	if over := total - hostileMaxOpenStreams; refused < over || refused > over+int(before)+8 {
+		h.t.Fatalf("%s: %d of %d streams over %d connections refused, want %d (%v others open before)",
+			kind, refused, total, len(rcs), over, before)
+	}
+	for _, rc := range rcs {
+		rc.c.Close()
+	}
+	for metricValue(h.t, h.e.srv, "bqstore_grpc_open_streams") > before {
+		if h.e.ctx.Err() != nil {
+			h.t.Fatalf("%s: %v streams still open after the connections closed, %v before",
+				kind, metricValue(h.t, h.e.srv, "bqstore_grpc_open_streams"), before)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

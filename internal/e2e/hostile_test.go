@@ -32,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
 
+	"github.com/bqstore/bqstore/internal/recvbudget"
 	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
 	"github.com/bqstore/bqstore/internal/testkit/arrowgen"
@@ -77,6 +78,10 @@ var hostileNarrow = bigquery.Schema{
 }
 
 const hostileWideColumns = 1500
+
+// hostileMaxOpenStreams is the hostile server's --max-open-streams: the
+// connection flood (rawConnFlood) fills that many 1 MiB windows.
+const hostileMaxOpenStreams = 128
 
 func hostileWide() bigquery.Schema {
 	s := make(bigquery.Schema, hostileWideColumns)
@@ -573,7 +578,10 @@ func TestHostileClient(t *testing.T) {
 	defer cancel()
 	// A short receive grace: stalled raw streams are reset in a second or
 	// two (rawAbuse); honest 15 MiB messages still have 15 s.
-	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) { c.ReceiveGrace = 500 * time.Millisecond }))
+	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) {
+		c.ReceiveGrace = 500 * time.Millisecond
+		c.MaxOpenStreams = hostileMaxOpenStreams
+	}))
 	narrow := e.table("hostile_narrow", hostileNarrow)
 	wide := e.table("hostile_wide", hostileWide())
 	narrowDesc, _ := descriptor(t, hostileNarrow)
@@ -605,6 +613,15 @@ func TestHostileClient(t *testing.T) {
 	}
 	h.reset()
 	t.Logf("%d requests in %v, heap peak %d MiB, by kind: %v", n, time.Since(start).Round(time.Millisecond), peak.Load()>>20, h.counts)
+	// The gRPC transport's bound, whatever the clients did (recvbudget's
+	// invariant): the windows of the streams open at once, the messages
+	// the receive budget admitted, a frame per connection being read.
+	budget, _, bufs := e.srv.ReceiveBudget()
+	if bound := int64(hostileMaxOpenStreams*(1<<20+16<<10)) + budget/recvbudget.CostFactor + 16<<20; bufs > bound {
+		t.Fatalf("the gRPC transport's buffers reached %d bytes, over the bound %d (%d streams open at once, budget %d)",
+			bufs, bound, hostileMaxOpenStreams, budget)
+	}
+	t.Logf("transport buffers peak %d MiB", bufs>>20)
 
 	// The server is up and the tables are readable: a small write and a
 	// read through the Read API and through tabledata.list.
