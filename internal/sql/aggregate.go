@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -57,6 +58,7 @@ func closing(toks []filter.Token, open int) int {
 type group struct {
 	keys []any
 	accs []acc
+	set  int // its grouping set (Select.GroupingSets), 0 for a plain GROUP BY
 }
 
 // rewrite replaces, in the span's text, every aggregate call by its
@@ -103,6 +105,18 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 				i = overEnd
 				continue
 			}
+		}
+		// GROUPING(x): whether x is left out of the row's grouping set.
+		if end, g, ok := groupingCall(toks, i, groups); ok {
+			if g < 0 {
+				_, g, _ = groupingCall(toks, i, q.sel.GroupBy)
+			}
+			if g < 0 {
+				return "", q.errf(toks[i].Pos, "GROUPING must have an argument that exists within the group-by expression list.")
+			}
+			emit(toks[i].Pos, toks[end].End, fmt.Sprintf("__gq%d", g))
+			i = end
+			continue
 		}
 		// A GROUP BY expression (not a plain name: those are columns of
 		// the post-aggregation schema already).
@@ -290,16 +304,43 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	for i, a := range aggs {
 		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__a%d", i), Type: bqType(a.typ), Mode: schema.Nullable})
 	}
-	compilePost := func(text string, clause string) (*filter.Scalar, error) {
-		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
-			return q.compileText(text, post, nil) // an expanded star's column
+	// GROUPING(x) of each grouping expression (grouping.go).
+	sets := sel.GroupingSets
+	if sets == nil {
+		all := make([]int, len(groups))
+		for g := range all {
+			all[g] = g
 		}
-		return q.compileText(text, post, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		sets = [][]int{all}
+	}
+	grouped := make([][]bool, len(sets)) // set, expression
+	for k, set := range sets {
+		grouped[k] = make([]bool, len(groups))
+		for _, g := range set {
+			grouped[k][g] = true
+		}
+	}
+	for g := range groups {
+		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__gq%d", g), Type: schema.Integer, Mode: schema.Nullable})
+	}
+	// compileIn compiles text over the schema s of the groups' columns;
+	// alias, if not nil, resolves a name no input column has (HAVING's
+	// select-list aliases).
+	compileIn := func(text string, clause string, s *schema.Schema, alias func(name string) (string, bool)) (*filter.Scalar, error) {
+		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
+			return q.compileText(text, s, nil) // an expanded star's column
+		}
+		return q.compileText(text, s, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
 			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g") || strings.HasPrefix(parts[0], "__w")) {
 				return parts[0], 1, nil
 			}
 			i, used, err := q.in.resolve(q.src, parts, pos)
 			if err != nil {
+				if alias != nil {
+					if col, ok := alias(parts[0]); ok {
+						return col, 1, nil
+					}
+				}
 				return "", 0, err
 			}
 			col := q.in.cols[i].internal
@@ -312,6 +353,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			}
 			return col, used, nil
 		}))
+	}
+	compilePost := func(text string, clause string) (*filter.Scalar, error) {
+		return compileIn(text, clause, post, nil)
 	}
 	// Windows over the groups: their arguments and windows compile over
 	// the groups' columns; their values become columns __w<pos>.
@@ -375,8 +419,31 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		out.order = append(out.order, orderKey{col: orderCol[k], typ: t, desc: o.Desc, nullsLast: o.NullsLast})
 	}
 	var having *filter.Scalar
+	// HAVING may name a select-list alias (of an item without analytic
+	// functions) where no input column has the name: a column __h<k> of
+	// the item's values.
+	havingSchema := &schema.Schema{Fields: append([]*schema.Field(nil), post.Fields[:postBase]...)}
+	var havingItems []int
 	if sel.Having != nil {
-		x, err := compilePost(havingText, "HAVING clause")
+		aliasCol := map[string]int{}
+		for k, it := range items {
+			if _, win := hasWindow(it.Expr.toks); it.Star || it.Alias == "" || win {
+				continue
+			}
+			if _, dup := aliasCol[strings.ToLower(it.Alias)]; !dup {
+				aliasCol[strings.ToLower(it.Alias)] = k
+			}
+		}
+		for k := range items {
+			havingSchema.Fields = append(havingSchema.Fields, &schema.Field{Name: fmt.Sprintf("__h%d", k), Type: bqType(exprs[k].Type()), Mode: schema.Nullable})
+		}
+		x, err := compileIn(havingText, "HAVING clause", havingSchema, func(name string) (string, bool) {
+			k, ok := aliasCol[strings.ToLower(name)]
+			if ok && !slices.Contains(havingItems, k) {
+				havingItems = append(havingItems, k)
+			}
+			return fmt.Sprintf("__h%d", k), ok
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -432,44 +499,57 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			if !keep[i] {
 				continue
 			}
-			kb = kb[:0]
-			for g := range groupX {
-				kb = appendKey(kb, keys[g][i])
-			}
-			grp := index[string(kb)]
-			if grp == nil {
-				if len(order) >= q.opts.MaxRows {
-					return q.tooLarge()
+			for set := range sets {
+				kb = kb[:0]
+				if len(sets) > 1 {
+					kb = appendKey(kb, int64(set))
 				}
-				grp = &group{accs: make([]acc, len(aggs))}
 				for g := range groupX {
-					grp.keys = append(grp.keys, keys[g][i])
-				}
-				if err := q.chargeRow(grp.keys, "GROUP BY operations"); err != nil {
-					return err
-				}
-				if err := q.charge(int64(len(kb)+64*len(aggs)+64), "GROUP BY operations"); err != nil {
-					return err
-				}
-				index[string(kb)] = grp
-				order = append(order, grp)
-			}
-			for j, a := range aggs {
-				seen, kept := len(grp.accs[j].seen), len(grp.accs[j].vals)
-				if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
-					return err
-				}
-				if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
-					if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
-						return err
+					if grouped[set][g] {
+						kb = appendKey(kb, keys[g][i])
+					} else {
+						kb = appendKey(kb, nil)
 					}
 				}
-				if len(grp.accs[j].vals) > kept { // a value STRING_AGG keeps (and its ORDER BY keys)
-					if err := q.chargeRow(grp.accs[j].vals[kept].keys, "STRING_AGG operations"); err != nil {
+				grp := index[string(kb)]
+				if grp == nil {
+					if len(order) >= q.opts.MaxRows {
+						return q.tooLarge()
+					}
+					grp = &group{accs: make([]acc, len(aggs)), set: set}
+					for g := range groupX {
+						if grouped[set][g] {
+							grp.keys = append(grp.keys, keys[g][i])
+						} else {
+							grp.keys = append(grp.keys, nil)
+						}
+					}
+					if err := q.chargeRow(grp.keys, "GROUP BY operations"); err != nil {
 						return err
 					}
-					if err := q.charge(cellBytes(grp.accs[j].vals[kept].v), "STRING_AGG operations"); err != nil {
+					if err := q.charge(int64(len(kb)+64*len(aggs)+64), "GROUP BY operations"); err != nil {
 						return err
+					}
+					index[string(kb)] = grp
+					order = append(order, grp)
+				}
+				for j, a := range aggs {
+					seen, kept := len(grp.accs[j].seen), len(grp.accs[j].vals)
+					if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
+						return err
+					}
+					if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
+						if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
+							return err
+						}
+					}
+					if len(grp.accs[j].vals) > kept { // a value STRING_AGG keeps (and its ORDER BY keys)
+						if err := q.chargeRow(grp.accs[j].vals[kept].keys, "STRING_AGG operations"); err != nil {
+							return err
+						}
+						if err := q.charge(cellBytes(grp.accs[j].vals[kept].v), "STRING_AGG operations"); err != nil {
+							return err
+						}
 					}
 				}
 			}
@@ -479,18 +559,36 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	if err != nil {
 		return nil, err
 	}
-	if len(groups) == 0 && len(order) == 0 {
-		order = append(order, &group{accs: make([]acc, len(aggs))}) // aggregation of no rows: one row
+	// Aggregation of no rows (no GROUP BY, or an empty grouping set):
+	// one row.
+	for set, in := range sets {
+		if len(in) > 0 {
+			continue
+		}
+		found := false
+		for _, grp := range order {
+			found = found || grp.set == set
+		}
+		if !found {
+			order = append(order, &group{accs: make([]acc, len(aggs)), keys: make([]any, len(groups)), set: set})
+		}
 	}
 	// One row per group, evaluated by the expression layer.
-	rec, err := buildRecord(&schema.Schema{Fields: post.Fields[:postBase]}, len(order), func(col, row int) any {
+	cell := func(col, row int) any {
 		grp := order[row]
 		if col < len(groups) {
 			return grp.keys[col]
 		}
 		j := col - len(groups)
-		return aggs[j].result(&grp.accs[j])
-	})
+		if j < len(aggs) {
+			return aggs[j].result(&grp.accs[j])
+		}
+		if grouped[grp.set][j-len(aggs)] {
+			return int64(0)
+		}
+		return int64(1)
+	}
+	rec, err := buildRecord(&schema.Schema{Fields: post.Fields[:postBase]}, len(order), cell)
 	if err != nil {
 		return nil, err
 	}
@@ -501,7 +599,29 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		keep[i] = true
 	}
 	if having != nil {
-		vals, err := having.Values(ctx, rec, n)
+		hrec := rec
+		if len(havingItems) > 0 {
+			itemVals := make([][]any, len(items))
+			for _, k := range havingItems {
+				if itemVals[k], err = exprs[k].Values(ctx, rec, n); err != nil {
+					return nil, err
+				}
+			}
+			hrec, err = buildRecord(havingSchema, n, func(col, row int) any {
+				if col < postBase {
+					return cell(col, row)
+				}
+				if v := itemVals[col-postBase]; v != nil {
+					return v[row]
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, err
+			}
+			defer hrec.Release()
+		}
+		vals, err := having.Values(ctx, hrec, n)
 		if err != nil {
 			return nil, err
 		}

@@ -59,6 +59,10 @@ type Select struct {
 	Qualify  *Span
 	Pos      int
 
+	// GroupingSets are the grouping sets of a GROUP BY with ROLLUP, CUBE,
+	// GROUPING SETS or (): indexes into GroupBy (grouping.go); nil for
+	// a plain GROUP BY.
+	GroupingSets [][]int
 	// Windows are the WINDOW clause's named windows, by lower-case name
 	// (window_named.go).
 	Windows map[string]*namedWindow

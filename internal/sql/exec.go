@@ -483,7 +483,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 				}
 				continue
 			}
-			if t := sp.toks[i]; isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] {
+			if t := sp.toks[i]; isCall(sp.toks, i) && knownAggs[strings.ToUpper(t.Text)] && !(strings.EqualFold(t.Text, "GROUPING") && len(sel.GroupBy) > 0) {
 				return nil, notSupported(q.src, t.Pos, "aggregate or analytic function "+strings.ToUpper(t.Text))
 			}
 		}

@@ -68,7 +68,7 @@ func (p *parser) expect(what string, ok bool) error {
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
 	"FOR": "FOR SYSTEM_TIME AS OF", "TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
-	"ROLLUP": "GROUP BY ROLLUP", "NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
+	"NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
 
 var statementKw = map[string]string{
@@ -324,19 +324,8 @@ func (p *parser) selectBlock() (*Select, error) {
 			return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword BY but got %s", describe(p.tok()))
 		}
 		p.i += 2
-		if p.isKw("ROLLUP") || p.isKw("CUBE") || p.isKw("GROUPING") {
-			return nil, notSupported(p.src, p.tok().Pos, "GROUP BY "+strings.ToUpper(p.tok().Text))
-		}
-		for {
-			sp, err := p.expr()
-			if err != nil {
-				return nil, err
-			}
-			s.GroupBy = append(s.GroupBy, sp)
-			if !p.isOp(",") {
-				break
-			}
-			p.i++
+		if err := p.groupBy(s); err != nil {
+			return nil, err
 		}
 	}
 	if p.isKw("HAVING") {

@@ -456,6 +456,33 @@ func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
 			}
 			out = append(out, []any{g.key, g.n, g.na, sum, g.min, g.max})
 		}
+		if rng.Intn(2) == 0 {
+			// ROLLUP(b): the groups, each with GROUPING(b) = 0, and the
+			// total row (one even of no rows) with b NULL and 1.
+			total := &acc{}
+			for _, k := range order {
+				g := groups[k]
+				total.n += g.n
+				total.na += g.na
+				total.sum += g.sum
+				total.sawSum = total.sawSum || g.sawSum
+				if g.min != nil && (total.min == nil || g.min.(int64) < total.min.(int64)) {
+					total.min = g.min
+				}
+				if g.max != nil && (total.max == nil || g.max.(int64) > total.max.(int64)) {
+					total.max = g.max
+				}
+			}
+			var sum any
+			if total.sawSum {
+				sum = total.sum
+			}
+			for i := range out {
+				out[i] = append(out[i], int64(0))
+			}
+			out = append(out, []any{nil, total.n, total.na, sum, total.min, total.max, int64(1)})
+			return "SELECT b, COUNT(*), COUNT(a), SUM(l.a), MIN(a), MAX(l.a), GROUPING(b) FROM l WHERE " + p.text + " GROUP BY ROLLUP(b)", out
+		}
 		return "SELECT b, COUNT(*), COUNT(a), SUM(l.a), MIN(a), MAX(l.a) FROM l WHERE " + p.text + " GROUP BY b", out
 	case 2, 3: // join
 		kinds := []string{"INNER", "LEFT", "RIGHT", "FULL", "CROSS"}
