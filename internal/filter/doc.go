@@ -57,7 +57,11 @@
 //   - CASE and IF evaluate a branch only for the rows that take it (after
 //     a failure over the whole batch), as BigQuery's lazy evaluation does.
 //   - JSON_VALUE/JSON_QUERY support $, .name, ."name", ['name'] and [n]
-//     paths; CONTAINS_SUBSTR compares lower-cased text without Unicode
+//     paths; PARSE_JSON, TO_JSON and JSON_OBJECT/JSON_ARRAY produce
+//     BigQuery's canonical text (keys sorted, the first duplicate kept,
+//     numbers normalised); a JSON literal keeps its text as written.
+//     TO_JSON_STRING writes FLOAT64 in its shortest form (1.0 as 1:
+//     unverified against BigQuery); CONTAINS_SUBSTR compares lower-cased text without Unicode
 //     normalisation.
 //   - Query parameters (@name, ?) are constants bound by WithParams
 //     (params.go); IN UNNEST takes an ARRAY parameter only.

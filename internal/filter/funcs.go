@@ -408,9 +408,6 @@ func init() {
 			return value{s: string(r)}, nil
 		})
 	}
-	builtins["TO_JSON_STRING"] = func(c *checker, e *Call, args []node) (node, error) {
-		return c.sig(e, args, []typ{tJSON}, tString, func(a []value) (value, error) { return value{s: a[0].s}, nil })
-	}
 	registerMath()
 	registerConditional()
 	registerTime()
@@ -420,6 +417,7 @@ func init() {
 	registerHash()
 	registerFormat()
 	registerWeeks()
+	registerJSON()
 }
 
 func asciiLower(s string) string {
