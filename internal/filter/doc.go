@@ -66,7 +66,8 @@
 //   - Query parameters (@name, ?) are constants bound by WithParams
 //     (params.go); IN UNNEST takes an ARRAY parameter only.
 //   - Not supported: IN UNNEST of other arrays, subqueries (the query
-//     engine substitutes them, WithConstants), other JSON functions, RANGE
+//     engine substitutes them, WithConstants), JSON_SET/JSON_REMOVE and
+//     the ARRAY-returning JSON functions, RANGE
 //     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
 //     ARRAY comparisons.
 //   - FORMAT_* / PARSE_*: %Z formats the zone's name (UTC, or the IANA
