@@ -52,6 +52,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -408,11 +409,36 @@ func (n *nemesis) putServerFaults(spec string) error {
 	if srv == nil {
 		return errors.New("server down")
 	}
-	req, err := http.NewRequest(http.MethodPut, "http://"+srv.AdminAddr+"/admin/faults?seed="+strconv.FormatUint(n.seed, 10), strings.NewReader(spec))
+	return putFaults(http.DefaultClient, srv.AdminAddr, n.seed, spec, n.t.Logf)
+}
+
+// putFaultsAttempts bounds putFaults's tries. A try that fails in
+// transport (no HTTP answer) is tried again: the machine running the soak
+// has frozen whole for over a minute (the stall watch saw 78 s), and a
+// dial that began before the freeze times out as soon as the process runs
+// again, while the server, frozen with it, is fine. A PUT of the same
+// spec is idempotent. A server that is really stuck still fails the run:
+// here after the last try, and in the lag wait after it.
+const putFaultsAttempts = 4
+
+// putFaults installs spec as the server's fault schedule (empty clears it).
+func putFaults(c *http.Client, addr string, seed uint64, spec string, logf func(string, ...any)) error {
+	var err error
+	for try := 1; try <= putFaultsAttempts; try++ {
+		if err = putFaultsOnce(c, addr, seed, spec); err == nil || !errors.As(err, new(*url.Error)) {
+			return err
+		}
+		logf("PUT /admin/faults, try %d of %d: %v", try, putFaultsAttempts, err)
+	}
+	return err
+}
+
+func putFaultsOnce(c *http.Client, addr string, seed uint64, spec string) error {
+	req, err := http.NewRequest(http.MethodPut, "http://"+addr+"/admin/faults?seed="+strconv.FormatUint(seed, 10), strings.NewReader(spec))
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
