@@ -74,6 +74,10 @@ type checker struct {
 	// safeCall is set while a SAFE.-prefixed call builds its node: the
 	// kernels it builds answer NULL instead of their own errors.
 	safeCall bool
+	// query is set by CompileScalar: the query engine's expressions,
+	// where ARRAY and STRUCT values exist (a row_restriction keeps its
+	// scalar-only language).
+	query bool
 }
 
 // NameResolver maps a name path as written (a.b.c, at byte offset pos of
@@ -207,6 +211,16 @@ func (c *checker) column(e *Ident) (node, error) {
 	f := c.schema.Fields[i]
 	path := []string{f.Name}
 	for k := 0; ; k++ {
+		if f.EffectiveMode() == schema.Repeated && c.query {
+			t, err := fullFieldType(f)
+			if err != nil {
+				return nil, c.errf(e.P, "%v", err)
+			}
+			if k+1 < len(e.Parts) {
+				return nil, c.errf(e.P, "Cannot access field %s on a value with type %s", e.Parts[k+1], t)
+			}
+			break
+		}
 		if f.EffectiveMode() == schema.Repeated {
 			return nil, c.errf(e.P, "row_restriction cannot reference REPEATED field %s: predicates on repeated fields are not supported", strings.Join(path, "."))
 		}
@@ -234,7 +248,14 @@ func (c *checker) column(e *Ident) (node, error) {
 		c.seen[path[0]] = true
 		c.cols = append(c.cols, path[0])
 	}
-	return &colNode{path: path, t: fieldType(f), p: e.P, key: strings.Join(path, "\x00")}, nil
+	t := fieldType(f)
+	if c.query {
+		var err error
+		if t, err = fullFieldType(f); err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+	}
+	return &colNode{path: path, t: t, p: e.P, key: strings.Join(path, "\x00")}, nil
 }
 
 func (c *checker) check(e Expr) (node, error) {
@@ -341,6 +362,14 @@ func (c *checker) check(e Expr) (node, error) {
 		return c.extract(e)
 	case *Case:
 		return c.caseExpr(e)
+	case *ArrayLit:
+		return c.arrayLit(e)
+	case *StructLit:
+		return c.structLit(e)
+	case *Index:
+		return c.index(e)
+	case *FieldAccess:
+		return c.fieldAccess(e)
 	case *Interval:
 		return nil, c.errf(e.P, "INTERVAL is only supported as an argument of DATE_ADD, DATE_SUB, DATETIME_ADD, DATETIME_SUB, TIMESTAMP_ADD and TIMESTAMP_SUB")
 	}
@@ -461,7 +490,18 @@ func (c *checker) compare(op string, l, r node, p int) (node, error) {
 	if !ok {
 		return nil, c.errf(p, "No matching signature for operator %s for argument types: %s, %s. Supported signature: ANY %s ANY", op, l.typ(), r.typ(), op)
 	}
-	switch t {
+	eq := op == "=" || op == "!=" || op == "<>"
+	if t.isStruct() && eq && isEqualityType(t) {
+		var err error
+		if l, err = c.coerce(l, t, "operator "+op); err != nil {
+			return nil, err
+		}
+		if r, err = c.coerce(r, t, "operator "+op); err != nil {
+			return nil, err
+		}
+		return c.fold(&structEqNode{not: op != "=", l: l, r: r, p: p}, l, r)
+	}
+	switch t.kind() {
 	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
 		return nil, c.errf(p, "%s is not defined for arguments of type %s", opNames[op], t)
 	}
@@ -607,7 +647,7 @@ func (c *checker) inNodes(e *In, x node, list []Expr, checked []node) (node, err
 	if t == tNull {
 		t = tInt
 	}
-	switch t {
+	switch t.kind() {
 	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
 		return nil, c.errf(e.P, "Equality is not defined for arguments of type %s", t)
 	}

@@ -69,12 +69,23 @@
 //     engine substitutes them, WithConstants), JSON_SET/JSON_REMOVE and
 //     the ARRAY-returning JSON functions, RANGE
 //     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
-//     ARRAY comparisons.
+//     ARRAY values (they exist in queries only, below).
 //   - FORMAT_* / PARSE_*: %Z formats the zone's name (UTC, or the IANA
 //     name given); BigQuery's exact %Z text for named zones is unverified.
 //     PARSE_* reads %Y as at most four digits, so "%Y%m%d" works.
 //   - FARM_FINGERPRINT is FarmHash's Fingerprint64 (BigQuery's values);
 //     GENERATE_UUID is a random version-4 UUID per row.
+//
+// # ARRAY and STRUCT (queries only)
+//
+// CompileScalar, the query engine's entry, also admits ARRAY and STRUCT
+// values (composite.go): REPEATED and RECORD columns typed ARRAY<T> and
+// STRUCT<...>, array literals, STRUCT(...) and tuple constructors,
+// subscripts (OFFSET, SAFE_OFFSET, ORDINAL, SAFE_ORDINAL), field access
+// on any STRUCT expression, STRUCT equality, and the array functions of
+// funcs_array.go. Compile (row_restriction) parses and checks exactly
+// the scalar language above: none of this syntax, and references to
+// REPEATED fields are rejected as before.
 package filter
 
 import _ "time/tzdata" // time zone names work on hosts without a tz database

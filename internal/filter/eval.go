@@ -330,7 +330,15 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 			return mismatch()
 		}
 	default:
-		// STRUCT, RANGE, INTERVAL: only their validity is used (IS NULL).
+		if t >= tFirstComposite {
+			c, err := loadComposite(arr, t)
+			if err != nil {
+				return nil, err
+			}
+			v.c = c
+		}
+		// Bare STRUCT, RANGE, INTERVAL (row_restriction): only their
+		// validity is used (IS NULL).
 	}
 	return v, nil
 }

@@ -233,6 +233,7 @@ func repeatT(t typ, n int) []typ {
 
 func init() {
 	builtins = map[string]builtin{}
+	registerArray()
 	builtins["LOWER"] = caseFn(strings.ToLower, asciiLower)
 	builtins["UPPER"] = caseFn(strings.ToUpper, asciiUpper)
 	builtins["LENGTH"] = func(c *checker, e *Call, args []node) (node, error) {

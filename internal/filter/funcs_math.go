@@ -254,7 +254,7 @@ func registerMath() {
 			if t == tNull {
 				t = tInt
 			}
-			switch t {
+			switch t.kind() {
 			case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
 				return nil, c.noSig(e, args)
 			}

@@ -36,15 +36,20 @@ type parser struct {
 	tok   token
 	peekd *token
 	depth int
+	query bool // the query engine's language: ARRAY and STRUCT syntax
 }
 
 // Parse parses a row_restriction into its syntax tree. The error, if any,
 // is an *Error naming the position.
-func Parse(expr string) (Expr, error) {
+func Parse(expr string) (Expr, error) { return parse(expr, false) }
+
+// parse parses an expression; query admits the query engine's ARRAY and
+// STRUCT syntax (parse_composite.go).
+func parse(expr string, query bool) (Expr, error) {
 	if len(expr) > MaxLength {
 		return nil, &Error{Line: 1, Column: 1, Msg: "row_restriction exceeded maximum allowed length. Maximum bytes allowed: 1048576"}
 	}
-	p := &parser{lx: lexer{src: expr}}
+	p := &parser{lx: lexer{src: expr}, query: query}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -105,6 +110,14 @@ func depth(e Expr) (int, Expr) {
 		for _, w := range e.Whens {
 			visit(w.Cond, w.Result)
 		}
+	case *Index:
+		visit(e.X, e.I)
+	case *FieldAccess:
+		visit(e.X)
+	case *ArrayLit:
+		visit(e.Elems...)
+	case *StructLit:
+		visit(e.Fields...)
 	}
 	return best + 1, at
 }
@@ -169,6 +182,10 @@ func (p *parser) infixBP() (int, *Error) {
 	switch p.tok.kind {
 	case kOp:
 		switch p.tok.text {
+		case "[", ".":
+			if p.query {
+				return bpPostfix, nil
+			}
 		case "=", "!=", "<>", "<", "<=", ">", ">=":
 			return bpCompare, nil
 		case "|":
@@ -242,6 +259,9 @@ func (p *parser) parseExpr(minBP int) (Expr, *Error) {
 
 func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
 	opTok := p.tok
+	if bp == bpPostfix {
+		return p.postfix(left)
+	}
 	if opTok.kind == kOp {
 		if err := p.advance(); err != nil {
 			return nil, err
@@ -408,10 +428,17 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 			if err != nil {
 				return nil, err
 			}
+			if p.query && p.isOp(",") {
+				return p.tuple(e, t.pos)
+			}
 			if err := p.expectOp(")"); err != nil {
 				return nil, err
 			}
 			return e, nil
+		case "[":
+			if p.query {
+				return p.arrayLit("", t.pos)
+			}
 		case "-", "+", "~":
 			if err := p.advance(); err != nil {
 				return nil, err
@@ -446,6 +473,10 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 		return p.parseCase()
 	case "EXTRACT":
 		return p.parseExtract()
+	case "ARRAY", "STRUCT":
+		if p.query {
+			return p.arrayOrStruct(up)
+		}
 	case "INTERVAL":
 		if err := p.advance(); err != nil {
 			return nil, err

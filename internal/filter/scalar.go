@@ -29,11 +29,11 @@ type Scalar struct {
 // in expr (callers embedding an expression in a larger text pass the text
 // with everything before the expression blanked, so positions match).
 func CompileScalar(expr string, s *schema.Schema, opts ...Option) (*Scalar, error) {
-	ast, err := Parse(expr)
+	ast, err := parse(expr, true)
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{src: expr, schema: s, seen: map[string]bool{}}
+	c := &checker{src: expr, schema: s, seen: map[string]bool{}, query: true}
 	for _, o := range opts {
 		o(c)
 	}
@@ -61,7 +61,9 @@ func (x *Scalar) Columns() []string { return append([]string(nil), x.columns...)
 // INT64, DATE (days since 1970-01-01), DATETIME and TIMESTAMP (µs since
 // the epoch) and TIME (µs since midnight); float64 for FLOAT64; *big.Rat
 // for NUMERIC and BIGNUMERIC; string for STRING, BYTES, JSON and
-// GEOGRAPHY (WKT). Other types are an *Error.
+// GEOGRAPHY (WKT); []any of the elements for an ARRAY (never nil; an
+// element may be nil) and Struct for a STRUCT. Other types (RANGE,
+// INTERVAL) are an *Error.
 func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any, error) {
 	if rec != nil {
 		n = int(rec.NumRows())
@@ -80,6 +82,12 @@ func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any
 		return nil, newError(x.src, x.root.pos(), "not supported yet by bqstore: query results of type %s", t)
 	}
 	out := make([]any, n)
+	if t.comp() != nil {
+		for i := range out {
+			out[i] = goValue(t, v.get(i))
+		}
+		return out, nil
+	}
 	for i := range out {
 		val := v.get(i)
 		if val.null || t == tNull {
@@ -207,6 +215,17 @@ func (c *checker) constNodeOf(typeName string, v any, pos int) (node, error) {
 		if n == typeName {
 			t = typ(tt)
 		}
+	}
+	if strings.HasPrefix(typeName, "ARRAY<") || strings.HasPrefix(typeName, "STRUCT<") {
+		ct, err := parseTypeName(typeName)
+		if err != nil {
+			return nil, c.errf(pos, "%v", err)
+		}
+		x, err := fromGo(ct, v)
+		if err != nil {
+			return nil, c.errf(pos, "internal error: %v", err)
+		}
+		return &constNode{v: constVec(ct, x), p: pos}, nil
 	}
 	if typeName != "NULL" && t == tNull {
 		return nil, c.errf(pos, "not supported yet by bqstore: subquery values of type %s", typeName)

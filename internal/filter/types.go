@@ -9,7 +9,7 @@ import (
 )
 
 // typ is the GoogleSQL type of a typed expression.
-type typ uint8
+type typ uint16
 
 const (
 	tNull typ = iota // the type of an untyped NULL literal
@@ -39,7 +39,12 @@ var typNames = [...]string{
 	tJSON: "JSON", tStruct: "STRUCT", tArray: "ARRAY", tInterval: "INTERVAL", tRange: "RANGE",
 }
 
-func (t typ) String() string { return typNames[t] }
+func (t typ) String() string {
+	if c := t.comp(); c != nil {
+		return c.name
+	}
+	return typNames[t]
+}
 
 // numRank orders the numeric types by coercion: INT64 -> NUMERIC ->
 // BIGNUMERIC -> FLOAT64. 0 for non-numeric types.
@@ -96,6 +101,7 @@ type value struct {
 	s    string // STRING, BYTES, JSON, GEOGRAPHY (WKT)
 	r    *big.Rat
 	g    *geometry // GEOGRAPHY, parsed
+	a    []value   // ARRAY: the elements (non-nil when not NULL); STRUCT: the fields
 }
 
 var nullValue = value{null: true}
@@ -122,6 +128,8 @@ type vec struct {
 	// then materialised on first use by rats).
 	d128   []decimal128.Num
 	dscale int32
+	// c holds the rows of an ARRAY or STRUCT type (composite.go).
+	c []value
 }
 
 // rats returns the decimal values, materialising them from d128.
@@ -184,6 +192,8 @@ func (v *vec) get(i int) value {
 		return val
 	case isStrLike(v.t):
 		return value{s: v.strs()[i]}
+	case v.c != nil:
+		return v.c[i]
 	}
 	return value{}
 }
@@ -205,6 +215,8 @@ func newVec(t typ, n int) *vec {
 		v.g = make([]*geometry, n)
 	case isStrLike(t):
 		v.s = make([]string, n)
+	case t >= tFirstComposite:
+		v.c = make([]value, n)
 	}
 	return v
 }
@@ -231,6 +243,8 @@ func (v *vec) set(i int, x value) {
 		v.g[i] = x.g
 	case isStrLike(v.t):
 		v.s[i] = x.s
+	case v.c != nil:
+		v.c[i] = x
 	}
 }
 

@@ -227,9 +227,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		if err != nil {
 			return nil, err
 		}
-		switch x.Type() {
-		case "GEOGRAPHY", "JSON":
-			return nil, q.errf(gs.pos(), "Grouping by expressions of type %s is not allowed", x.Type())
+		switch k := typeKind(x.Type()); k {
+		case "GEOGRAPHY", "JSON", "ARRAY":
+			return nil, q.errf(gs.pos(), "Grouping by expressions of type %s is not allowed", k)
 		}
 		groupX[g] = x
 		name := fmt.Sprintf("__g%d", g)
@@ -242,7 +242,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		} else {
 			groupCol[g] = name
 		}
-		post.Fields = append(post.Fields, &schema.Field{Name: name, Type: bqType(x.Type()), Mode: schema.Nullable})
+		post.Fields = append(post.Fields, resultField(name, x.Type()))
 	}
 	// Rewrite the select list, HAVING and ORDER BY over the post schema.
 	var aggs []*agg
@@ -302,7 +302,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		orderCol[k] = col
 	}
 	for i, a := range aggs {
-		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__a%d", i), Type: bqType(a.typ), Mode: schema.Nullable})
+		post.Fields = append(post.Fields, resultField(fmt.Sprintf("__a%d", i), a.typ))
 	}
 	// GROUPING(x) of each grouping expression (grouping.go).
 	sets := sel.GroupingSets
@@ -382,7 +382,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 		w.pos, w.end, w.col = wt[0].Pos, wt[len(wt)-1].End, fmt.Sprintf("__w%d", wt[0].Pos)
 		q.windows = append(q.windows, w)
-		post.Fields = append(post.Fields, &schema.Field{Name: w.col, Type: bqType(w.typ), Mode: schema.Nullable})
+		post.Fields = append(post.Fields, resultField(w.col, w.typ))
 	}
 	q.winCompile = nil
 	var qualify *filter.Scalar

@@ -78,7 +78,7 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 	name := fmt.Sprintf("__s%d", q.nsub)
 	out := &relation{schema: &schema.Schema{}, vars: in.vars}
 	out.cols = append(append(out.cols, in.cols...), relCol{internal: name, name: name, unq: true})
-	out.schema.Fields = append(append(out.schema.Fields, in.schema.Fields...), &schema.Field{Name: name, Type: bqType(typ), Mode: schema.Nullable})
+	out.schema.Fields = append(append(out.schema.Fields, in.schema.Fields...), resultField(name, typ))
 	var refIdx []int
 	for i := range in.cols {
 		if refs[i] {

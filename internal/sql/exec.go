@@ -107,7 +107,10 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (res *
 		return nil, err
 	}
 	for i, n := range names {
-		res.Schema.Fields = append(res.Schema.Fields, &schema.Field{Name: n, Type: bqType(rs.types[i]), Mode: schema.Nullable})
+		res.Schema.Fields = append(res.Schema.Fields, resultField(n, rs.types[i]))
+	}
+	if err := checkNullElements(res.Schema, res.Rows); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -580,6 +583,11 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	}
 	rows := out.rows
 	if sel.Distinct {
+		for i, it := range items {
+			if typeKind(out.types[i]) == "ARRAY" {
+				return nil, q.errf(it.pos, "Column %s of type ARRAY cannot be used in SELECT DISTINCT", it.Alias)
+			}
+		}
 		rows = distinct(rows, len(items))
 	}
 	if len(out.order) > 0 {
@@ -841,8 +849,8 @@ func selection(ctx context.Context, where *filter.Scalar, rec arrow.RecordBatch,
 }
 
 func checkOrderable(r *runner, sp Span, t string) error {
-	switch t {
-	case "GEOGRAPHY", "JSON":
+	switch typeKind(t) {
+	case "GEOGRAPHY", "JSON", "ARRAY", "STRUCT":
 		pos := 0
 		if len(sp.toks) > 0 {
 			pos = sp.pos()

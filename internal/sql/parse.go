@@ -382,15 +382,28 @@ func (p *parser) expr() (Span, error) {
 func (p *parser) exprUntil(stop func(t filter.Token, start int) bool) (Span, error) {
 	start := p.i
 	depth := 0
+	angle := 0 // inside the <...> of ARRAY<T> or STRUCT<...>
 	for {
 		t := p.tok()
 		if t.EOF {
 			break
 		}
-		if depth == 0 && stop(t, start) {
+		if depth == 0 && angle == 0 && stop(t, start) {
 			break
 		}
-		if t.Op {
+		if t.Op && (t.Text == "<" && p.i > start && isTypeKw(p.toks[p.i-1]) || angle > 0 && (t.Text == ">" || t.Text == ">>")) {
+			switch t.Text {
+			case "<":
+				angle++
+			case ">":
+				angle--
+			default:
+				angle = max(0, angle-2)
+			}
+			p.i++
+			continue
+		}
+		if t.Op && angle == 0 {
 			switch t.Text {
 			case "(", "[":
 				depth++
@@ -418,6 +431,11 @@ done:
 		return Span{}, p.unexpected()
 	}
 	return Span{toks: p.toks[start:p.i]}, nil
+}
+
+// isTypeKw is ARRAY or STRUCT, which a <type parameter list> follows.
+func isTypeKw(t filter.Token) bool {
+	return t.Ident && (strings.EqualFold(t.Text, "ARRAY") || strings.EqualFold(t.Text, "STRUCT"))
 }
 
 func (p *parser) selectList(s *Select) error {

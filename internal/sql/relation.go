@@ -147,7 +147,7 @@ func rowsRelation(rs *rowset, qual string) *relation {
 	for i, n := range rs.names {
 		in := fmt.Sprintf("__c%d", i)
 		rel.cols = append(rel.cols, relCol{internal: in, qual: qual, name: n, star: true, unq: true})
-		rel.schema.Fields = append(rel.schema.Fields, &schema.Field{Name: in, Type: bqType(rs.types[i]), Mode: schema.Nullable})
+		rel.schema.Fields = append(rel.schema.Fields, resultField(in, rs.types[i]))
 	}
 	rel.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
 		if len(cols) == 0 {

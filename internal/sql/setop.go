@@ -62,10 +62,10 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 			}
 			out.types[c] = t
 		}
-		switch out.types[c] {
-		case "GEOGRAPHY", "JSON":
+		switch k := typeKind(out.types[c]); k {
+		case "GEOGRAPHY", "JSON", "ARRAY":
 			if op.Distinct {
-				return nil, r.errf(start, "Column %d of type %s cannot be used in %s", c+1, out.types[c], name)
+				return nil, r.errf(start, "Column %d of type %s cannot be used in %s", c+1, k, name)
 			}
 		}
 	}

@@ -71,8 +71,17 @@ func (t *memTable) Scan(ctx context.Context, cols []string, fn func(arrow.Record
 func parseTable(t *testing.T, input string) *memTable {
 	lines := strings.Split(strings.TrimSpace(input), "\n")
 	mt := &memTable{schema: &schema.Schema{}, batch: 2}
-	for _, col := range strings.Fields(lines[0]) {
+	for _, col := range headerColumns(lines[0]) {
 		name, typ, _ := strings.Cut(col, ":")
+		if strings.HasPrefix(typ, "ARRAY<") || strings.HasPrefix(typ, "STRUCT<") {
+			// A GoogleSQL type: ARRAY<T> is REPEATED, STRUCT a RECORD.
+			f, err := filter.TypeField(name, typ)
+			if err != nil {
+				t.Fatalf("column %q: %v", col, err)
+			}
+			mt.schema.Fields = append(mt.schema.Fields, f)
+			continue
+		}
 		typ, mode, ok := strings.Cut(typ, ":")
 		if !ok {
 			mode = string(schema.Nullable)
@@ -116,6 +125,72 @@ func parseTable(t *testing.T, input string) *memTable {
 	return mt
 }
 
+// headerColumns splits a table header at spaces outside <...>.
+func headerColumns(line string) []string {
+	var out []string
+	depth, start := 0, -1
+	for i := 0; i <= len(line); i++ {
+		switch {
+		case i == len(line) || line[i] == ' ' && depth == 0:
+			if start >= 0 {
+				out = append(out, line[start:i])
+				start = -1
+			}
+			continue
+		case line[i] == '<':
+			depth++
+		case line[i] == '>':
+			depth--
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	return out
+}
+
+// fieldHeader renders a result column as name:TYPE, with :REPEATED for
+// a REPEATED one and the fields of a RECORD in <...>.
+func fieldHeader(f *schema.Field) string {
+	s := fmt.Sprintf("%s:%s", f.Name, f.Type)
+	if len(f.Fields) > 0 {
+		subs := make([]string, len(f.Fields))
+		for i, g := range f.Fields {
+			subs[i] = fieldHeader(g)
+		}
+		s += "<" + strings.Join(subs, ",") + ">"
+	}
+	if f.Mode == schema.Repeated {
+		s += ":REPEATED"
+	}
+	return s
+}
+
+// formatCell renders a cell of the REST rows' JSON: arrays as [a, b],
+// records as {a: x, b: y}.
+func formatCell(f *schema.Field, v any, top bool) string {
+	if v == nil {
+		return "NULL"
+	}
+	if f.Mode == schema.Repeated && top {
+		elems, _ := v.([]any)
+		out := make([]string, len(elems))
+		for i, e := range elems {
+			out[i] = formatCell(f, e.(map[string]any)["v"], false)
+		}
+		return "[" + strings.Join(out, ", ") + "]"
+	}
+	if len(f.Fields) > 0 {
+		cells, _ := v.(map[string]any)["f"].([]any)
+		out := make([]string, len(cells))
+		for i, c := range cells {
+			out[i] = f.Fields[i].Name + ": " + formatCell(f.Fields[i], c.(map[string]any)["v"], true)
+		}
+		return "{" + strings.Join(out, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
 // formatResult renders a result as its REST rows would carry it: a
 // header of name:TYPE, then one line per row, cells " | "-separated.
 func formatResult(res *Result) (string, error) {
@@ -124,7 +199,7 @@ func formatResult(res *Result) (string, error) {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s:%s", f.Name, f.Type)
+		b.WriteString(fieldHeader(f))
 	}
 	b.WriteByte('\n')
 	rec, err := res.Record()
@@ -147,11 +222,7 @@ func formatResult(res *Result) (string, error) {
 			if i > 0 {
 				b.WriteString(" | ")
 			}
-			if c.V == nil {
-				b.WriteString("NULL")
-			} else {
-				fmt.Fprint(&b, c.V)
-			}
+			b.WriteString(formatCell(res.Schema.Fields[i], c.V, true))
 		}
 		b.WriteByte('\n')
 	}

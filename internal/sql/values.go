@@ -14,11 +14,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
 // Values are as filter.Scalar.Values returns them: nil (NULL), bool,
-// int64, float64, *big.Rat or string.
+// int64, float64, *big.Rat, string, []any (ARRAY) or filter.Struct.
 
 // appendKey appends an encoding of v that is equal for values GROUP BY
 // and DISTINCT treat as equal: -0 and +0 are one key, every NaN is one key.
@@ -47,7 +48,7 @@ func appendKey(dst []byte, v any) []byte {
 	case string:
 		return append(binary.BigEndian.AppendUint32(append(dst, 5), uint32(len(x))), x...)
 	}
-	panic(fmt.Sprintf("sql: value of type %T", v))
+	return appendCompositeKey(dst, v)
 }
 
 // compareValues orders two non-NULL values of one type as ORDER BY does:
@@ -209,6 +210,10 @@ func buildRecord(s *schema.Schema, n int, value func(col, row int) any) (arrow.R
 		for r := 0; r < n; r++ {
 			v := value(c, r)
 			if v == nil {
+				if lb, ok := fb.(*array.ListBuilder); ok {
+					lb.Append(true) // no NULL arrays in BigQuery: empty
+					continue
+				}
 				fb.AppendNull()
 				continue
 			}
@@ -254,6 +259,24 @@ func appendValue(fb array.Builder, v any) error {
 			if e == nil {
 				b.ValueBuilder().AppendNull()
 			} else if err := appendValue(b.ValueBuilder(), e); err != nil {
+				return err
+			}
+		}
+	case *array.StructBuilder:
+		fields, ok := v.(filter.Struct)
+		if !ok || len(fields) != b.NumField() {
+			return fmt.Errorf("value %T for a STRUCT column", v)
+		}
+		b.Append(true)
+		for i, e := range fields {
+			fb := b.FieldBuilder(i)
+			if e == nil {
+				if lb, ok := fb.(*array.ListBuilder); ok {
+					lb.Append(true)
+					continue
+				}
+				fb.AppendNull()
+			} else if err := appendValue(fb, e); err != nil {
 				return err
 			}
 		}

@@ -167,11 +167,9 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 			if err != nil {
 				return nil, err
 			}
-			switch x.Type() {
-			case "GEOGRAPHY", "JSON", "FLOAT64":
-				if x.Type() != "FLOAT64" {
-					return nil, q.errf(sp.pos(), "Partitioning by expressions of type %s is not allowed", x.Type())
-				}
+			switch k := typeKind(x.Type()); k {
+			case "GEOGRAPHY", "JSON", "ARRAY":
+				return nil, q.errf(sp.pos(), "Partitioning by expressions of type %s is not allowed", k)
 			}
 			w.partition = append(w.partition, x)
 			if !p.isOp(",") {
@@ -467,7 +465,7 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 	out.schema.Fields = append(out.schema.Fields, in.schema.Fields...)
 	for _, w := range q.windows {
 		out.cols = append(out.cols, relCol{internal: w.col, name: w.col, unq: true})
-		out.schema.Fields = append(out.schema.Fields, &schema.Field{Name: w.col, Type: bqType(w.typ), Mode: schema.Nullable})
+		out.schema.Fields = append(out.schema.Fields, resultField(w.col, w.typ))
 	}
 	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
 		// Input columns: those asked for and those the windows read.

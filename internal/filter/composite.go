@@ -1,0 +1,587 @@
+package filter
+
+import (
+	"fmt"
+	"math/big"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// ARRAY and STRUCT types.
+//
+// A typ below tFirstComposite is a scalar kind (types.go), and every fast
+// path of the evaluator switches on those values alone. A composite type
+// (ARRAY<INT64>, STRUCT<a INT64, b ARRAY<STRING>>) is a typ at or above
+// tFirstComposite naming an interned descriptor: equal types are equal
+// typ values, so type checks stay integer comparisons. The registry is
+// process-wide and append-only (a type, once seen, keeps its number); it
+// is bounded by maxCompTypes distinct shapes, beyond which a query that
+// builds yet another new type fails.
+//
+// The bare tStruct and tArray kinds remain what the row_restriction
+// checker gives a RECORD column (only IS [NOT] NULL reads it); the query
+// engine's checker (CompileScalar) types columns fully.
+//
+// A composite value is a value whose a holds the array's elements or the
+// struct's fields (in order); a composite vec holds one value per row in
+// c, materialised from Arrow LIST and STRUCT arrays by loadComposite.
+
+const tFirstComposite typ = 64
+
+const maxCompTypes = 1<<16 - int(tFirstComposite)
+
+type compType struct {
+	kind   typ // tArray or tStruct
+	elem   typ // ARRAY: the element type
+	fields []structField
+	name   string // GoogleSQL spelling: ARRAY<INT64>, STRUCT<a INT64>
+}
+
+type structField struct {
+	name string // "" for an anonymous field
+	t    typ
+}
+
+var comps struct {
+	mu     sync.Mutex
+	byName map[string]typ
+	list   atomic.Pointer[[]*compType] // copy on write
+}
+
+var errTooManyTypes = fmt.Errorf("too many distinct ARRAY and STRUCT types")
+
+func intern(ct *compType) (typ, error) {
+	comps.mu.Lock()
+	defer comps.mu.Unlock()
+	if t, ok := comps.byName[ct.name]; ok {
+		return t, nil
+	}
+	var list []*compType
+	if p := comps.list.Load(); p != nil {
+		list = *p
+	}
+	if len(list) >= maxCompTypes {
+		return 0, errTooManyTypes
+	}
+	if comps.byName == nil {
+		comps.byName = map[string]typ{}
+	}
+	next := append(append(make([]*compType, 0, len(list)+1), list...), ct)
+	t := tFirstComposite + typ(len(list))
+	comps.byName[ct.name] = t
+	comps.list.Store(&next)
+	return t, nil
+}
+
+// comp returns the descriptor of a composite type, nil for a scalar.
+func (t typ) comp() *compType {
+	if t < tFirstComposite {
+		return nil
+	}
+	return (*comps.list.Load())[t-tFirstComposite]
+}
+
+// kind is tArray or tStruct for composite types, t itself otherwise.
+func (t typ) kind() typ {
+	if c := t.comp(); c != nil {
+		return c.kind
+	}
+	return t
+}
+
+func (t typ) isArray() bool  { return t.kind() == tArray }
+func (t typ) isStruct() bool { return t.kind() == tStruct }
+
+// elem is an ARRAY's element type.
+func (t typ) elem() typ { return t.comp().elem }
+
+// arrayOf returns ARRAY<elem>; arrays of arrays do not exist.
+func arrayOf(elem typ) (typ, error) {
+	if elem.kind() == tArray {
+		return 0, fmt.Errorf("Cannot construct array with element type %s because nested arrays are not supported", elem)
+	}
+	return intern(&compType{kind: tArray, elem: elem, name: "ARRAY<" + elem.String() + ">"})
+}
+
+// structOf returns STRUCT<fields>.
+func structOf(fields []structField) (typ, error) {
+	var b strings.Builder
+	b.WriteString("STRUCT<")
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if f.name != "" {
+			b.WriteString(quoteIdent(f.name) + " ")
+		}
+		b.WriteString(f.t.String())
+	}
+	b.WriteString(">")
+	return intern(&compType{kind: tStruct, fields: append([]structField(nil), fields...), name: b.String()})
+}
+
+// isComparable reports whether = and != are defined on t (STRUCTs whose
+// fields all are; not ARRAYs, GEOGRAPHY, JSON, ...).
+func isEqualityType(t typ) bool {
+	switch t.kind() {
+	case tGeo, tJSON, tArray, tRange, tInterval:
+		return false
+	case tStruct:
+		c := t.comp()
+		if c == nil {
+			return false
+		}
+		for _, f := range c.fields {
+			if !isEqualityType(f.t) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ---- type names ----
+
+// parseTypeName reads a GoogleSQL type name: a scalar (as CAST accepts
+// it), ARRAY<T> or STRUCT<[name] T, ...>.
+func parseTypeName(s string) (typ, error) {
+	tp := typeParser{s: s}
+	t, err := tp.typ()
+	if err != nil {
+		return 0, err
+	}
+	tp.space()
+	if tp.i != len(tp.s) {
+		return 0, fmt.Errorf("Type not found: %s", s)
+	}
+	return t, nil
+}
+
+type typeParser struct {
+	s string
+	i int
+}
+
+func (p *typeParser) space() {
+	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+		p.i++
+	}
+}
+
+func (p *typeParser) word() (string, bool) {
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == '`' {
+		j := strings.IndexByte(p.s[p.i+1:], '`')
+		if j < 0 {
+			return "", false
+		}
+		w := p.s[p.i+1 : p.i+1+j]
+		p.i += j + 2
+		return w, true
+	}
+	j := p.i
+	for j < len(p.s) && isIdentChar(p.s[j]) {
+		j++
+	}
+	w := p.s[p.i:j]
+	p.i = j
+	return w, w != ""
+}
+
+func (p *typeParser) punct(c byte) bool {
+	p.space()
+	if p.i < len(p.s) && p.s[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+func (p *typeParser) typ() (typ, error) {
+	w, ok := p.word()
+	if !ok {
+		return 0, fmt.Errorf("Type not found: %s", p.s)
+	}
+	switch up := strings.ToUpper(w); up {
+	case "ARRAY":
+		if !p.punct('<') {
+			return 0, fmt.Errorf("Type not found: %s", p.s)
+		}
+		e, err := p.typ()
+		if err != nil {
+			return 0, err
+		}
+		if !p.punct('>') {
+			return 0, fmt.Errorf("Type not found: %s", p.s)
+		}
+		return arrayOf(e)
+	case "STRUCT":
+		if !p.punct('<') {
+			return 0, fmt.Errorf("Type not found: %s", p.s)
+		}
+		var fields []structField
+		if p.punct('>') {
+			return structOf(nil)
+		}
+		for {
+			// [name] type: a name is followed by a type, a type by , or >.
+			save := p.i
+			name, ok := p.word()
+			if !ok {
+				return 0, fmt.Errorf("Type not found: %s", p.s)
+			}
+			p.space()
+			f := structField{}
+			if p.i < len(p.s) && p.s[p.i] != ',' && p.s[p.i] != '>' && p.s[p.i] != '<' {
+				f.name = name
+			} else {
+				p.i = save
+			}
+			t, err := p.typ()
+			if err != nil {
+				return 0, err
+			}
+			f.t = t
+			fields = append(fields, f)
+			if p.punct(',') {
+				continue
+			}
+			if !p.punct('>') {
+				return 0, fmt.Errorf("Type not found: %s", p.s)
+			}
+			return structOf(fields)
+		}
+	case "NULL":
+		return tNull, nil
+	default:
+		if t, ok := castTypes[up]; ok {
+			return t, nil
+		}
+		switch up {
+		case "INTERVAL":
+			return tInterval, nil
+		case "RANGE":
+			return tRange, nil
+		}
+		return 0, fmt.Errorf("Type not found: %s", w)
+	}
+}
+
+// ---- schema fields ----
+
+// fullFieldType is the type of a column with its mode: ARRAY<T> for a
+// REPEATED column, STRUCT<...> for a RECORD.
+func fullFieldType(f *schema.Field) (typ, error) {
+	t := fieldType(f)
+	if t == tStruct {
+		fields := make([]structField, len(f.Fields))
+		for i, g := range f.Fields {
+			ft, err := fullFieldType(g)
+			if err != nil {
+				return 0, err
+			}
+			fields[i] = structField{name: g.Name, t: ft}
+		}
+		var err error
+		if t, err = structOf(fields); err != nil {
+			return 0, err
+		}
+	}
+	if f.EffectiveMode() == schema.Repeated {
+		return arrayOf(t)
+	}
+	return t, nil
+}
+
+// FieldTypeName is the GoogleSQL name of a column's type, with its mode:
+// ARRAY<INT64> for a REPEATED INTEGER, STRUCT<a INT64> for a RECORD.
+func FieldTypeName(f *schema.Field) string {
+	t, err := fullFieldType(f)
+	if err != nil {
+		return "STRUCT"
+	}
+	return t.String()
+}
+
+// TypeField returns the schema field named name of the GoogleSQL type
+// typeName (as Scalar.Type returns it): ARRAY<T> is a REPEATED field of
+// T, STRUCT<...> a RECORD with its fields (anonymous ones named _field_N
+// as BigQuery names them), NULL an INTEGER.
+func TypeField(name, typeName string) (*schema.Field, error) {
+	t, err := parseTypeName(typeName)
+	if err != nil {
+		return nil, err
+	}
+	return typeField(name, t), nil
+}
+
+func typeField(name string, t typ) *schema.Field {
+	f := &schema.Field{Name: name, Mode: schema.Nullable}
+	if t.isArray() {
+		f = typeField(name, t.elem())
+		f.Mode = schema.Repeated
+		return f
+	}
+	if c := t.comp(); c != nil {
+		f.Type = schema.Record
+		for i, sf := range c.fields {
+			n := sf.name
+			if n == "" {
+				n = fmt.Sprintf("_field_%d", i+1)
+			}
+			f.Fields = append(f.Fields, typeField(n, sf.t))
+		}
+		return f
+	}
+	switch t {
+	case tInt, tNull:
+		f.Type = schema.Integer
+	case tFloat:
+		f.Type = schema.Float
+	case tBool:
+		f.Type = schema.Boolean
+	case tDatetime:
+		f.Type = schema.DateTime
+	case tStruct:
+		f.Type = schema.Record
+	default:
+		f.Type = schema.Type(t.String())
+	}
+	return f
+}
+
+// ---- values ----
+
+// Struct is a STRUCT value as Scalar.Values returns it: its fields'
+// values in order. An ARRAY value is a []any of its elements.
+type Struct []any
+
+// goValue converts x of type t to the Go value Scalar.Values returns
+// (its strings copied).
+func goValue(t typ, x value) any {
+	if x.null || t == tNull {
+		return nil
+	}
+	if c := t.comp(); c != nil {
+		if c.kind == tArray {
+			out := make([]any, len(x.a))
+			for i, e := range x.a {
+				out[i] = goValue(c.elem, e)
+			}
+			return out
+		}
+		out := make(Struct, len(c.fields))
+		for i, f := range c.fields {
+			out[i] = goValue(f.t, x.a[i])
+		}
+		return out
+	}
+	switch {
+	case t == tBool:
+		return x.b
+	case isIntLike(t):
+		return x.i
+	case t == tFloat:
+		return x.f
+	case isDecimal(t):
+		return x.r
+	}
+	// A copy: evaluation aliases strings to the record's buffers, which
+	// the scan recycles, while callers keep the values (see ownStrings).
+	return strings.Clone(x.s)
+}
+
+// fromGo converts a Go value (as goValue returns it) of type t to a value.
+func fromGo(t typ, v any) (value, error) {
+	if v == nil {
+		return nullValue, nil
+	}
+	if c := t.comp(); c != nil {
+		var elems []any
+		switch y := v.(type) {
+		case []any:
+			elems = y
+		case Struct:
+			elems = y
+		default:
+			return value{}, fmt.Errorf("a %T for a value of type %s", v, t)
+		}
+		x := value{a: make([]value, len(elems))}
+		if c.kind == tStruct && len(elems) != len(c.fields) {
+			return value{}, fmt.Errorf("%d fields for a value of type %s", len(elems), t)
+		}
+		for i, e := range elems {
+			et := c.elem
+			if c.kind == tStruct {
+				et = c.fields[i].t
+			}
+			var err error
+			if x.a[i], err = fromGo(et, e); err != nil {
+				return value{}, err
+			}
+		}
+		return x, nil
+	}
+	var x value
+	switch y := v.(type) {
+	case bool:
+		x.b = y
+	case int64:
+		x.i = y
+	case float64:
+		x.f = y
+	case *big.Rat:
+		x.r = y
+	case string:
+		x.s = y
+		if t == tGeo {
+			g, err := parseWKT(y)
+			if err != nil {
+				return value{}, err
+			}
+			x.g = g
+		}
+	default:
+		return value{}, fmt.Errorf("a %T for a value of type %s", v, t)
+	}
+	return x, nil
+}
+
+// loadComposite materialises an Arrow LIST or STRUCT array (all of its
+// rows) as values of the composite type t.
+func loadComposite(arr arrow.Array, t typ) ([]value, error) {
+	n := arr.Len()
+	out := make([]value, n)
+	c := t.comp()
+	switch c.kind {
+	case tArray:
+		l, ok := arr.(*array.List)
+		if !ok {
+			return nil, fmt.Errorf("arrow type %s does not hold %s", arr.DataType(), t)
+		}
+		elems, err := loadValues(l.ListValues(), c.elem)
+		if err != nil {
+			return nil, err
+		}
+		for i := 0; i < n; i++ {
+			if l.IsNull(i) {
+				// BigQuery has no NULL arrays in storage: an empty one.
+				out[i] = value{a: []value{}}
+				continue
+			}
+			lo, hi := l.ValueOffsets(i)
+			out[i] = value{a: elems[lo:hi:hi]}
+		}
+	case tStruct:
+		st, ok := arr.(*array.Struct)
+		if !ok || st.NumField() != len(c.fields) {
+			return nil, fmt.Errorf("arrow type %s does not hold %s", arr.DataType(), t)
+		}
+		cols := make([][]value, len(c.fields))
+		for k, f := range c.fields {
+			var err error
+			if cols[k], err = loadValues(st.Field(k), f.t); err != nil {
+				return nil, err
+			}
+		}
+		for i := 0; i < n; i++ {
+			if st.IsNull(i) {
+				out[i] = nullValue
+				continue
+			}
+			fs := make([]value, len(cols))
+			for k := range cols {
+				fs[k] = cols[k][i]
+			}
+			out[i] = value{a: fs}
+		}
+	}
+	return out, nil
+}
+
+// loadValues reads every row of arr as a value of type t.
+func loadValues(arr arrow.Array, t typ) ([]value, error) {
+	if t.comp() != nil {
+		return loadComposite(arr, t)
+	}
+	v, err := loadArray(arr, t, arr.Len())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]value, arr.Len())
+	for i := range out {
+		out[i] = v.get(i)
+	}
+	return out, nil
+}
+
+// compareComposite compares two non-NULL STRUCT values field by field for
+// equality: 0 when equal, 1 when not, and null when a NULL field decides.
+func equalComposite(t typ, a, b value) (eq, null bool) {
+	c := t.comp()
+	null = false
+	for i, f := range c.fields {
+		x, y := a.a[i], b.a[i]
+		if x.null || y.null {
+			null = true
+			continue
+		}
+		var e, n bool
+		if f.t.comp() != nil {
+			e, n = equalComposite(f.t, x, y)
+		} else {
+			e, n = compareValues(f.t, x, y) == 0, false
+		}
+		if n {
+			null = true
+			continue
+		}
+		if !e {
+			return false, false
+		}
+	}
+	return !null, null
+}
+
+// structEqNode is STRUCT = STRUCT (not: !=), field by field.
+type structEqNode struct {
+	not  bool
+	l, r node
+	p    int
+}
+
+func (n *structEqNode) typ() typ { return tBool }
+func (n *structEqNode) pos() int { return n.p }
+
+func (n *structEqNode) eval(ctx *evalCtx) (*vec, error) {
+	l, err := n.l.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := n.r.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(tBool, ctx.n)
+	t := n.l.typ()
+	for i := 0; i < ctx.n; i++ {
+		a, b := l.get(i), r.get(i)
+		if a.null || b.null {
+			out.set(i, nullValue)
+			continue
+		}
+		eq, null := equalComposite(t, a, b)
+		if null {
+			out.set(i, nullValue)
+			continue
+		}
+		out.b[i] = eq != n.not
+	}
+	return out, nil
+}

@@ -1,0 +1,224 @@
+package filter
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+)
+
+// Array functions of GoogleSQL for BigQuery: ARRAY_LENGTH, ARRAY_CONCAT,
+// ARRAY_REVERSE, ARRAY_TO_STRING, GENERATE_ARRAY and GENERATE_DATE_ARRAY.
+// (ARRAY_INCLUDES and its relatives are GoogleSQL functions BigQuery
+// does not have: Function not found, as there.)
+
+// maxGenerated bounds the elements GENERATE_ARRAY and
+// GENERATE_DATE_ARRAY produce per call.
+const maxGenerated = 1 << 20
+
+func registerArray() {
+	builtins["ARRAY_LENGTH"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 1, 1); err != nil {
+			return nil, err
+		}
+		t := args[0].typ()
+		if !t.isArray() {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t}, tInt, func(a []value) (value, error) {
+			return value{i: int64(len(a[0].a))}, nil
+		})
+	}
+	builtins["ARRAY_REVERSE"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 1, 1); err != nil {
+			return nil, err
+		}
+		t := args[0].typ()
+		if !t.isArray() {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t}, t, func(a []value) (value, error) {
+			out := make([]value, len(a[0].a))
+			for i, x := range a[0].a {
+				out[len(out)-1-i] = x
+			}
+			return value{a: out}, nil
+		})
+	}
+	builtins["ARRAY_CONCAT"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 1, -1); err != nil {
+			return nil, err
+		}
+		t := tNull
+		for _, a := range args {
+			switch at := a.typ(); {
+			case at == tNull:
+			case !at.isArray():
+				return nil, c.noSig(e, args)
+			case t == tNull:
+				t = at
+			case t != at:
+				return nil, c.noSig(e, args)
+			}
+		}
+		if t == tNull {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, repeatT(t, len(args)), t, func(a []value) (value, error) {
+			out := []value{}
+			for _, x := range a {
+				out = append(out, x.a...)
+			}
+			return value{a: out}, nil
+		})
+	}
+	builtins["ARRAY_TO_STRING"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 3); err != nil {
+			return nil, err
+		}
+		t := args[0].typ()
+		if !t.isArray() || (t.elem() != tString && t.elem() != tBytes) {
+			return nil, c.noSig(e, args)
+		}
+		want := []typ{t, t.elem(), t.elem()}[:len(args)]
+		return c.sig(e, args, want, t.elem(), func(a []value) (value, error) {
+			var b strings.Builder
+			first := true
+			for _, x := range a[0].a {
+				s := x.s
+				if x.null {
+					if len(a) < 3 {
+						continue
+					}
+					s = a[2].s
+				}
+				if !first {
+					b.WriteString(a[1].s)
+				}
+				first = false
+				b.WriteString(s)
+			}
+			return value{s: b.String()}, nil
+		})
+	}
+	builtins["GENERATE_ARRAY"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 3); err != nil {
+			return nil, err
+		}
+		t, ok := numericOf(args)
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		at, err := arrayOf(t)
+		if err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+		return c.sig(e, args, repeatT(t, len(args)), at, func(a []value) (value, error) {
+			step := value{i: 1, f: 1, r: big.NewRat(1, 1)}
+			if len(a) == 3 {
+				step = a[2]
+			}
+			return generateArray(t, a[0], a[1], step)
+		})
+	}
+	builtins["GENERATE_DATE_ARRAY"] = func(c *checker, e *Call, args []node) (node, error) {
+		if len(e.Args) < 2 || len(e.Args) > 3 {
+			return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected 2 to 3 arguments but got %d", e.Name, len(e.Args))
+		}
+		step, part := node(&constNode{v: constVec(tInt, value{i: 1})}), "DAY"
+		if len(e.Args) == 3 {
+			iv, ok := e.Args[2].(*Interval)
+			if !ok {
+				return nil, c.errf(e.Args[2].Pos(), "No matching signature for function GENERATE_DATE_ARRAY: the third argument must be an INTERVAL")
+			}
+			switch iv.Part {
+			case "DAY", "WEEK", "MONTH", "QUARTER", "YEAR":
+			default:
+				return nil, c.errf(iv.P, "Invalid date part %s for GENERATE_DATE_ARRAY", iv.Part)
+			}
+			k, err := c.check(iv.X)
+			if err != nil {
+				return nil, err
+			}
+			if step, err = c.coerce(k, tInt, "INTERVAL"); err != nil {
+				return nil, err
+			}
+			part = iv.Part
+		}
+		at, _ := arrayOf(tDate)
+		args = append(args[:2:2], step)
+		return c.sigStrict(e, args, []typ{tDate, tDate, tInt}, at, true, func(a []value) (value, error) {
+			start, end, k := a[0].i, a[1].i, a[2].i
+			if k == 0 {
+				return value{}, fmt.Errorf("Sequence step cannot be 0.")
+			}
+			out := []value{}
+			for i := int64(0); ; i++ {
+				if len(out) >= maxGenerated {
+					return value{}, fmt.Errorf("GENERATE_DATE_ARRAY would produce more than %d elements", maxGenerated)
+				}
+				d, ok := addPart(tDate, start, i*k, part)
+				if !ok || (k > 0 && d > end) || (k < 0 && d < end) {
+					break
+				}
+				out = append(out, value{i: d})
+			}
+			return value{a: out}, nil
+		})
+	}
+}
+
+// generateArray is GENERATE_ARRAY(start, end, step) over type t.
+func generateArray(t typ, start, end, step value) (value, error) {
+	out := []value{}
+	tooMany := func() (value, error) {
+		return value{}, fmt.Errorf("GENERATE_ARRAY would produce more than %d elements", maxGenerated)
+	}
+	switch t {
+	case tInt:
+		if step.i == 0 {
+			return value{}, fmt.Errorf("Sequence step cannot be 0.")
+		}
+		for x := start.i; step.i > 0 && x <= end.i || step.i < 0 && x >= end.i; {
+			if len(out) >= maxGenerated {
+				return tooMany()
+			}
+			out = append(out, value{i: x})
+			nx := x + step.i
+			if (nx > x) != (step.i > 0) { // overflow: the end is reached
+				break
+			}
+			x = nx
+		}
+	case tFloat:
+		if step.f == 0 {
+			return value{}, fmt.Errorf("Sequence step cannot be 0.")
+		}
+		if math.IsNaN(start.f) || math.IsNaN(end.f) || math.IsNaN(step.f) || math.IsInf(step.f, 0) {
+			return value{}, fmt.Errorf("GENERATE_ARRAY requires finite arguments")
+		}
+		for i := 0; ; i++ {
+			x := start.f + float64(i)*step.f
+			if step.f > 0 && x > end.f || step.f < 0 && x < end.f {
+				break
+			}
+			if len(out) >= maxGenerated {
+				return tooMany()
+			}
+			out = append(out, value{f: x})
+		}
+	default: // NUMERIC, BIGNUMERIC
+		if step.r.Sign() == 0 {
+			return value{}, fmt.Errorf("Sequence step cannot be 0.")
+		}
+		x := new(big.Rat).Set(start.r)
+		for step.r.Sign() > 0 && x.Cmp(end.r) <= 0 || step.r.Sign() < 0 && x.Cmp(end.r) >= 0 {
+			if len(out) >= maxGenerated {
+				return tooMany()
+			}
+			out = append(out, value{r: new(big.Rat).Set(x)})
+			x.Add(x, step.r)
+		}
+	}
+	return value{a: out}, nil
+}

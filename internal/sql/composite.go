@@ -1,0 +1,95 @@
+package sql
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
+)
+
+// ARRAY and STRUCT values in the query engine. Types travel as GoogleSQL
+// type names (ARRAY<INT64>, STRUCT<a INT64, b STRING>) as
+// filter.Scalar.Type spells them; an ARRAY value is a []any of its
+// elements and a STRUCT value a filter.Struct of its fields. A result
+// column of type ARRAY<T> is a REPEATED field, a STRUCT a RECORD.
+//
+// BigQuery's rules: ARRAYs are neither orderable nor groupable (GROUP
+// BY, DISTINCT, PARTITION BY, set operations' DISTINCT), STRUCTs are
+// groupable but not orderable, and a result may not hold an ARRAY with a
+// NULL element.
+
+// typeKind is "ARRAY" or "STRUCT" for composite type names, t otherwise.
+func typeKind(t string) string {
+	switch {
+	case strings.HasPrefix(t, "ARRAY<"):
+		return "ARRAY"
+	case strings.HasPrefix(t, "STRUCT<"), t == "STRUCT":
+		return "STRUCT"
+	}
+	return t
+}
+
+// resultField is the schema field of a result column of type t.
+func resultField(name, t string) *schema.Field {
+	if k := typeKind(t); k == "ARRAY" || k == "STRUCT" {
+		if f, err := filter.TypeField(name, t); err == nil {
+			return f
+		}
+	}
+	return &schema.Field{Name: name, Type: bqType(t), Mode: schema.Nullable}
+}
+
+// checkNullElements fails a result holding an ARRAY with a NULL element,
+// as BigQuery fails writing it.
+func checkNullElements(s *schema.Schema, rows [][]any) error {
+	for c, f := range s.Fields {
+		if f.Mode != schema.Repeated && f.Type != schema.Record {
+			continue
+		}
+		for _, row := range rows {
+			if hasNullElement(row[c]) {
+				return &filter.Error{Line: 1, Column: 1, Msg: "Array cannot have a null element; error in writing field " + f.Name}
+			}
+		}
+	}
+	return nil
+}
+
+func hasNullElement(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if e == nil || hasNullElement(e) {
+				return true
+			}
+		}
+	case filter.Struct:
+		for _, e := range x {
+			if hasNullElement(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// appendCompositeKey appends the grouping key of a STRUCT (or, where
+// the analyzer let one through, an ARRAY).
+func appendCompositeKey(dst []byte, v any) []byte {
+	var elems []any
+	tag := byte(6)
+	switch x := v.(type) {
+	case filter.Struct:
+		elems = x
+	case []any:
+		elems, tag = x, 7
+	default:
+		panic(fmt.Sprintf("sql: value of type %T", v))
+	}
+	dst = append(dst, tag, byte(len(elems)>>24), byte(len(elems)>>16), byte(len(elems)>>8), byte(len(elems)))
+	for _, e := range elems {
+		dst = appendKey(dst, e)
+	}
+	return dst
+}
