@@ -33,8 +33,7 @@ type MoveSpec struct {
 // in one durable change, keeping its internal id, storage, schema
 // versions and metadata; its location becomes the destination dataset's.
 // With spec.Replace a table already named to is deleted in the same
-// change. A view cannot replace a table nor a table a view (as CREATE OR
-// REPLACE refuses in BigQuery): ErrInvalid.
+// change (whether each is a table or a view is the caller's to check).
 func (c *Catalog) MoveTable(ctx context.Context, p, d, t string, to TableName, spec MoveSpec) (*Table, error) {
 	if err := validateTableRef(to.ProjectID, to.DatasetID, to.TableID); err != nil {
 		return nil, err
@@ -61,13 +60,6 @@ func (c *Catalog) MoveTable(ctx context.Context, p, d, t string, to TableName, s
 	}
 	if exists && !spec.Replace {
 		return nil, &Error{Kind: ErrExists, Msg: fmt.Sprintf("Already Exists: Table %s:%s.%s", to.ProjectID, to.DatasetID, to.TableID)}
-	}
-	if exists && (old.View != nil) != (src.View != nil) {
-		what := "table"
-		if old.View != nil {
-			what = "view"
-		}
-		return nil, invalidf("%s already exists as a %s", old.FullID(), what)
 	}
 	etag, err := c.newETag()
 	if err != nil {

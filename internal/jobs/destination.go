@@ -24,16 +24,11 @@ import (
 //     schema and rows.
 //
 // The rows go through one PENDING stream committed at the end, so an
-// append is atomic. A truncate is not: the catalog has no rename or swap
-// and the engine no truncate (docs/design/row-changes.md's CHANGE record
-// is the design for one), so it drops the table and creates it again,
-// then writes the rows. A reader in between finds no table (404) or the
-// new table empty (BigQuery swaps atomically). Once the table is dropped
-// the job can no longer be stopped (jobs.cancel and a shutdown wait for
-// it to write the rows), so the old rows are lost only if the server
-// crashes or the storage fails between the drop and the commit; then the
-// job fails and the table is missing, or empty with the new schema (a
-// crash after the create).
+// append is atomic. A new table and a truncated one are built aside and
+// swapped in (replace.go): a reader finds the old table (or none) until
+// the new one, whole, takes its name, and a failure or a crash before
+// the swap leaves the old table as it was (BigQuery, too, replaces the
+// table atomically).
 
 // ValidDisposition reports whether v is a createDisposition (create) or
 // writeDisposition (!create) BigQuery knows; "" is the default.
@@ -61,25 +56,15 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 	if !exists && q.CreateDisposition == CreateNever {
 		return TableRef{}, &DestinationError{Reason: "notFound", Msg: "Not found: Table " + name}
 	}
-	created := false
 	if exists {
 		switch q.WriteDisposition {
 		case WriteAppend:
 			if err := appendable(ct.Schema(), res.Schema, name); err != nil {
 				return TableRef{}, err
 			}
+			// One PENDING stream: the rows are appended all at once.
+			return d, s.appendResult(ctx, ct, res)
 		case WriteTruncate:
-			if err := s.cat.DeleteTable(ctx, d.Project, d.Dataset, d.Table); err != nil && !errors.Is(err, catalog.ErrNotFound) {
-				return TableRef{}, err
-			}
-			exists = false
-			// The old rows are gone: from here the job must put the new
-			// ones in, so neither jobs.cancel nor a shutdown may stop it
-			// halfway (the rows are in memory; the writes are bounded).
-			ctx = context.WithoutCancel(ctx)
-			if s.opts.afterTruncateDrop != nil {
-				s.opts.afterTruncateDrop()
-			}
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
 			if err != nil {
@@ -88,21 +73,31 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 			if n > 0 {
 				return TableRef{}, &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
 			}
+			return d, s.appendResult(ctx, ct, res)
 		}
 	}
-	if !exists {
-		ct, err = s.cat.CreateTable(ctx, catalog.TableSpec{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table, Schema: res.Schema})
+	// A new table, or WRITE_TRUNCATE: built aside and swapped in
+	// (replace.go). A truncated table keeps its description, friendly
+	// name, labels and expiration; its schema is the result's, and its
+	// constraints, partitioning and clustering go (they may name columns
+	// the result lacks).
+	spec := catalog.TableSpec{Schema: res.Schema}
+	var exp *time.Time
+	if exists {
+		spec.Description, spec.FriendlyName, spec.Labels = ct.Description, ct.FriendlyName, ct.Labels
+		exp = &ct.Expiration
+	}
+	staged, err := s.stageTable(ctx, q, spec)
+	if err != nil {
+		return TableRef{}, err
+	}
+	if err := s.appendResult(ctx, staged, res); err != nil {
+		s.dropTable(q.stage)
+		return TableRef{}, err
+	}
+	if err := s.swap(ctx, q, d, exists, exp); err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
 			return TableRef{}, &DestinationError{Reason: "notFound", Msg: fmt.Sprintf("Not found: Dataset %s:%s", d.Project, d.Dataset)}
-		}
-		if err != nil {
-			return TableRef{}, err
-		}
-		created = true
-	}
-	if err := s.appendResult(ctx, ct, res); err != nil {
-		if created {
-			s.dropTable(d)
 		}
 		return TableRef{}, err
 	}

@@ -132,9 +132,13 @@ type Query struct {
 	ParameterMode string          `json:"parameterMode,omitempty"`
 	Parameters    json.RawMessage `json:"parameters,omitempty"`
 
-	// spent is, while a script runs, the bytes its statements before the
-	// running one processed (billable); not part of the configuration.
-	spent int64
+	// Not part of the configuration: set while the job runs.
+	// spent is the bytes the script's statements before the running one
+	// processed (billable); stage is the job's stage table, and location
+	// its location (replace.go).
+	spent    int64
+	stage    TableRef
+	location string
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the
@@ -223,9 +227,9 @@ type Options struct {
 	// it to hold a job RUNNING).
 	BeforeRun func(ctx context.Context, project, id string)
 
-	// afterTruncateDrop, if set, is called by a WRITE_TRUNCATE job right
-	// after it dropped its destination (tests cancel the job there).
-	afterTruncateDrop func()
+	// beforeReplace, if set, is called by a job that replaces a table
+	// right before the swap (tests read and cancel there).
+	beforeReplace func()
 }
 
 // Store runs jobs and keeps them.
@@ -297,7 +301,7 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 			}
 			if j.State != StateDone {
 				if j.State == StateRunning {
-					drop = append(drop, anonRef(j.Project, j.Location, j.ID))
+					drop = append(drop, anonRef(j.Project, j.Location, j.ID), stageRef(j.Project, j.Location, j.ID))
 				}
 				j.State, j.End = StateDone, now
 				if j.Started.IsZero() {

@@ -257,33 +257,50 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	}
 	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
-	if exists && ct.OrReplace {
-		// BigQuery replaces the table atomically; here a reader between
-		// the two steps may find no table.
-		if err := s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table); err != nil && !isNotFound(err) {
+	replace := exists && ct.OrReplace
+	if !replace && ct.Query == "" {
+		// Nothing to write: the create is one catalog change.
+		_, err := s.cat.CreateTable(ctx, spec)
+		return err
+	}
+	if exists && !replace {
+		return s.alreadyExists(ref)
+	}
+	// A replace, or rows to write: built aside and swapped in
+	// (replace.go), so that readers see the old table (or none) until
+	// the new one is whole.
+	var exp *time.Time
+	if patch.Expiration != nil {
+		exp = &spec.Expiration
+	}
+	t, err := s.stageTable(ctx, q, spec)
+	if err != nil {
+		return err
+	}
+	if res != nil && len(res.Rows) > 0 {
+		cols := make([]int, len(res.Schema.Fields))
+		for i := range cols {
+			cols[i] = i
+		}
+		n, err := s.appendRows(ctx, t, []rowGroup{{cols: cols, rows: res.Rows}})
+		if err != nil {
+			s.dropTable(q.stage)
 			return err
 		}
+		stats.AffectedRows = n
+	}
+	if err := s.swap(ctx, q, ref, replace, exp); err != nil {
+		return err
+	}
+	if replace {
 		stats.DDLOperation = "REPLACE"
 	}
-	t, err := s.cat.CreateTable(ctx, spec)
-	if err != nil {
-		return err
-	}
-	if res == nil || len(res.Rows) == 0 {
-		return nil
-	}
-	cols := make([]int, len(res.Schema.Fields))
-	for i := range cols {
-		cols[i] = i
-	}
-	n, err := s.appendRows(ctx, t, []rowGroup{{cols: cols, rows: res.Rows}})
-	if err != nil {
-		// The statement failed: the table it created goes with it.
-		_ = s.cat.DeleteTable(context.WithoutCancel(ctx), ref.Project, ref.Dataset, ref.Table)
-		return err
-	}
-	stats.DML, stats.AffectedRows = false, n
 	return nil
+}
+
+// alreadyExists is the error of creating table ref that exists.
+func (s *Store) alreadyExists(ref TableRef) error {
+	return &catalog.Error{Kind: catalog.ErrExists, Msg: fmt.Sprintf("Already Exists: Table %s:%s.%s", ref.Project, ref.Dataset, ref.Table)}
 }
 
 func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.Statement, stats *Stats) error {

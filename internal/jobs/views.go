@@ -130,14 +130,24 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 		View: &catalog.View{Query: cv.Query}}
 	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
-	if exists && cv.OrReplace {
-		if err := s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table); err != nil && !isNotFound(err) {
-			return err
-		}
-		stats.DDLOperation = "REPLACE"
+	if !exists || !cv.OrReplace {
+		_, err = s.cat.CreateTable(ctx, spec)
+		return err
 	}
-	_, err = s.cat.CreateTable(ctx, spec)
-	return err
+	// Built aside and swapped in (replace.go): readers find the old
+	// view until the new one replaces it.
+	var exp *time.Time
+	if patch.Expiration != nil {
+		exp = &spec.Expiration
+	}
+	if _, err := s.stageTable(ctx, q, spec); err != nil {
+		return err
+	}
+	if err := s.swap(ctx, q, ref, true, exp); err != nil {
+		return err
+	}
+	stats.DDLOperation = "REPLACE"
+	return nil
 }
 
 // notViewError is a VIEW statement naming a table, or a table statement
