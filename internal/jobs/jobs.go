@@ -568,8 +568,14 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 		}
 		return nil, err
 	}
+	if !n.AsOf.IsZero() {
+		at = n.AsOf // FOR SYSTEM_TIME AS OF
+	}
 	snap, err := st.Snapshot(at)
 	if err != nil {
+		if !n.AsOf.IsZero() && (errors.Is(err, storage.ErrSnapshotTooOld) || errors.Is(err, storage.ErrSnapshotInFuture)) {
+			return nil, snapshotTimeError(p, d, n.Table, at, st.Created(), s.opts.Clock(), err)
+		}
 		return nil, err
 	}
 	var full *schema.Schema
@@ -583,6 +589,26 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 		return nil, fmt.Errorf("jobs: table %s has no schema version %d", ct.ID, snap.SchemaVersion())
 	}
 	return &table{snap: snap, schema: full}, nil
+}
+
+// snapshotTimeError is BigQuery's error for a FOR SYSTEM_TIME AS OF time
+// the engine does not keep ("Invalid snapshot time 1601168925462 for
+// table myproject:mydataset.table1@1601168925462. Cannot read before
+// 1601573410026.", BigQuery's time-travel documentation): the earliest
+// readable time is the table's creation or the start of the engine's
+// time-travel window (its default, seven days, as BigQuery's). A time
+// in the future is not documented; it is answered alike, with the
+// latest readable time.
+func snapshotTimeError(p, d, t string, at, created, now time.Time, err error) error {
+	ms := at.UnixMilli()
+	if errors.Is(err, storage.ErrSnapshotInFuture) {
+		return &TableError{Msg: fmt.Sprintf("Invalid snapshot time %d for table %s:%s.%s@%d. Cannot read after %d.", ms, p, d, t, ms, now.UnixMilli())}
+	}
+	earliest := now.Add(-7 * 24 * time.Hour)
+	if created.After(earliest) {
+		earliest = created
+	}
+	return &TableError{Msg: fmt.Sprintf("Invalid snapshot time %d for table %s:%s.%s@%d. Cannot read before %d.", ms, p, d, t, ms, earliest.UnixMilli())}
 }
 
 // table reads one snapshot of an engine table.

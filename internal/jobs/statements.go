@@ -138,7 +138,7 @@ func (s *Store) query(ctx context.Context, project string, q Query, text string,
 			}
 		}
 		return s.open(project, q, n, at)
-	}, sql.Options{MaxRows: s.opts.MaxRows, MaxMemory: s.opts.MaxMemory, Params: q.Params})
+	}, sql.Options{MaxRows: s.opts.MaxRows, MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at})
 }
 
 // qualify resolves a table name against the job's project and default

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"strings"
+	"time"
 
 	"github.com/bqstore/bqstore/internal/filter"
 )
@@ -98,6 +99,7 @@ type FromItem interface{ fromPos() int }
 type TableRef struct {
 	Name  TableName
 	Alias string
+	AsOf  *Span // FOR SYSTEM_TIME AS OF (timetravel.go)
 }
 
 // SubqueryRef is ( query ) [AS alias].
@@ -145,6 +147,10 @@ type OrderItem struct {
 type TableName struct {
 	Project, Dataset, Table string
 	Pos                     int
+
+	// AsOf is the time FOR SYSTEM_TIME AS OF reads the table at (zero:
+	// the query's snapshot), set when the query runs.
+	AsOf time.Time `json:"-"`
 }
 
 // Span is a range of tokens of the statement.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -47,6 +48,10 @@ type Options struct {
 	// Params are the query's parameters (nil: none), indexed over the
 	// statement's full text (filter.Params.Index).
 	Params *filter.Params
+	// Now is the query's time: CURRENT_TIMESTAMP and its relatives, and
+	// the time FOR SYSTEM_TIME AS OF CURRENT_TIMESTAMP() reads at (zero:
+	// the clock when each expression compiles).
+	Now time.Time
 }
 
 // DefaultMaxRows is the default Options.MaxRows.
@@ -261,8 +266,19 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		if qual == "" {
 			qual = f.Name.Table
 		}
+		name := f.Name
+		if f.AsOf != nil {
+			at, err := r.asOf(*f.AsOf)
+			if err != nil {
+				return nil, err
+			}
+			name.AsOf = at
+		}
 		if f.Name.Project == "" && f.Name.Dataset == "" {
 			if c := e.lookup(f.Name.Table); c != nil {
+				if f.AsOf != nil {
+					return nil, r.errf(f.AsOf.pos(), "FOR SYSTEM_TIME AS OF cannot be used with WITH entry %s", f.Name.Table)
+				}
 				rs, err := r.cteResult(ctx, c, f)
 				if err != nil {
 					return nil, err
@@ -270,7 +286,7 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 				return rowsRelation(rs, qual), nil
 			}
 		}
-		t, err := r.open(ctx, f.Name)
+		t, err := r.open(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -293,6 +309,9 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 // same snapshot.
 func (r *runner) open(ctx context.Context, n TableName) (Table, error) {
 	k := strings.ToLower(n.Project + "\x00" + n.Dataset + "\x00" + n.Table)
+	if !n.AsOf.IsZero() {
+		k += "\x00" + n.AsOf.Format(time.RFC3339Nano)
+	}
 	if t, ok := r.tables[k]; ok {
 		return t, nil
 	}
@@ -430,6 +449,7 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 		opts = append(opts, filter.WithConstants(oc))
 	}
 	opts = append(opts, filter.WithParams(r.opts.Params))
+	opts = append(opts, r.clock()...)
 	x, err := filter.CompileScalar(text, s, opts...)
 	var fe *filter.Error
 	if errors.As(err, &fe) {

@@ -67,7 +67,7 @@ func (p *parser) expect(what string, ok bool) error {
 
 // unsupported clauses and statements: keyword -> feature named in the error.
 var unsupportedKw = map[string]string{
-	"FOR": "FOR SYSTEM_TIME AS OF", "TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
+	"TABLESAMPLE": "TABLESAMPLE", "PIVOT": "PIVOT", "UNPIVOT": "UNPIVOT", "OVER": "analytic functions (OVER)",
 	"NATURAL": "NATURAL JOIN", "LATERAL": "LATERAL",
 }
 
@@ -703,10 +703,17 @@ func (p *parser) fromPrimary() (FromItem, error) {
 	}
 	r := &TableRef{Name: *n}
 	if p.isKw("FOR") {
-		return nil, notSupported(p.src, p.tok().Pos, "FOR SYSTEM_TIME AS OF")
+		if r.AsOf, err = p.systemTime(); err != nil {
+			return nil, err
+		}
 	}
 	if r.Alias, err = p.alias(); err != nil {
 		return nil, err
+	}
+	if p.isKw("FOR") && r.AsOf == nil {
+		if r.AsOf, err = p.systemTime(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -811,3 +811,11 @@ func (t *Table) close() error {
 	}
 	return t.closeErr
 }
+
+// Created is the table's creation time in the engine: the earliest time
+// a Snapshot can read (read-only; for time-travel errors).
+func (t *Table) Created() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return usTime(t.mu.createTS)
+}
