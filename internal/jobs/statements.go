@@ -365,6 +365,9 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 	if (cur.View != nil) != (a.What == "VIEW") {
 		return notViewError(q.SQL, a.Name.Pos, cur, cur.View != nil)
 	}
+	if len(a.Actions) == 1 && a.Actions[0].RenameTo != nil {
+		return s.renameTable(ctx, q, cur, a.Actions[0], stats)
+	}
 	var patch catalog.TablePatch
 	constraints := cur.TableConstraints
 	fields := append([]*schema.Field(nil), cur.Schema().Fields...)
@@ -425,6 +428,21 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 		patch.Schema = &schema.Schema{Fields: fields}
 	}
 	if _, err := s.cat.UpdateTable(ctx, ref.Project, ref.Dataset, ref.Table, patch, ""); err != nil {
+		return err
+	}
+	stats.DDLOperation = "ALTER"
+	return nil
+}
+
+// renameTable runs ALTER TABLE t RENAME TO name: a move in its dataset
+// (catalog.MoveTable: the table keeps its id, rows and metadata).
+func (s *Store) renameTable(ctx context.Context, q Query, cur *catalog.Table, act sql.AlterAction, stats *Stats) error {
+	n := act.RenameTo
+	if (n.Dataset != "" && n.Dataset != cur.DatasetID) || (n.Project != "" && n.Project != cur.ProjectID) {
+		return filter.NewError(q.SQL, n.Pos, "ALTER TABLE RENAME TO cannot move table %s to another dataset", cur.FullID())
+	}
+	to := catalog.TableName{ProjectID: cur.ProjectID, DatasetID: cur.DatasetID, TableID: n.Table}
+	if _, err := s.cat.MoveTable(ctx, cur.ProjectID, cur.DatasetID, cur.TableID, to, catalog.MoveSpec{Expiration: &cur.Expiration}); err != nil {
 		return err
 	}
 	stats.DDLOperation = "ALTER"

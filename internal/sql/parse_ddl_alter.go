@@ -139,6 +139,14 @@ func (p *parser) alter(st *Statement) error {
 				}
 				return p.unexpected()
 			}
+		case p.isKw("RENAME", "TO"):
+			p.i += 2
+			if act.RenameTo, err = p.objectName(); err != nil {
+				return err
+			}
+			if len(a.Actions) > 0 || p.isOp(",") {
+				return p.errf(act.Pos, "ALTER TABLE RENAME TO cannot be combined with other actions")
+			}
 		case p.isKw("DROP", "PRIMARY", "KEY"):
 			p.i += 3
 			act.DropPrimaryKey = true

@@ -259,6 +259,9 @@ type AlterAction struct {
 	AlterColumn *AlterColumn
 	IfExists    bool
 	Pos         int
+
+	// RenameTo: RENAME TO name (the only action of its statement).
+	RenameTo *TableName `json:",omitempty"`
 }
 
 // CreateSchema is CREATE SCHEMA [IF NOT EXISTS].
