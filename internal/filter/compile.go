@@ -430,6 +430,11 @@ func (c *checker) coerce(n node, t typ, what string) (node, error) {
 	if from == tNull {
 		return &constNode{v: constVec(t, nullValue), p: n.pos()}, nil
 	}
+	if from.comp() != nil && t.comp() != nil {
+		if st, ok := superComposite(from, t); ok && st == t {
+			return c.fold(&convNode{x: n, to: t, p: n.pos()}, n)
+		}
+	}
 	if numRank(from) > 0 && numRank(t) > numRank(from) || (from == tDate && t == tDatetime) {
 		return c.fold(&castNode{x: n, to: t, p: n.pos()}, n)
 	}
@@ -455,6 +460,8 @@ func (c *checker) supertype(a, b node) (typ, bool) {
 	switch {
 	case ta == tb:
 		return ta, true
+	case ta.comp() != nil && tb.comp() != nil:
+		return superComposite(ta, tb)
 	case ta == tNull:
 		return tb, true
 	case tb == tNull:

@@ -585,3 +585,109 @@ func (n *structEqNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	return out, nil
 }
+
+// superComposite is the common supertype of two ARRAY or two STRUCT
+// types: element- or field-wise, a STRUCT's field names taken from the
+// first type that names them.
+func superComposite(a, b typ) (typ, bool) {
+	ca, cb := a.comp(), b.comp()
+	if ca == nil || cb == nil || ca.kind != cb.kind {
+		return 0, false
+	}
+	if ca.kind == tArray {
+		e, ok := superTyp(ca.elem, cb.elem)
+		if !ok {
+			return 0, false
+		}
+		t, err := arrayOf(e)
+		return t, err == nil
+	}
+	if len(ca.fields) != len(cb.fields) {
+		return 0, false
+	}
+	fs := make([]structField, len(ca.fields))
+	for i := range fs {
+		ft, ok := superTyp(ca.fields[i].t, cb.fields[i].t)
+		if !ok {
+			return 0, false
+		}
+		fs[i] = structField{name: ca.fields[i].name, t: ft}
+		if fs[i].name == "" {
+			fs[i].name = cb.fields[i].name
+		}
+	}
+	t, err := structOf(fs)
+	return t, err == nil
+}
+
+// superTyp is the supertype of two types (no literal coercions).
+func superTyp(a, b typ) (typ, bool) {
+	switch {
+	case a == b:
+		return a, true
+	case a == tNull:
+		return b, true
+	case b == tNull:
+		return a, true
+	case isNumeric(a) && isNumeric(b):
+		if numRank(a) > numRank(b) {
+			return a, true
+		}
+		return b, true
+	case a == tDate && b == tDatetime, a == tDatetime && b == tDate:
+		return tDatetime, true
+	}
+	return superComposite(a, b)
+}
+
+// convNode converts an ARRAY or STRUCT value to a supertype.
+type convNode struct {
+	x  node
+	to typ
+	p  int
+}
+
+func (n *convNode) typ() typ { return n.to }
+func (n *convNode) pos() int { return n.p }
+
+func (n *convNode) eval(ctx *evalCtx) (*vec, error) {
+	x, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := newVec(n.to, ctx.n)
+	from := n.x.typ()
+	for i := 0; i < ctx.n; i++ {
+		v, err := convertValue(from, n.to, x.get(i))
+		if err != nil {
+			return nil, ctx.errf(n.p, "%v", err)
+		}
+		out.set(i, v)
+	}
+	return out, nil
+}
+
+func convertValue(from, to typ, v value) (value, error) {
+	if v.null || from == to {
+		return v, nil
+	}
+	cf, ct := from.comp(), to.comp()
+	if cf == nil || ct == nil {
+		if from == tNull {
+			return nullValue, nil
+		}
+		return castValue(from, to, v)
+	}
+	out := value{a: make([]value, len(v.a))}
+	for i, e := range v.a {
+		ef, et := cf.elem, ct.elem
+		if cf.kind == tStruct {
+			ef, et = cf.fields[i].t, ct.fields[i].t
+		}
+		var err error
+		if out.a[i], err = convertValue(ef, et, e); err != nil {
+			return value{}, err
+		}
+	}
+	return out, nil
+}

@@ -18,9 +18,10 @@ var (
 	aggFuncs = map[string]bool{"COUNT": true, "COUNTIF": true, "SUM": true, "AVG": true, "MIN": true, "MAX": true,
 		"ANY_VALUE": true, "LOGICAL_AND": true, "LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true,
 		"STDDEV": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
-		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "APPROX_COUNT_DISTINCT": true}
-	knownAggs = map[string]bool{"ARRAY_AGG": true, "APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true,
-		"APPROX_TOP_SUM": true, "ARRAY_CONCAT_AGG": true, "MAX_BY": true, "MIN_BY": true, "HLL_COUNT.MERGE": true,
+		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "APPROX_COUNT_DISTINCT": true,
+		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true}
+	knownAggs = map[string]bool{"APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true,
+		"APPROX_TOP_SUM": true, "MAX_BY": true, "MIN_BY": true, "HLL_COUNT.MERGE": true,
 		"GROUPING": true, "ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
 		"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
 		"NTH_VALUE": true}
@@ -36,12 +37,14 @@ type agg struct {
 	argType  string // of the first argument
 	typ      string // result type
 	key      string // the call's normalised text: equal calls share a column
-	// STRING_AGG: the delimiter, ORDER BY keys (evaluated with the
-	// arguments) and LIMIT (-1 none).
+	// STRING_AGG, ARRAY_AGG, ARRAY_CONCAT_AGG: the delimiter, ORDER BY
+	// keys (evaluated with the arguments) and LIMIT (-1 none).
 	delim string
 	order []*filter.Scalar
 	desc  []bool
 	limit int64
+	// ARRAY_AGG: IGNORE NULLS.
+	ignoreNulls bool
 }
 
 // acc accumulates one aggregate of one group.
@@ -57,11 +60,12 @@ type acc struct {
 	bits  int64
 	// Welford's running means and co-moments (variance, covariance).
 	mx, my, m2x, m2y, cxy float64
-	vals                  []aggVal // STRING_AGG
+	vals                  []aggVal // STRING_AGG, ARRAY_AGG, ARRAY_CONCAT_AGG
 }
 
 type aggVal struct {
-	v    string
+	v    string // STRING_AGG
+	x    any    // ARRAY_AGG: the element; ARRAY_CONCAT_AGG: the array
 	keys []any
 }
 
@@ -234,8 +238,31 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 			a.delim = ds
 			a.args = a.args[:1]
 		}
+	case "ARRAY_AGG":
+		if err := nargs(1, "ARRAY_AGG(ANY)"); err != nil {
+			return nil, err
+		}
+		switch typeKind(a.argType) {
+		case "ARRAY":
+			return nil, q.errf(a.pos, "Cannot construct array with element type %s because nested arrays are not supported", a.argType)
+		case "NULL":
+			a.typ = "ARRAY<INT64>"
+		default:
+			a.typ = "ARRAY<" + a.argType + ">"
+		}
+	case "ARRAY_CONCAT_AGG":
+		if len(a.args) != 1 || typeKind(a.argType) != "ARRAY" && a.argType != "NULL" {
+			return nil, sig("ARRAY_CONCAT_AGG(ARRAY)")
+		}
+		a.typ = a.argType
+		if a.typ == "NULL" {
+			a.typ = "ARRAY<INT64>"
+		}
 	}
-	if (len(a.order) > 0 || a.limit >= 0) && a.name != "STRING_AGG" {
+	if a.ignoreNulls && a.name != "ARRAY_AGG" {
+		return nil, notSupported(q.src, rest[0].Pos, "IGNORE NULLS in "+a.name)
+	}
+	if (len(a.order) > 0 || a.limit >= 0) && a.name != "STRING_AGG" && a.name != "ARRAY_AGG" && a.name != "ARRAY_CONCAT_AGG" {
 		return nil, notSupported(q.src, rest[0].Pos, "ORDER BY or LIMIT in "+a.name)
 	}
 	if a.distinct && len(a.order) > 0 {
@@ -275,6 +302,18 @@ func splitArgs(inner []filter.Token) ([][]filter.Token, []filter.Token) {
 func (q *selectQuery) aggClauses(a *agg, rest []filter.Token) error {
 	i := 0
 	kw := func(w string) bool { return i < len(rest) && rest[i].Ident && strings.EqualFold(rest[i].Text, w) }
+	if kw("IGNORE") || kw("RESPECT") {
+		ignore := kw("IGNORE")
+		i++
+		if !kw("NULLS") {
+			if i < len(rest) {
+				return q.errf(rest[i].Pos, "Syntax error: Expected keyword NULLS")
+			}
+			return q.errf(rest[i-1].End, "Syntax error: Expected keyword NULLS")
+		}
+		i++
+		a.ignoreNulls = ignore
+	}
 	if kw("ORDER") {
 		i++
 		if !kw("BY") {
@@ -349,6 +388,9 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		return nil
 	}
 	v := vals[0][i]
+	if a.name == "ARRAY_AGG" && v == nil && !a.ignoreNulls {
+		return a.addValue(s, v, vals, i)
+	}
 	if v == nil {
 		return nil
 	}
@@ -464,6 +506,8 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		s.m2x += dx * (x - s.mx)
 		s.m2y += dy * (y - s.my)
 		s.cxy += dx * (y - s.my)
+	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
+		return a.addValue(s, v, vals, i)
 	case "STRING_AGG":
 		if a.limit >= 0 && len(a.order) == 0 && int64(len(s.vals)) >= a.limit {
 			return nil
@@ -568,6 +612,23 @@ func (a *agg) result(s *acc) any {
 			return math.NaN()
 		}
 		return s.cxy / math.Sqrt(s.m2x*s.m2y)
+	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
+		vals := a.sorted(s.vals)
+		if a.limit >= 0 && int64(len(vals)) > a.limit {
+			vals = vals[:a.limit]
+		}
+		if len(vals) == 0 {
+			return nil // no input rows: NULL
+		}
+		out := []any{}
+		for _, v := range vals {
+			if a.name == "ARRAY_AGG" {
+				out = append(out, v.x)
+			} else {
+				out = append(out, v.x.([]any)...)
+			}
+		}
+		return out
 	case "STRING_AGG":
 		if len(s.vals) == 0 {
 			return nil
@@ -619,4 +680,50 @@ func (q *selectQuery) compileArg(sp Span) (*filter.Scalar, error) {
 		return q.winCompile(sp)
 	}
 	return q.compile(sp)
+}
+
+// addValue keeps v (ARRAY_AGG's element, ARRAY_CONCAT_AGG's array) with
+// its ORDER BY keys; without ORDER BY, LIMIT stops it early.
+func (a *agg) addValue(s *acc, v any, vals [][]any, i int) error {
+	if a.limit >= 0 && len(a.order) == 0 && int64(len(s.vals)) >= a.limit {
+		return nil
+	}
+	av := aggVal{x: v}
+	for k := range a.order {
+		av.keys = append(av.keys, vals[1+k][i])
+	}
+	s.vals = append(s.vals, av)
+	return nil
+}
+
+// sorted returns vals ordered by the aggregate's ORDER BY (a copy: an
+// analytic aggregate reads its running values again).
+func (a *agg) sorted(vals []aggVal) []aggVal {
+	if len(a.order) == 0 {
+		return vals
+	}
+	vals = append([]aggVal(nil), vals...)
+	sort.SliceStable(vals, func(i, j int) bool {
+		for k, desc := range a.desc {
+			x, y := vals[i].keys[k], vals[j].keys[k]
+			var c int
+			switch {
+			case x == nil && y == nil:
+			case x == nil:
+				c = -1
+			case y == nil:
+				c = 1
+			default:
+				c = compareValues(x, y)
+			}
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c < 0
+			}
+		}
+		return false
+	})
+	return vals
 }

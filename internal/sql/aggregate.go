@@ -544,10 +544,10 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 						}
 					}
 					if len(grp.accs[j].vals) > kept { // a value STRING_AGG keeps (and its ORDER BY keys)
-						if err := q.chargeRow(grp.accs[j].vals[kept].keys, "STRING_AGG operations"); err != nil {
+						if err := q.chargeRow(grp.accs[j].vals[kept].keys, a.name+" operations"); err != nil {
 							return err
 						}
-						if err := q.charge(cellBytes(grp.accs[j].vals[kept].v), "STRING_AGG operations"); err != nil {
+						if err := q.charge(cellBytes(grp.accs[j].vals[kept].v)+cellBytes(grp.accs[j].vals[kept].x), a.name+" operations"); err != nil {
 							return err
 						}
 					}

@@ -21,73 +21,70 @@ import (
 // 0-based position), read from the Arrow list arrays by compute.Take.
 // An empty array gives no row (LEFT JOIN: one row, NULL element).
 
-// unnestLiteral serves UNNEST([e1, e2, ...]).
+// unnestLiteral serves UNNEST(expr) of an array expression that reads no
+// column: an array literal, a parameter, a function of constants
+// (GENERATE_ARRAY(1, 10)), a subquery. The rows are its elements (for
+// an ARRAY of STRUCT: their fields, as columns qualified by the alias),
+// then WITH OFFSET's position.
 func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
-	toks := u.Expr.toks
-	if !(toks[0].Op && toks[0].Text == "[") || closingBracket(toks) != len(toks)-1 {
-		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array literal or an ARRAY column of an earlier FROM item)")
+	x, err := r.compileText(r.text(u.Expr.pos(), u.Expr.end()), &schema.Schema{}, &scope{env: e})
+	if err != nil {
+		return nil, err
 	}
-	rs := &rowset{names: []string{u.Alias}, types: []string{"NULL"}}
-	depth, start := 0, 1
-	var elems [][]filter.Token
-	for i := 1; i < len(toks)-1; i++ {
-		t := toks[i]
-		switch {
-		case t.Op && (t.Text == "(" || t.Text == "["):
-			depth++
-		case t.Op && (t.Text == ")" || t.Text == "]"):
-			depth--
-		case t.Ident && strings.EqualFold(t.Text, "CASE"):
-			depth++
-		case t.Ident && strings.EqualFold(t.Text, "END"):
-			depth--
-		case depth == 0 && t.Op && t.Text == ",":
-			elems = append(elems, toks[start:i])
-			start = i + 1
-		}
+	if len(x.Columns()) > 0 {
+		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array of constants or an ARRAY column of an earlier FROM item)")
 	}
-	if start < len(toks)-1 {
-		elems = append(elems, toks[start:len(toks)-1])
+	t := x.Type()
+	if t == "NULL" {
+		t = "ARRAY<INT64>"
 	}
-	var types []string
-	for _, el := range elems {
-		if len(el) == 0 {
-			return nil, r.errf(u.Expr.pos(), "Syntax error: Unexpected \",\"")
-		}
-		x, err := r.compileText(r.text(el[0].Pos, el[len(el)-1].End), &schema.Schema{}, &scope{env: e})
+	elem, ok := strings.CutPrefix(t, "ARRAY<")
+	if !ok {
+		return nil, r.errf(u.Expr.pos(), "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", t)
+	}
+	elem = strings.TrimSuffix(elem, ">")
+	v, err := x.Values(r.ctx, nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	elems, _ := v[0].([]any)
+	rs := &rowset{names: []string{u.Alias}, types: []string{elem}}
+	qual, fields := "", false
+	if typeKind(elem) == "STRUCT" {
+		fields = true
+		f, err := filter.TypeField("", elem)
 		if err != nil {
 			return nil, err
 		}
-		if len(x.Columns()) > 0 {
-			return nil, notSupported(r.src, el[0].Pos, "UNNEST of an array literal whose elements are not constants")
+		rs.names, rs.types, qual = nil, nil, u.Alias
+		for _, sf := range f.Fields {
+			rs.names = append(rs.names, sf.Name)
+			rs.types = append(rs.types, filter.FieldTypeName(sf))
 		}
-		v, err := x.Values(r.ctx, nil, 1)
-		if err != nil {
+	}
+	for i, el := range elems {
+		if err := r.charge(cellBytes(el)+rowOverhead, "UNNEST"); err != nil {
 			return nil, err
 		}
-		t, ok := supertype(rs.types[0], x.Type())
-		if !ok {
-			return nil, r.errf(el[0].Pos, "Array elements of types {%s, %s} do not have a common supertype", rs.types[0], x.Type())
+		row := []any{el}
+		if fields {
+			row = nil
+			if st, ok := el.(filter.Struct); ok {
+				row = append(row, st...)
+			} else {
+				row = make([]any, len(rs.names))
+			}
 		}
-		rs.types[0] = t
-		types = append(types, x.Type())
-		rs.rows = append(rs.rows, []any{v[0]})
-	}
-	for i, row := range rs.rows {
-		row[0] = coerce(row[0], types[i], rs.types[0])
-	}
-	if rs.types[0] == "NULL" {
-		rs.types[0] = "INT64"
+		if u.Offset {
+			row = append(row, int64(i))
+		}
+		rs.rows = append(rs.rows, row)
 	}
 	if u.Offset {
 		rs.names = append(rs.names, u.OffsetAlias)
 		rs.types = append(rs.types, "INT64")
-		for i, row := range rs.rows {
-			rs.rows[i] = append(row, int64(i))
-		}
 	}
-	rel := rowsRelation(rs, "")
-	return rel, nil
+	return rowsRelation(rs, qual), nil
 }
 
 func closingBracket(toks []filter.Token) int {
