@@ -188,3 +188,7 @@ func weakHashLen32WithSeeds(s []byte, p int, a, b uint64) (uint64, uint64) {
 	b += bits.RotateLeft64(a, -44)
 	return a + z, b + c
 }
+
+// Fingerprint64 is FarmHash's Fingerprint64 of b (FARM_FINGERPRINT's
+// kernel): a stable, well-mixed 64-bit hash for sketches.
+func Fingerprint64(b []byte) uint64 { return fingerprint64(b) }

@@ -61,6 +61,10 @@ type acc struct {
 	// Welford's running means and co-moments (variance, covariance).
 	mx, my, m2x, m2y, cxy float64
 	vals                  []aggVal // STRING_AGG, ARRAY_AGG, ARRAY_CONCAT_AGG
+	// APPROX_COUNT_DISTINCT's HyperLogLog++ sketch and the bytes it has
+	// grown to (what the memory budget is charged).
+	sketch      *hll
+	sketchBytes int64
 }
 
 type aggVal struct {
@@ -408,14 +412,10 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 	case "COUNT":
 		s.count++
 	case "APPROX_COUNT_DISTINCT":
-		if s.seen == nil {
-			s.seen = map[string]bool{}
+		if s.sketch == nil {
+			s.sketch = &hll{}
 		}
-		k := string(appendKey(nil, v))
-		if !s.seen[k] {
-			s.seen[k] = true
-			s.count++
-		}
+		s.sketchBytes += s.sketch.add(filter.Fingerprint64(appendKey(nil, v)))
 	case "COUNTIF":
 		if v == true {
 			s.count++
@@ -538,8 +538,13 @@ func toFloat(v any) float64 {
 func (a *agg) result(s *acc) any {
 	n := float64(s.count)
 	switch a.name {
-	case "COUNT", "COUNTIF", "APPROX_COUNT_DISTINCT":
+	case "COUNT", "COUNTIF":
 		return s.count
+	case "APPROX_COUNT_DISTINCT":
+		if s.sketch == nil {
+			return int64(0)
+		}
+		return s.sketch.estimate()
 	case "SUM":
 		if s.count == 0 {
 			return nil

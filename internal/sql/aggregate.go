@@ -534,9 +534,14 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 					order = append(order, grp)
 				}
 				for j, a := range aggs {
-					seen, kept := len(grp.accs[j].seen), len(grp.accs[j].vals)
+					seen, kept, sketch := len(grp.accs[j].seen), len(grp.accs[j].vals), grp.accs[j].sketchBytes
 					if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
 						return err
+					}
+					if grown := grp.accs[j].sketchBytes - sketch; grown > 0 { // an APPROX_COUNT_DISTINCT sketch grew
+						if err := q.charge(grown, "APPROX_COUNT_DISTINCT operations"); err != nil {
+							return err
+						}
 					}
 					if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
 						if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
