@@ -135,10 +135,13 @@ type Query struct {
 	// Not part of the configuration: set while the job runs.
 	// spent is the bytes the script's statements before the running one
 	// processed (billable); stage is the job's stage table, and location
-	// its location (replace.go).
+	// its location (replace.go); temps are the script's temporary
+	// tables by name (temp.go); job is the job's id.
 	spent    int64
 	stage    TableRef
 	location string
+	job      string
+	temps    map[string]TableRef
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the
@@ -302,6 +305,7 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 			if j.State != StateDone {
 				if j.State == StateRunning {
 					drop = append(drop, anonRef(j.Project, j.Location, j.ID), stageRef(j.Project, j.Location, j.ID))
+					drop = append(drop, tempTables(cat, j.Project, j.Location, j.ID)...)
 				}
 				j.State, j.End = StateDone, now
 				if j.Started.IsZero() {
@@ -534,6 +538,9 @@ func (s *Store) dropTable(t TableRef) {
 
 // open resolves a table the query names and opens it at the snapshot at.
 func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sql.Table, error) {
+	if r, ok := q.temp(n); ok {
+		n.Project, n.Dataset, n.Table = r.Project, r.Dataset, r.Table
+	}
 	p, d := n.Project, n.Dataset
 	if d == "" {
 		if q.DefaultDataset == "" {

@@ -39,9 +39,7 @@ func (s *Store) stageTable(ctx context.Context, q Query, spec catalog.TableSpec)
 	if st == (TableRef{}) {
 		return nil, errors.New("jobs: a statement that replaces a table runs outside a job")
 	}
-	_, err := s.cat.CreateDataset(ctx, catalog.Dataset{ProjectID: st.Project, DatasetID: st.Dataset, Location: q.location,
-		Description: "Anonymous query results (hidden; each table expires with its job)"})
-	if err != nil && !errors.Is(err, catalog.ErrExists) {
+	if err := s.ensureHidden(ctx, q); err != nil {
 		return nil, err
 	}
 	s.dropTable(st) // a stage a failed drop left behind

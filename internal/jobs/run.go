@@ -109,7 +109,7 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 // result's fields of a Job, and the rows when there is no engine.
 func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, error) {
 	var out Job
-	j.Query.stage, j.Query.location = stageRef(j.Project, j.Location, j.ID), j.Location
+	j.Query.stage, j.Query.location, j.Query.job = stageRef(j.Project, j.Location, j.ID), j.Location, j.ID
 	q := j.Query
 	res, stats, err := s.runScript(ctx, j.Project, q, j.Started)
 	out.Stats, out.BytesProcessed = stats, stats.BytesProcessed

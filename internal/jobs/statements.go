@@ -58,6 +58,11 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if err != nil {
 		return nil, Stats{}, err
 	}
+	if len(sts) == 1 && sts[0].CreateTable != nil && sts[0].CreateTable.Temp {
+		return nil, Stats{}, &TableError{Msg: "Use of CREATE TEMPORARY TABLE requires a script or session"}
+	}
+	q.temps = map[string]TableRef{}
+	defer s.dropTemps(q)
 	if q.Params != nil {
 		q.Params.Index(q.SQL) // the ?s are numbered over the whole script
 	}
@@ -144,6 +149,9 @@ func (s *Store) query(ctx context.Context, project string, q Query, text string,
 // qualify resolves a table name against the job's project and default
 // dataset.
 func qualify(project string, q Query, n sql.TableName) (TableRef, error) {
+	if r, ok := q.temp(n); ok {
+		return r, nil
+	}
 	p, d := n.Project, n.Dataset
 	if d == "" {
 		if q.DefaultDataset == "" {
@@ -219,6 +227,9 @@ func isNotFound(err error) bool { return errors.Is(err, catalog.ErrNotFound) }
 
 func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sql.CreateTable, at time.Time, stats *Stats) error {
 	ref, err := qualify(project, q, ct.Name)
+	if ct.Temp {
+		ref, err = s.newTemp(ctx, q, ct.Name.Table)
+	}
 	if err != nil {
 		return err
 	}
@@ -258,13 +269,16 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
 	replace := exists && ct.OrReplace
+	if exists && !replace {
+		if ct.Temp {
+			return &catalog.Error{Kind: catalog.ErrExists, Msg: "Already Exists: Table " + ct.Name.Table}
+		}
+		return s.alreadyExists(ref)
+	}
 	if !replace && ct.Query == "" {
 		// Nothing to write: the create is one catalog change.
 		_, err := s.cat.CreateTable(ctx, spec)
 		return err
-	}
-	if exists && !replace {
-		return s.alreadyExists(ref)
 	}
 	// A replace, or rows to write: built aside and swapped in
 	// (replace.go), so that readers see the old table (or none) until

@@ -55,17 +55,22 @@ func (p *parser) create(st *Statement) error {
 		orReplace = true
 		p.i += 2
 	}
+	temp := false
+	if p.isKw("TEMP", "TABLE") || p.isKw("TEMPORARY", "TABLE") {
+		temp = true
+		p.i++
+	}
 	t := p.tok()
 	switch {
 	case p.isKw("TEMP") || p.isKw("TEMPORARY"):
-		return notSupported(p.src, t.Pos, "temporary tables")
+		return notSupported(p.src, t.Pos, "CREATE TEMP "+strings.ToUpper(p.toks[min(p.i+1, len(p.toks)-1)].Text))
 	case p.isKw("EXTERNAL") || p.isKw("SNAPSHOT") || p.isKw("MATERIALIZED") || p.isKw("FUNCTION") ||
 		p.isKw("PROCEDURE") || p.isKw("MODEL") || p.isKw("ROW") || p.isKw("SEARCH") || p.isKw("VECTOR") ||
 		p.isKw("AGGREGATE") || p.isKw("TABLE", "FUNCTION"):
 		return notSupported(p.src, t.Pos, "CREATE "+strings.ToUpper(t.Text))
 	case p.isKw("TABLE"):
 		p.i++
-		ct := &CreateTable{OrReplace: orReplace}
+		ct := &CreateTable{OrReplace: orReplace, Temp: temp}
 		st.CreateTable = ct
 		st.Type = "CREATE_TABLE"
 		if p.isKw("IF", "NOT", "EXISTS") {
@@ -80,6 +85,9 @@ func (p *parser) create(st *Statement) error {
 			return err
 		}
 		ct.Name = *n
+		if temp && (n.Dataset != "" || n.Project != "") {
+			return p.errf(n.Pos, "Temporary tables may not be qualified")
+		}
 		if p.isOp("(") {
 			ct.Schema = &schema.Schema{}
 			if err := p.columnList(ct); err != nil {

@@ -198,6 +198,10 @@ type CreateTable struct {
 	ClusterPos int
 	// Query is the text of AS SELECT (blanked before it), "" if none.
 	Query string
+
+	// Temp is CREATE TEMP|TEMPORARY TABLE: a table of the script, named
+	// without a dataset, dropped when the script ends.
+	Temp bool `json:",omitempty"`
 }
 
 // CreateView is CREATE [OR REPLACE] VIEW [IF NOT EXISTS].
