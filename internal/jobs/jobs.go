@@ -77,8 +77,12 @@ type TableError struct {
 func (e *TableError) Error() string { return e.Msg }
 
 // StoppedError is a job cancelled by jobs.cancel (BigQuery's reason
-// "stopped").
-type StoppedError struct{ Msg string }
+// "stopped"), or stopped at its Query.TimeoutMs (Timeout; BigQuery's
+// reason "timeout").
+type StoppedError struct {
+	Msg     string
+	Timeout bool
+}
 
 func (e *StoppedError) Error() string { return e.Msg }
 
@@ -131,6 +135,9 @@ type Query struct {
 	// queryParameters as sent, echoed in the job resource.
 	ParameterMode string          `json:"parameterMode,omitempty"`
 	Parameters    json.RawMessage `json:"parameters,omitempty"`
+	// TimeoutMs stops the job (a StoppedError with Timeout) once it has
+	// run this long since it was created (jobTimeoutMs); 0: no limit.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
 
 	// Not part of the configuration: set while the job runs.
 	// spent is the bytes the script's statements before the running one
@@ -363,6 +370,9 @@ func (s *Store) Insert(project, id, location string, q Query) (Job, error) {
 	now := s.opts.Clock()
 	k := key{project, id}
 	ctx, cancel := context.WithCancel(s.bgCtx)
+	if q.TimeoutMs > 0 {
+		ctx, cancel = context.WithTimeout(s.bgCtx, time.Duration(q.TimeoutMs)*time.Millisecond)
+	}
 	e := &entry{job: Job{Project: project, ID: id, Location: location, Query: q, Created: now, State: StatePending},
 		done: make(chan struct{}), cancel: cancel}
 	s.mu.Lock()

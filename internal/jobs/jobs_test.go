@@ -269,3 +269,46 @@ func TestParseLogCorruption(t *testing.T) {
 		t.Fatalf("damaged middle record: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestJobTimeout: a job with Query.TimeoutMs still running at its limit
+// ends DONE with a StoppedError marked Timeout, which the log keeps
+// across a restart; a job without a limit is not stopped.
+func TestJobTimeout(t *testing.T) {
+	fs := vfs.NewMem()
+	cat := newCatalog(t)
+	started := make(chan string, 2)
+	s, err := Open(cat, Options{FS: fs, Dir: "jobs", BeforeRun: held(started)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Insert("p", "t", "US", Query{SQL: "SELECT 1", TimeoutMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	j := wait(t, s, "t")
+	var se *StoppedError
+	if !errors.As(j.Err, &se) || !se.Timeout || j.Query.TimeoutMs != 1 {
+		t.Fatalf("job past its timeout: %+v (%v), want a StoppedError with Timeout", j, j.Err)
+	}
+	if _, err := s.Insert("p", "c", "US", Query{SQL: "SELECT 1"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	<-started
+	if _, err := s.Cancel("p", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "c"); !errors.As(j.Err, &se) || se.Timeout {
+		t.Fatalf("cancelled job: %v, want a StoppedError without Timeout", j.Err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(cat, Options{FS: fs, Dir: "jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if j, err := s2.Get("p", "t"); err != nil || !errors.As(j.Err, &se) || !se.Timeout || se.Msg != j.Err.Error() || j.Query.TimeoutMs != 1 {
+		t.Fatalf("timed-out job after replay: %+v %v", j, err)
+	}
+}

@@ -102,7 +102,11 @@ func encodeErr(err error) *errRecord {
 	case errors.As(err, &be):
 		return &errRecord{Kind: "billed", Limit: be.Limit, Required: be.Required}
 	case errors.As(err, &se):
-		return &errRecord{Kind: "stopped", Msg: se.Msg}
+		r := &errRecord{Kind: "stopped", Msg: se.Msg}
+		if se.Timeout {
+			r.Reason = "timeout"
+		}
+		return r
 	case errors.As(err, &de):
 		return &errRecord{Kind: "destination", Msg: de.Msg, Reason: de.Reason}
 	}
@@ -127,7 +131,7 @@ func (r *errRecord) decode() error {
 	case "billed":
 		return &BytesBilledError{Limit: r.Limit, Required: r.Required}
 	case "stopped":
-		return &StoppedError{Msg: r.Msg}
+		return &StoppedError{Msg: r.Msg, Timeout: r.Reason == "timeout"}
 	case "destination":
 		return &DestinationError{Msg: r.Msg, Reason: r.Reason}
 	}

@@ -23,6 +23,7 @@ import (
 const (
 	cancelledMsg = "Job execution was cancelled: User requested cancellation"
 	shutdownMsg  = "The job was stopped by a server shutdown; run it again."
+	timedOutMsg  = "Job execution was cancelled: Job timed out after %v"
 )
 
 // appendRows is how many result rows go in one append (one engine frame).
@@ -74,10 +75,16 @@ const internalErrorMsg = "An internal error occurred and the request could not b
 
 // finish records the job's outcome: out's result fields when err is nil.
 func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
-	if err != nil && errors.Is(err, context.Canceled) {
-		if s.bgCtx.Err() != nil {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		switch {
+		case s.bgCtx.Err() != nil:
 			err = &BackendError{Msg: shutdownMsg}
-		} else {
+		case errors.Is(err, context.DeadlineExceeded):
+			s.mu.Lock()
+			limit := time.Duration(e.job.Query.TimeoutMs) * time.Millisecond
+			s.mu.Unlock()
+			err = &StoppedError{Msg: fmt.Sprintf(timedOutMsg, limit), Timeout: true}
+		default:
 			err = &StoppedError{Msg: cancelledMsg}
 		}
 	}

@@ -289,6 +289,9 @@ func queryError(err error) *Error {
 		// BigQuery's error table gives "stopped" HTTP 200 (it is a job
 		// status); as the error of getQueryResults it is a 400 here, one
 		// the clients do not retry.
+		if se.Timeout {
+			return &Error{Code: http.StatusBadRequest, Reason: "timeout", Msg: se.Msg}
+		}
 		return &Error{Code: http.StatusBadRequest, Reason: "stopped", Msg: se.Msg}
 	case errors.As(err, &bk):
 		return &Error{Code: http.StatusBadRequest, Reason: "jobInternalError", Msg: bk.Msg}
@@ -347,6 +350,7 @@ type queryOptions struct {
 	dest      *tableRef
 	create    string
 	write     string
+	timeoutMs int64 // jobTimeoutMs
 }
 
 // startQuery checks a query configuration and starts it as job
@@ -365,7 +369,10 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	if o.maxBilled < 0 {
 		return jobs.Job{}, invalid("Invalid value for maximumBytesBilled: %d", o.maxBilled)
 	}
-	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode}
+	if o.timeoutMs < 0 {
+		return jobs.Job{}, invalid("Invalid value for jobTimeoutMs: %d", o.timeoutMs)
+	}
+	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode, TimeoutMs: o.timeoutMs}
 	if len(o.params) > 0 {
 		q.Parameters, _ = json.Marshal(o.params) // decoded from JSON: it encodes
 	}
@@ -444,7 +451,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	j, err := h.startQuery(r, p, id, in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
-		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled)})
+		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled), timeoutMs: int64(in.JobTimeoutMs)})
 	if e, ok := err.(*Error); ok && e.Reason == "duplicate" && in.RequestID != "" {
 		j, err = h.jobs.Get(p, id)
 	}
@@ -743,7 +750,7 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := h.startQuery(r, p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
-		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition})
+		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs)})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -777,6 +784,7 @@ func jobResource(j jobs.Job) *jobJSON {
 		}
 	}
 	out.Configuration.Query.ParameterMode = j.Query.ParameterMode
+	out.Configuration.JobTimeoutMs = schema.Int64(j.Query.TimeoutMs)
 	if len(j.Query.Parameters) > 0 {
 		_ = json.Unmarshal(j.Query.Parameters, &out.Configuration.Query.QueryParameters) // written by json.Marshal
 	}

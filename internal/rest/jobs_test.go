@@ -452,3 +452,27 @@ func TestJobsListPagingStable(t *testing.T) {
 		t.Fatalf("pages: %v (next %q), want j3,j2,j1 and no more", got, p2.NextPageToken)
 	}
 }
+
+// TestJobTimeoutREST: configuration.jobTimeoutMs (jobs.insert) and
+// jobTimeoutMs (jobs.query) stop a job that runs longer: it ends DONE with
+// BigQuery's reason "timeout". They were accepted and ignored, so a
+// runaway query ran on. The jobs here run until cancelled (asyncEnv).
+func TestJobTimeoutREST(t *testing.T) {
+	base, _, _ := asyncEnv(t)
+	code, b := do(t, base, "POST", "/projects/p/jobs", `{"jobReference":{"jobId":"slow"},"configuration":{"jobTimeoutMs":"1","query":{"query":"SELECT 1","useLegacySql":false}}}`)
+	if code != 200 || !strings.Contains(string(b), `"jobTimeoutMs":"1"`) {
+		t.Fatalf("jobs.insert: %d %s, want the job with its jobTimeoutMs", code, b)
+	}
+	code, b = do(t, base, "GET", "/projects/p/queries/slow?timeoutMs=600000", "")
+	if code != 400 || !strings.Contains(string(b), `"reason":"timeout"`) {
+		t.Fatalf("getQueryResults of a job past its jobTimeoutMs: %d %s", code, b)
+	}
+	code, b = do(t, base, "GET", "/projects/p/jobs/slow", "")
+	if code != 200 || !strings.Contains(string(b), `"state":"DONE"`) || !strings.Contains(string(b), `"errorResult":{"reason":"timeout"`) {
+		t.Fatalf("jobs.get: %d %s", code, b)
+	}
+	code, b = do(t, base, "POST", "/projects/p/queries", `{"query":"SELECT 2","useLegacySql":false,"jobTimeoutMs":"1","timeoutMs":600000}`)
+	if code != 400 || !strings.Contains(string(b), `"reason":"timeout"`) {
+		t.Fatalf("jobs.query past its jobTimeoutMs: %d %s", code, b)
+	}
+}
