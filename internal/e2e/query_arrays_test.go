@@ -69,6 +69,33 @@ func TestQueryArraysOfficialClient(t *testing.T) {
 		}
 	}
 
+	// ARRAY and STRUCT parameters as the Go client sends them.
+	type pt struct {
+		Name string `bigquery:"name"`
+		N    int64  `bigquery:"n"`
+	}
+	q := e.bq.Query(`SELECT x, o, @s.name AS name, @s.n + 1 AS n, @s AS s, ARRAY_LENGTH(@ids) AS len
+		FROM UNNEST(@ids) AS x WITH OFFSET o ORDER BY o`)
+	q.Parameters = []bigquery.QueryParameter{
+		{Name: "ids", Value: []int64{3, 1, 2}},
+		{Name: "s", Value: pt{Name: "p", N: 41}},
+	}
+	got, it = queryRows(t, e, q)
+	want = []string{"3 0 p 42 [p 41] 3", "1 1 p 42 [p 41] 3", "2 2 p 42 [p 41] 3"}
+	if len(got) != len(want) || it.Schema[4].Type != bigquery.RecordFieldType {
+		t.Fatalf("parameters: rows %v, schema %+v", got, it.Schema)
+	}
+	for i, r := range got {
+		if s := norm(r); s != "["+want[i]+"]" {
+			t.Fatalf("parameters: row %d: %s, want [%s]", i, s, want[i])
+		}
+	}
+	q = e.bq.Query("SELECT id FROM d.arr WHERE id IN UNNEST(@ids) AND 'b' IN UNNEST(@tags)")
+	q.Parameters = []bigquery.QueryParameter{{Name: "ids", Value: []int64{2, 9}}, {Name: "tags", Value: []string{"a", "b"}}}
+	if got, _ = queryRows(t, e, q); len(got) != 1 || got[0][0] != int64(2) {
+		t.Fatalf("IN UNNEST(@ids): %v", got)
+	}
+
 	// A large result read through the Read API: ARRAY and STRUCT
 	// columns of the anonymous table.
 	const n = 30000

@@ -12,9 +12,9 @@ import (
 // checker binds them through WithParams to constant nodes, so a parameter
 // behaves as a literal of its declared type: `col = @x` type-checks as
 // `col = <INT64 constant>` would, with BigQuery's "No matching signature"
-// error when the types do not agree. An ARRAY parameter has no value in
-// the expression layer (arrays are not values here yet); it is usable as
-// `x [NOT] IN UNNEST(@arr)`, the form clients use it in.
+// error when the types do not agree. An ARRAY parameter is an ARRAY
+// constant (also usable as `x [NOT] IN UNNEST(@arr)`, where a
+// row_restriction takes it), a STRUCT one a STRUCT constant.
 
 // Param is a query parameter in an expression: `@Name`, or `?` when Name
 // is "".
@@ -48,16 +48,17 @@ func (e *InUnnest) String() string {
 
 // ParamValue is the value of one query parameter.
 type ParamValue struct {
-	// Type is the GoogleSQL type name of a scalar, or of an ARRAY's
-	// elements.
+	// Type is the GoogleSQL type name of a scalar or STRUCT
+	// (STRUCT<a INT64, ...>), or of an ARRAY's elements.
 	Type  string
 	Array bool
 	// Values holds the scalar's value (one) or the array's elements, as
-	// ParseParam returns them; nil: a NULL scalar or a NULL array.
+	// ParseParam returns them (a STRUCT: a Struct of its fields' values,
+	// an ARRAY field a []any); nil: a NULL scalar or a NULL array.
 	Values []any
 	// Unsupported names a type the expression layer cannot hold yet
-	// (STRUCT, an ARRAY of STRUCT, INTERVAL, RANGE): accepted in the
-	// request, an error where the query references it.
+	// (INTERVAL, RANGE, or one holding them): accepted in the request,
+	// an error where the query references it.
 	Unsupported string
 }
 
@@ -153,7 +154,21 @@ func (c *checker) param(e *Param) (node, error) {
 		return nil, c.errf(e.P, "not supported yet by bqstore: query parameters of type %s", v.Unsupported)
 	}
 	if v.Array {
-		return nil, c.errf(e.P, "not supported yet by bqstore: ARRAY query parameters outside IN UNNEST(%s)", e)
+		et, err := parseTypeName(v.Type)
+		if err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+		at, err := arrayOf(et)
+		if err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+		x := nullValue
+		if v.Values != nil {
+			if x, err = fromGo(at, v.Values); err != nil {
+				return nil, c.errf(e.P, "internal error: %v", err)
+			}
+		}
+		return &constNode{v: constVec(at, x), p: e.P}, nil
 	}
 	var x any
 	if len(v.Values) > 0 {

@@ -20,7 +20,10 @@ func TestParams(t *testing.T) {
 		"null": {Type: "INT64"},
 		"arr":  {Type: "INT64", Array: true, Values: []any{int64(1), int64(5), nil}},
 		"none": {Type: "STRING", Array: true},
-		"st":   {Unsupported: "STRUCT<a INT64>"},
+		"st":   {Unsupported: "RANGE<DATE>"},
+		"sv":   {Type: "STRUCT<a INT64, b STRING>", Values: []any{Struct{int64(1), "x"}}},
+		"sarr": {Type: "STRUCT<k STRING>", Array: true, Values: []any{Struct{"p"}, Struct{"q"}}},
+		"e":    {Type: "INT64", Array: true, Values: []any{}},
 	}}
 	pos := &Params{Mode: ParamsPositional, Positional: []ParamValue{
 		{Type: "INT64", Values: []any{int64(7)}},
@@ -48,9 +51,16 @@ func TestParams(t *testing.T) {
 		{pos, "? + LENGTH(?) + ?", "Query has 2 positional parameters but parameter 3 was referenced at [1:17]", ""},
 		{nil, "?", "Query takes no positional parameters at [1:1]", ""},
 		{named, "@i = @s", "No matching signature for operator = for argument types: INT64, STRING. Supported signature: ANY = ANY at [1:4]", ""},
-		{named, "@arr", "not supported yet by bqstore: ARRAY query parameters outside IN UNNEST(@arr) at [1:1]", ""},
+		{named, "@arr", "[1 5 <nil>]", "ARRAY<INT64>"},
+		{named, "ARRAY_LENGTH(@arr)", "3", "INT64"},
+		{named, "@arr[OFFSET(1)]", "5", "INT64"},
+		{named, "@none", "<nil>", "ARRAY<STRING>"},
+		{named, "ARRAY_LENGTH(@e)", "0", "INT64"},
+		{named, "@sv.b", "x", "STRING"},
+		{named, "@sv", "[1 x]", "STRUCT<a INT64, b STRING>"},
+		{named, "@sarr[OFFSET(1)].k", "q", "STRING"},
 		{named, "1 IN UNNEST(@i)", "Values referenced in UNNEST must be arrays. UNNEST contains expression of type INT64 at [1:13]", ""},
-		{named, "@st", "not supported yet by bqstore: query parameters of type STRUCT<a INT64> at [1:1]", ""},
+		{named, "@st", "not supported yet by bqstore: query parameters of type RANGE<DATE> at [1:1]", ""},
 	} {
 		x, err := CompileScalar(tc.expr, &schema.Schema{}, WithParams(tc.p))
 		got := ""

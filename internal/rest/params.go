@@ -103,47 +103,111 @@ func queryParams(mode string, raw []any) (*filter.Params, *Error) {
 	return out, nil
 }
 
-// paramValue translates one parameter's value.
+// paramValue translates one parameter's value. An ARRAY's Type is its
+// element type's name (a STRUCT<...> for an array of structs); a STRUCT
+// is one filter.Struct value of its type.
 func paramValue(label string, t *queryParameterType, v *queryParameterValue) (filter.ParamValue, *Error) {
 	typ := strings.ToUpper(t.Type)
-	switch typ {
-	case "STRUCT", "RANGE", "INTERVAL":
-		// Checked for shape, not bound: the expression layer has no
-		// values of these types yet.
-		return filter.ParamValue{Unsupported: typeString(t)}, nil
-	case "ARRAY":
+	if typ == "ARRAY" {
 		if t.ArrayType == nil || t.ArrayType.Type == "" {
 			return filter.ParamValue{}, invalid("Query parameter %s of type ARRAY has no arrayType", label)
 		}
-		et := strings.ToUpper(t.ArrayType.Type)
-		switch et {
-		case "ARRAY":
+		if strings.ToUpper(t.ArrayType.Type) == "ARRAY" {
 			return filter.ParamValue{}, invalid("Query parameter %s: arrays of arrays are not allowed", label)
-		case "STRUCT", "RANGE", "INTERVAL":
-			return filter.ParamValue{Unsupported: typeString(t)}, nil
 		}
-		out := filter.ParamValue{Type: canonicalType(et), Array: true}
-		if v == nil {
-			return out, nil
-		}
-		for _, ev := range v.ArrayValues {
-			x, e := scalarParam(label, et, ev)
-			if e != nil {
-				return filter.ParamValue{}, e
-			}
-			out.Values = append(out.Values, x)
-		}
-		return out, nil
 	}
-	x, e := scalarParam(label, typ, v)
+	if u := unsupportedIn(t); u {
+		// Checked for shape, not bound: the expression layer has no
+		// values of these types yet.
+		return filter.ParamValue{Unsupported: typeString(t)}, nil
+	}
+	name, x, e := paramGo(label, t, v)
 	if e != nil {
 		return filter.ParamValue{}, e
 	}
-	out := filter.ParamValue{Type: canonicalType(typ)}
+	if typ == "ARRAY" {
+		out := filter.ParamValue{Type: typeString(t.ArrayType), Array: true}
+		if x != nil {
+			out.Values = x.([]any)
+		}
+		return out, nil
+	}
+	out := filter.ParamValue{Type: name}
 	if x != nil {
 		out.Values = []any{x}
 	}
 	return out, nil
+}
+
+// unsupportedIn reports whether t holds a RANGE or INTERVAL.
+func unsupportedIn(t *queryParameterType) bool {
+	if t == nil {
+		return false
+	}
+	switch strings.ToUpper(t.Type) {
+	case "RANGE", "INTERVAL":
+		return true
+	case "ARRAY":
+		return unsupportedIn(t.ArrayType)
+	case "STRUCT":
+		for _, f := range t.StructTypes {
+			if unsupportedIn(f.Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// paramGo translates a value of type t to the expression layer's Go
+// value (nil for NULL; []any for an ARRAY, filter.Struct for a STRUCT)
+// and names its type.
+func paramGo(label string, t *queryParameterType, v *queryParameterValue) (string, any, *Error) {
+	if t == nil || t.Type == "" {
+		return "", nil, invalid("Query parameter %s has no parameterType", label)
+	}
+	switch typ := strings.ToUpper(t.Type); typ {
+	case "ARRAY":
+		if t.ArrayType == nil || t.ArrayType.Type == "" {
+			return "", nil, invalid("Query parameter %s of type ARRAY has no arrayType", label)
+		}
+		if strings.ToUpper(t.ArrayType.Type) == "ARRAY" {
+			return "", nil, invalid("Query parameter %s: arrays of arrays are not allowed", label)
+		}
+		name := typeString(t)
+		if v == nil || v.ArrayValues == nil && string(v.Value) == "null" {
+			return name, nil, nil // NULL; {} (what clients send for an empty slice) is []
+		}
+		out := make([]any, 0, len(v.ArrayValues))
+		for _, ev := range v.ArrayValues {
+			_, x, e := paramGo(label, t.ArrayType, ev)
+			if e != nil {
+				return "", nil, e
+			}
+			out = append(out, x)
+		}
+		return name, out, nil
+	case "STRUCT":
+		if len(t.StructTypes) == 0 {
+			return "", nil, invalid("Query parameter %s of type STRUCT has no structTypes", label)
+		}
+		name := typeString(t)
+		if v == nil || v.StructValues == nil {
+			return name, nil, nil
+		}
+		out := make(filter.Struct, len(t.StructTypes))
+		for i, f := range t.StructTypes {
+			_, x, e := paramGo(label, f.Type, v.StructValues[f.Name])
+			if e != nil {
+				return "", nil, e
+			}
+			out[i] = x
+		}
+		return name, out, nil
+	default:
+		x, e := scalarParam(label, typ, v)
+		return canonicalType(typ), x, e
+	}
 }
 
 // scalarParam parses one scalar value (nil for NULL).

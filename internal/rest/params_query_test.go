@@ -37,7 +37,19 @@ func TestQueryParamsREST(t *testing.T) {
 		{"struct accepted, unused", `{"query":"SELECT 1 AS a","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
 			`{"name":"s","parameterType":{"type":"STRUCT","structTypes":[{"name":"a","type":{"type":"INT64"}}]},"parameterValue":{"structValues":{"a":{"value":"1"}}}}]}`, 200, `"f":[{"v":"1"}]`},
 		{"struct used", `{"query":"SELECT @s AS a","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
-			`{"name":"s","parameterType":{"type":"STRUCT","structTypes":[{"name":"a","type":{"type":"INT64"}}]},"parameterValue":{"structValues":{"a":{"value":"1"}}}}]}`, 400, `not supported yet by bqstore: query parameters of type STRUCT\u003ca INT64\u003e at [1:8]`},
+			`{"name":"s","parameterType":{"type":"STRUCT","structTypes":[{"name":"a","type":{"type":"INT64"}}]},"parameterValue":{"structValues":{"a":{"value":"1"}}}}]}`, 200, `"fields":[{"name":"a","type":"RECORD","mode":"NULLABLE","fields":[{"name":"a","type":"INTEGER","mode":"NULLABLE"}]}]},` +
+			`"jobReference"`},
+		{"struct field", `{"query":"SELECT @s.b AS a, @s.a + 1 AS b","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
+			`{"name":"s","parameterType":{"type":"STRUCT","structTypes":[{"name":"a","type":{"type":"INT64"}},{"name":"b","type":{"type":"STRING"}}]},"parameterValue":{"structValues":{"a":{"value":"1"},"b":{"value":"x"}}}}]}`, 200, `"f":[{"v":"x"},{"v":"2"}]`},
+		{"node array", `{"query":"SELECT ARRAY_LENGTH(@a) AS n, @a AS a","useLegacySql":false,"parameterMode":"named","queryParameters":[` +
+			`{"name":"a","parameterType":{"type":"ARRAY","arrayType":{"type":"INT64"}},"parameterValue":{"arrayValues":[{"value":1},{"value":2}]}}]}`, 200, `"f":[{"v":"2"},{"v":[{"v":"1"},{"v":"2"}]}]`},
+		{"unnest array", `{"query":"SELECT SUM(x) AS s FROM UNNEST(@a) AS x","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
+			`{"name":"a","parameterType":{"type":"ARRAY","arrayType":{"type":"INT64"}},"parameterValue":{"arrayValues":[{"value":"3"},{"value":"4"}]}}]}`, 200, `"f":[{"v":"7"}]`},
+		{"empty array", `{"query":"SELECT ARRAY_LENGTH(@a) AS n","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
+			`{"name":"a","parameterType":{"type":"ARRAY","arrayType":{"type":"STRING"}},"parameterValue":{}}]}`, 200, `"f":[{"v":"0"}]`},
+		{"array of struct", `{"query":"SELECT a[OFFSET(1)].k AS k FROM (SELECT @a AS a)","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[` +
+			`{"name":"a","parameterType":{"type":"ARRAY","arrayType":{"type":"STRUCT","structTypes":[{"name":"k","type":{"type":"STRING"}}]}},` +
+			`"parameterValue":{"arrayValues":[{"structValues":{"k":{"value":"p"}}},{"structValues":{"k":{"value":"q"}}}]}}]}`, 200, `"f":[{"v":"q"}]`},
 		{"undeclared", `{"query":"SELECT @nope","useLegacySql":false}`, 400, `Query parameter 'nope' not found at [1:8]","domain":"global","reason":"invalidQuery"`},
 		{"named in positional mode", `{"query":"SELECT @x","useLegacySql":false,"parameterMode":"POSITIONAL","queryParameters":[{"parameterType":{"type":"INT64"},"parameterValue":{"value":"1"}}]}`, 400, `Named parameters are not supported at [1:8]`},
 		{"positional in named mode", `{"query":"SELECT ?","useLegacySql":false,"parameterMode":"NAMED","queryParameters":[{"name":"x","parameterType":{"type":"INT64"},"parameterValue":{"value":"1"}}]}`, 400, `Positional parameters are not supported at [1:8]`},
