@@ -64,6 +64,10 @@ type Conn struct {
 		// injectIn: RST_STREAM frames for gRPC's reader, to be returned at
 		// the next incoming frame boundary.
 		injectIn []byte
+		// orphans are admissions of messages received whole on streams
+		// reset since (by the client, or a stall) and not yet Done:
+		// gRPC may still be handing them to their handlers (orphan.go).
+		orphans []*admission
 		// cut, while an RST_STREAM of a stall has not reached gRPC, cuts
 		// the connection if it still has not after Options.Grace: the
 		// client stalled inside a frame or a header block, where none
@@ -225,7 +229,8 @@ func (c *Conn) Close() error {
 		c.closeErr = c.Conn.Close()
 		c.mu.Lock()
 		c.mu.closed = true
-		var rel []*admission
+		rel := c.mu.orphans
+		c.mu.orphans = nil
 		for _, st := range c.mu.streams {
 			rel = append(rel, st.adms...)
 		}
@@ -306,20 +311,21 @@ func (c *Conn) newStream(id uint32) {
 }
 
 // endStream forgets a stream (reset by either side, or answered with its
-// trailers) and returns its admissions.
-func (c *Conn) endStream(id uint32) {
+// trailers) and returns its admissions, but for those a reset by the
+// client leaves orphaned (orphan.go).
+func (c *Conn) endStream(id uint32, byClient bool) {
 	c.mu.Lock()
 	st := c.mu.streams[id]
+	var rel []*admission
 	if st != nil {
 		delete(c.mu.streams, id)
 		c.g.streams.Add(-1)
 		c.stopTimersLocked(st.adms)
+		rel = c.orphanLocked(st.adms, byClient)
 	}
 	c.mu.Unlock()
-	if st != nil {
-		for _, a := range st.adms {
-			c.g.release(a)
-		}
+	for _, a := range rel {
+		c.g.release(a)
 	}
 }
 
@@ -449,9 +455,10 @@ func (c *Conn) stalled(a *admission) {
 	// once and, at a frame boundary, hands gRPC the RST_STREAM.
 	c.woken.Store(true)
 	_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+	rel := c.orphanLocked(st.adms, true)
 	c.mu.Unlock()
 	c.g.stalls.Add(1)
-	for _, x := range st.adms {
+	for _, x := range rel {
 		c.g.release(x)
 	}
 }
@@ -546,10 +553,11 @@ func (c *Conn) flushInjectLocked() error {
 	return err
 }
 
-// done returns the admission of a handled message of length n.
-func (c *Conn) done(n int64) {
+// done returns the admission of a handled message of length n; it
+// reports whether it found one.
+func (c *Conn) done(n int64) bool {
 	if n <= Threshold {
-		return
+		return false
 	}
 	var found *admission
 	c.mu.Lock()
@@ -567,10 +575,14 @@ func (c *Conn) done(n int64) {
 			break
 		}
 	}
+	if found == nil {
+		found = c.claimOrphanLocked(n)
+	}
 	c.mu.Unlock()
 	if found != nil {
 		c.g.release(found)
 	}
+	return found != nil
 }
 
 // Write writes gRPC's outgoing frames, less the WINDOW_UPDATEs held back,

@@ -63,7 +63,7 @@ func (in *inParser) parse(c *Conn, b []byte) (n int, violated bool) {
 			case frameContinuation:
 				in.inBlock = flags&flagEndHeaders == 0
 			case frameRSTStream:
-				c.endStream(in.sid)
+				c.endStream(in.sid, true)
 			case frameData:
 				if !c.dataFrame(in.sid, in.left) {
 					return start, true
@@ -232,7 +232,7 @@ func (o *outParser) frame(c *Conn, f []byte) (drop bool, left uint32) {
 		}
 		return false, length - min(length, 4)
 	case typ == frameRSTStream, typ == frameHeaders && flags&flagEndStream != 0:
-		c.endStream(sid)
+		c.endStream(sid, false)
 	}
 	return false, length
 }

@@ -72,6 +72,9 @@ type modelConn struct {
 	// admitted: their held-back increments are dropped.
 	awaitingAtEnd map[uint32]bool
 	closed        bool
+	// orphans: messages received whole, not yet handled, on streams
+	// reset since (orphan.go): still admitted.
+	orphans []*modelMsg
 	// The client's view of the bytes written out: the WINDOW_UPDATE
 	// increments per stream (its windows) and the RST_STREAMs the wrapper
 	// sent for stalled streams, parsed up to wparsed.
@@ -108,7 +111,9 @@ type modelConn struct {
 //   - an admitted message whose window lets its client send all of it
 //     has a stall timer, and every pending timer is such a message's;
 //   - the Gate holds exactly the admissions of large messages whose
-//     prefix arrived, not yet handled, on streams not ended; it is FIFO
+//     prefix arrived, not yet handled, on streams not ended, and of the
+//     messages received whole on streams reset since, until their grace
+//     timers fire (orphans); it is FIFO
 //     and grants its head as soon as it fits; nothing waits to be injected
 //     once gRPC's writer is at a frame boundary;
 //   - with every stream ended, nothing is in use or waiting.
@@ -234,7 +239,7 @@ func runModel(t *testing.T, seed uint64, stats *modelStats) (ok bool) {
 			if s == nil {
 				continue
 			}
-			mc.endStream(s)
+			mc.endStream(s, true)
 			mc.send(frame(frameRSTStream, 0, s.sid, []byte{0, 0, 0, 0}))
 		case op < 13: // other client frames
 			switch r.IntN(4) {
@@ -286,6 +291,11 @@ func runModel(t *testing.T, seed uint64, stats *modelStats) (ok bool) {
 			if err := mc.fire(r, clock); err != "" {
 				return fail("step %d: %s", step, err)
 			}
+			if r.IntN(2) == 0 { // and an orphan's grace
+				if err := mc.fireOrphan(r); err != "" {
+					return fail("step %d: %s", step, err)
+				}
+			}
 		default:
 			if r.IntN(30) == 0 { // the client exceeds a stream's window
 				if s := pick(); s != nil {
@@ -299,6 +309,7 @@ func runModel(t *testing.T, seed uint64, stats *modelStats) (ok bool) {
 				for _, s := range mc.streams {
 					s.ended, s.admitted = true, nil
 				}
+				mc.orphans = nil
 				mc.write(t, r, mc.unsent) // so that what it wrote parses
 				mc.unsent = nil
 				mc.closed = true
@@ -336,6 +347,14 @@ func runModel(t *testing.T, seed uint64, stats *modelStats) (ok bool) {
 	}
 	if err := check(g, conns, clock); err != "" {
 		return fail("at the end: %s", err)
+	}
+	// The orphans' graces pass.
+	for _, mc := range conns {
+		for !mc.closed && len(mc.orphans) > 0 {
+			if err := mc.fireOrphan(r); err != "" {
+				return fail("at the end: %s", err)
+			}
+		}
 	}
 	if g.InUse() != 0 || g.Waiting() != 0 {
 		return fail("every stream ended: %d in use, %d waiting", g.InUse(), g.Waiting())
@@ -478,7 +497,7 @@ func (mc *modelConn) fire(r *rand.Rand, clock *fakeClock) string {
 	if s.ended { // (ending: gRPC's writer is writing its end; the wrapper has not seen it)
 		return fmt.Sprintf("stream %d: a stall timer runs for a stream the model ended", s.sid)
 	}
-	mc.endStream(s)
+	mc.endStream(s, true)
 	mc.wantRstOut[s.sid]++
 	mc.wantRstIn[s.sid]++
 	mine[i].fire()
@@ -521,6 +540,7 @@ func (mc *modelConn) violate(r *rand.Rand, s *modelStream) string {
 	for _, s := range mc.streams {
 		s.ended, s.admitted = true, nil
 	}
+	mc.orphans = nil
 	mc.failed, mc.closed = true, true
 	return ""
 }
@@ -594,13 +614,46 @@ func (mc *modelConn) sendData(r *rand.Rand, s *modelStream, k int, maxMsg int64)
 	}
 }
 
-func (mc *modelConn) endStream(s *modelStream) {
+func (mc *modelConn) endStream(s *modelStream, reset bool) {
 	mc.c.mu.Lock()
 	if st := mc.c.mu.streams[s.sid]; st != nil && st.await != nil {
 		mc.awaitingAtEnd[s.sid] = true
 	}
 	mc.c.mu.Unlock()
+	if reset && !s.ended {
+		for _, m := range s.admitted {
+			if m.received {
+				mc.orphans = append(mc.orphans, m)
+			}
+		}
+	}
 	s.ended, s.admitted = true, nil
+}
+
+// fireOrphan fires the grace timer of one of the connection's orphans.
+func (mc *modelConn) fireOrphan(r *rand.Rand) string {
+	mc.c.mu.Lock()
+	orphans := append([]*admission(nil), mc.c.mu.orphans...)
+	mc.c.mu.Unlock()
+	if len(orphans) != len(mc.orphans) {
+		return fmt.Sprintf("%d orphans, model %d", len(orphans), len(mc.orphans))
+	}
+	if len(orphans) == 0 {
+		return ""
+	}
+	a := orphans[r.IntN(len(orphans))]
+	for i, m := range mc.orphans {
+		if m.length == a.length {
+			mc.orphans = append(mc.orphans[:i], mc.orphans[i+1:]...)
+			break
+		}
+	}
+	tm, _ := a.timer.(*fakeTimer)
+	if tm == nil {
+		return "an orphan without a timer"
+	}
+	tm.fire()
+	return ""
 }
 
 // serverFrames is a few frames gRPC's writer might write, on s if not nil.
@@ -675,7 +728,7 @@ func (mc *modelConn) write(t *testing.T, r *rand.Rand, out []byte) {
 		var left []pendingEnd
 		for _, e := range mc.ends {
 			if e.pos <= len(mc.wrote)+k {
-				mc.endStream(e.s)
+				mc.endStream(e.s, false)
 			} else {
 				left = append(left, e)
 			}
@@ -846,6 +899,19 @@ func check(g *Gate, conns []*modelConn, clock *fakeClock) string {
 			}
 			delete(pending, tm)
 		}
+		for _, a := range mc.c.mu.orphans {
+			tm, _ := a.timer.(*fakeTimer)
+			if tm == nil || !pending[tm] {
+				mc.c.mu.Unlock()
+				return "an orphan's grace timer was stopped or fired"
+			}
+			delete(pending, tm)
+		}
+		if len(mc.c.mu.orphans) != len(mc.orphans) {
+			n := len(mc.c.mu.orphans)
+			mc.c.mu.Unlock()
+			return fmt.Sprintf("%d orphans, model %d", n, len(mc.orphans))
+		}
 		mc.c.mu.Unlock()
 	}
 	if len(pending) > 0 {
@@ -857,6 +923,9 @@ func check(g *Gate, conns []*modelConn, clock *fakeClock) string {
 			for _, m := range s.admitted {
 				want += min(CostFactor*m.length, g.max)
 			}
+		}
+		for _, m := range mc.orphans {
+			want += min(CostFactor*m.length, g.max)
 		}
 		if !mc.closed {
 			mc.c.mu.Lock()

@@ -39,7 +39,9 @@
 // An admission is returned when the message has been handled (Done, by the
 // AppendRows handler once its rows hold the engine's in-flight budget or
 // have been answered; for other methods as soon as the message is
-// decoded), when its stream ends, or when its connection closes.
+// decoded), when its stream ends, or when its connection closes. A
+// stream reset while its message, received whole, is being handled
+// leaves the admission until the handler is done with it (orphan.go).
 //
 // # Deadlock freedom
 //
@@ -397,13 +399,17 @@ func Done(ctx context.Context) {
 	if t == nil || t.c == nil {
 		return
 	}
+	t.done()
+}
+
+// done returns the admission of the message last received on t's RPC,
+// not yet Done; it reports whether there was one.
+func (t *rpcTag) done() bool {
 	t.mu.Lock()
 	n := t.last
 	t.last = -1
 	t.mu.Unlock()
-	if n >= 0 {
-		t.c.done(int64(n))
-	}
+	return n >= 0 && t.c.done(int64(n))
 }
 
 // Creds wraps the connections TLS credentials hand to gRPC, so that the

@@ -62,7 +62,11 @@ func (h *statsHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
 			t.c.done(int64(prev))
 		}
 	case *stats.End:
-		Done(ctx)
+		if !t.done() && ctx.Err() != nil {
+			// A cancelled RPC's handler is done: it may be the one of a
+			// reset stream whose message it never got (orphan.go).
+			t.c.endCancelled()
+		}
 	}
 }
 
