@@ -19,9 +19,8 @@ var (
 		"ANY_VALUE": true, "LOGICAL_AND": true, "LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true,
 		"STDDEV": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
 		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "APPROX_COUNT_DISTINCT": true,
-		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true}
-	knownAggs = map[string]bool{"APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true,
-		"APPROX_TOP_SUM": true, "MAX_BY": true, "MIN_BY": true, "HLL_COUNT.MERGE": true,
+		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true, "APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true}
+	knownAggs = map[string]bool{"MAX_BY": true, "MIN_BY": true, "HLL_COUNT.MERGE": true,
 		"GROUPING": true, "ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
 		"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
 		"NTH_VALUE": true}
@@ -43,8 +42,10 @@ type agg struct {
 	order []*filter.Scalar
 	desc  []bool
 	limit int64
-	// ARRAY_AGG: IGNORE NULLS.
-	ignoreNulls bool
+	// ARRAY_AGG: IGNORE NULLS; APPROX_QUANTILES: RESPECT NULLS.
+	ignoreNulls, respectNulls bool
+	// APPROX_QUANTILES, APPROX_TOP_COUNT/SUM: the number argument.
+	buckets int64
 }
 
 // acc accumulates one aggregate of one group.
@@ -65,11 +66,13 @@ type acc struct {
 	// grown to (what the memory budget is charged).
 	sketch      *hll
 	sketchBytes int64
+	tops        map[string]int // APPROX_TOP_COUNT/SUM: value key -> index in vals
 }
 
 type aggVal struct {
 	v    string // STRING_AGG
 	x    any    // ARRAY_AGG: the element; ARRAY_CONCAT_AGG: the array
+	w    any    // APPROX_TOP_COUNT: the count; APPROX_TOP_SUM: the weights' sum
 	keys []any
 }
 
@@ -254,6 +257,10 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		default:
 			a.typ = "ARRAY<" + a.argType + ">"
 		}
+	case "APPROX_QUANTILES", "APPROX_TOP_COUNT", "APPROX_TOP_SUM":
+		if err := q.checkApprox(a, types, sig); err != nil {
+			return nil, err
+		}
 	case "ARRAY_CONCAT_AGG":
 		if len(a.args) != 1 || typeKind(a.argType) != "ARRAY" && a.argType != "NULL" {
 			return nil, sig("ARRAY_CONCAT_AGG(ARRAY)")
@@ -263,7 +270,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 			a.typ = "ARRAY<INT64>"
 		}
 	}
-	if a.ignoreNulls && a.name != "ARRAY_AGG" {
+	if a.ignoreNulls && a.name != "ARRAY_AGG" && a.name != "APPROX_QUANTILES" || a.respectNulls && a.name != "ARRAY_AGG" && a.name != "APPROX_QUANTILES" {
 		return nil, notSupported(q.src, rest[0].Pos, "IGNORE NULLS in "+a.name)
 	}
 	if (len(a.order) > 0 || a.limit >= 0) && a.name != "STRING_AGG" && a.name != "ARRAY_AGG" && a.name != "ARRAY_CONCAT_AGG" {
@@ -316,7 +323,7 @@ func (q *selectQuery) aggClauses(a *agg, rest []filter.Token) error {
 			return q.errf(rest[i-1].End, "Syntax error: Expected keyword NULLS")
 		}
 		i++
-		a.ignoreNulls = ignore
+		a.ignoreNulls, a.respectNulls = ignore, !ignore
 	}
 	if kw("ORDER") {
 		i++
@@ -394,6 +401,9 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 	v := vals[0][i]
 	if a.name == "ARRAY_AGG" && v == nil && !a.ignoreNulls {
 		return a.addValue(s, v, vals, i)
+	}
+	if v == nil && (a.name == "APPROX_TOP_COUNT" || a.name == "APPROX_TOP_SUM" || a.name == "APPROX_QUANTILES" && a.respectNulls) {
+		return a.addApprox(s, v, vals, i, q) // NULL is a value here
 	}
 	if v == nil {
 		return nil
@@ -508,6 +518,8 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		s.cxy += dx * (y - s.my)
 	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
 		return a.addValue(s, v, vals, i)
+	case "APPROX_QUANTILES", "APPROX_TOP_COUNT", "APPROX_TOP_SUM":
+		return a.addApprox(s, v, vals, i, q)
 	case "STRING_AGG":
 		if a.limit >= 0 && len(a.order) == 0 && int64(len(s.vals)) >= a.limit {
 			return nil
@@ -617,6 +629,8 @@ func (a *agg) result(s *acc) any {
 			return math.NaN()
 		}
 		return s.cxy / math.Sqrt(s.m2x*s.m2y)
+	case "APPROX_QUANTILES", "APPROX_TOP_COUNT", "APPROX_TOP_SUM":
+		return a.approxResult(s)
 	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
 		vals := a.sorted(s.vals)
 		if a.limit >= 0 && int64(len(vals)) > a.limit {
