@@ -13,6 +13,7 @@ import (
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 	"google.golang.org/api/iterator"
 
+	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
 )
 
@@ -39,9 +40,14 @@ func (e *env) fillSimple(name string, n int) string {
 // jobs.get names as the destinationTable; the Go client with
 // EnableStorageReadClient reads it through the Read API (the server's
 // read-rows counter moves by the result's rows), values equal to the data;
-// tables.get and datasets.get describe it, datasets.list hides it.
+// tables.get and datasets.get describe it, datasets.list hides it. The
+// server's query memory budget is 8 MiB, a quarter of what the result's
+// rows take held in memory: the scan streams them into the table (before,
+// the executor held them all and the query failed with resourcesExceeded).
 func TestQueryLargeResultReadAPI(t *testing.T) {
-	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	e := dial(t, ctx, testkit.Start(t, func(c *server.Config) { c.MaxQueryMemory = 8 << 20 }))
 	const n = 200000
 	e.fillSimple("t_big", n)
 	if err := e.bq.EnableStorageReadClient(e.ctx, testkit.GRPCOptions(e.srv.GRPCAddr())...); err != nil {

@@ -9,11 +9,11 @@ import (
 
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
-	"github.com/bqstore/bqstore/internal/sql"
 )
 
-// A query job's destinationTable. The query runs to the end before the
-// destination is touched, so a failed query leaves it as it was; then:
+// A query job's destinationTable. The query runs to the end (its rows
+// committed to the job's anonymous table, run.go) before the destination
+// is touched, so a failed query leaves it as it was; then:
 //
 //   - missing: CREATE_NEVER fails (notFound); CREATE_IF_NEEDED creates it
 //     with the result's schema;
@@ -39,9 +39,10 @@ func ValidDisposition(v string, create bool) bool {
 	return v == "" || v == WriteTruncate || v == WriteAppend || v == WriteEmpty
 }
 
-// writeDestination writes res to j's destination table per its
-// dispositions and returns the table.
-func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (TableRef, error) {
+// writeDestination writes the result (schema sch, rows in the committed
+// table rows) to j's destination table per its dispositions and returns
+// the table.
+func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema, rows TableRef) (TableRef, error) {
 	q := j.Query
 	d := *q.Destination
 	name := fmt.Sprintf("%s:%s.%s", d.Project, d.Dataset, d.Table)
@@ -59,11 +60,11 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 	if exists {
 		switch q.WriteDisposition {
 		case WriteAppend:
-			if err := appendable(ct.Schema(), res.Schema, name); err != nil {
+			if err := appendable(ct.Schema(), sch, name); err != nil {
 				return TableRef{}, err
 			}
 			// One PENDING stream: the rows are appended all at once.
-			return d, s.appendResult(ctx, ct, res)
+			return d, s.copyRows(ctx, rows, ct)
 		case WriteTruncate:
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
@@ -73,7 +74,7 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 			if n > 0 {
 				return TableRef{}, &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
 			}
-			return d, s.appendResult(ctx, ct, res)
+			return d, s.copyRows(ctx, rows, ct)
 		}
 	}
 	// A new table, or WRITE_TRUNCATE: built aside and swapped in
@@ -81,7 +82,7 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 	// name, labels and expiration; its schema is the result's, and its
 	// constraints, partitioning and clustering go (they may name columns
 	// the result lacks).
-	spec := catalog.TableSpec{Schema: res.Schema}
+	spec := catalog.TableSpec{Schema: sch}
 	var exp *time.Time
 	if exists {
 		spec.Description, spec.FriendlyName, spec.Labels = ct.Description, ct.FriendlyName, ct.Labels
@@ -91,7 +92,7 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, res *sql.Result) (
 	if err != nil {
 		return TableRef{}, err
 	}
-	if err := s.appendResult(ctx, staged, res); err != nil {
+	if err := s.copyRows(ctx, rows, staged); err != nil {
 		s.dropTable(q.stage)
 		return TableRef{}, err
 	}

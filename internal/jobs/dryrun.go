@@ -51,7 +51,7 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 			return nil, err
 		}
 		return &sizingTable{Table: t, bytes: &bytes}, nil
-	}, sql.Options{MaxRows: s.opts.MaxRows, MaxMemory: s.opts.MaxMemory, Params: q.Params})
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params})
 	if err != nil {
 		return j, err
 	}

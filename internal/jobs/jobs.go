@@ -219,9 +219,6 @@ type Options struct {
 	DB *storage.DB
 	// Clock is the time source. Default: time.Now.
 	Clock func() time.Time
-	// MaxRows bounds a result's rows, held in memory by the executor
-	// while the query runs. Default: sql.DefaultMaxRows.
-	MaxRows int
 	// MaxMemory bounds the memory one query's operators hold; beyond it
 	// the query fails with BigQuery's resourcesExceeded
 	// (*sql.ResourcesError). Default: sql.DefaultMaxMemory.

@@ -114,11 +114,29 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 // execute runs j's statements (internal/sql: a query, DDL, DML or a
 // script) and writes the rows of the last query, if any. It returns the
 // result's fields of a Job, and the rows when there is no engine.
-func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, error) {
-	var out Job
+//
+// With an engine, a query's rows stream into the job's anonymous table
+// (resultSink) as the executor produces them, committed only once the
+// query succeeded; a destinationTable is then written from it.
+func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBatch, err error) {
 	j.Query.stage, j.Query.location, j.Query.job = stageRef(j.Project, j.Location, j.ID), j.Location, j.ID
 	q := j.Query
-	res, stats, err := s.runScript(ctx, j.Project, q, j.Started)
+	var sink *resultSink
+	var ssink sql.Sink // nil without an engine (not a nil *resultSink)
+	if s.opts.DB != nil {
+		sink = s.newResultSink(&j)
+		ssink = sink
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			sink.abort()
+			panic(p)
+		}
+		if err != nil {
+			sink.abort()
+		}
+	}()
+	res, stats, err := s.runScript(ctx, j.Project, q, j.Started, ssink)
 	out.Stats, out.BytesProcessed = stats, stats.BytesProcessed
 	if res != nil {
 		for _, n := range res.Tables {
@@ -137,7 +155,7 @@ func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, err
 	if res == nil {
 		return out, nil, nil // DDL, DML: no rows
 	}
-	out.Schema, out.NumRows = res.Schema, int64(len(res.Rows))
+	out.Schema, out.NumRows = res.Schema, res.NumRows
 	if s.opts.DB == nil {
 		if q.Destination != nil {
 			return out, nil, &BackendError{Msg: "bqstore runs without a storage engine here: no destination table"}
@@ -145,11 +163,25 @@ func (s *Store) execute(ctx context.Context, j Job) (Job, arrow.RecordBatch, err
 		rec, err := res.Record()
 		return out, rec, err
 	}
-	if q.Destination != nil {
-		out.Destination, err = s.writeDestination(ctx, &j, res)
-	} else {
-		out.Destination, err = s.writeResult(ctx, &j, res)
+	if !sink.began() {
+		// A script's last query: its rows were held until the end.
+		if err := sink.Begin(ctx, res.Schema); err != nil {
+			return out, nil, err
+		}
+		if err := sink.Write(ctx, res.Rows); err != nil {
+			return out, nil, err
+		}
+		res.Rows = nil
 	}
+	if err := sink.commit(ctx); err != nil {
+		return out, nil, err
+	}
+	if q.Destination == nil {
+		out.Destination = sink.ref
+		return out, nil, nil
+	}
+	out.Destination, err = s.writeDestination(ctx, &j, res.Schema, sink.ref)
+	sink.abort() // the anonymous table was the way there: done with it
 	return out, nil, err
 }
 
@@ -180,34 +212,27 @@ func anonRef(project, location, id string) TableRef {
 	return TableRef{Project: project, Dataset: AnonDataset(project, location), Table: "anon" + hex.EncodeToString(h[:])}
 }
 
-// writeResult writes res to j's anonymous table, created for it (it
-// expires with the job), and returns the table.
-func (s *Store) writeResult(ctx context.Context, j *Job, res *sql.Result) (TableRef, error) {
-	ref := anonRef(j.Project, j.Location, j.ID)
-	_, err := s.cat.CreateDataset(ctx, catalog.Dataset{ProjectID: ref.Project, DatasetID: ref.Dataset, Location: j.Location,
-		Description: "Anonymous query results (hidden; each table expires with its job)"})
-	if err != nil && !errors.Is(err, catalog.ErrExists) {
-		return TableRef{}, err
-	}
-	ct, err := s.cat.CreateTable(ctx, catalog.TableSpec{
-		ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table, Schema: res.Schema,
-		Expiration:  j.Created.Add(Retention),
-		Description: fmt.Sprintf("Results of job %s:%s.%s", j.Project, j.Location, j.ID),
-	})
+// copyRows appends the rows of table from to the engine table of ct
+// through one PENDING stream, committed once every row is durable: the
+// table shows all of them or none. from's columns are ct's first ones.
+func (s *Store) copyRows(ctx context.Context, from TableRef, ct *catalog.Table) error {
+	src, err := s.cat.Table(from.Project, from.Dataset, from.Table)
 	if err != nil {
-		return TableRef{}, err
+		return err
 	}
-	if err := s.appendResult(ctx, ct, res); err != nil {
-		s.dropTable(ref)
-		return TableRef{}, err
+	sst, err := s.opts.DB.Table(src.ID)
+	if err != nil {
+		return err
 	}
-	return ref, nil
-}
-
-// appendResult appends res's rows to the engine table of ct through one
-// PENDING stream, committed once every row is durable: the table shows
-// all of them or none. Rows are dropped from res as they are written.
-func (s *Store) appendResult(ctx context.Context, ct *catalog.Table, res *sql.Result) error {
+	snap, err := sst.Snapshot(time.Time{})
+	if err != nil {
+		return err
+	}
+	defer snap.Release()
+	cols := make([]int, snap.Schema().NumFields())
+	for i := range cols {
+		cols[i] = i
+	}
 	st, err := s.opts.DB.Table(ct.ID)
 	if err != nil {
 		return err
@@ -217,19 +242,21 @@ func (s *Store) appendResult(ctx context.Context, ct *catalog.Table, res *sql.Re
 	if err != nil {
 		return err
 	}
-	for i := 0; i < len(res.Rows); i += appendRows {
-		k := min(len(res.Rows), i+appendRows)
-		part := &sql.Result{Schema: res.Schema, Rows: res.Rows[i:k]}
-		rec, err := part.Record()
+	var off int64
+	for _, c := range snap.Chunks() {
+		if c.NumRows == 0 {
+			continue
+		}
+		rec, err := snap.ReadChunk(ctx, c, 0, c.NumRows, cols)
 		if err != nil {
 			return err
 		}
-		_, err = st.Append(ctx, storage.AppendRequest{Stream: info.ID, Offset: int64(i), Batch: rec, SchemaVersion: sv})
+		_, err = st.Append(ctx, storage.AppendRequest{Stream: info.ID, Offset: off, Batch: rec, SchemaVersion: sv})
 		rec.Release()
 		if err != nil {
 			return err
 		}
-		clear(res.Rows[i:k]) // the table has them now
+		off += c.NumRows
 	}
 	if _, err := st.Finalize(ctx, info.ID); err != nil {
 		return err

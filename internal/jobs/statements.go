@@ -53,7 +53,10 @@ type DatasetRef struct{ Project, Dataset string }
 // the last query's (nil when no statement returns rows). The first
 // statement reads at snapshot time at; later ones at their start, so that
 // they see what earlier ones did.
-func (s *Store) runScript(ctx context.Context, project string, q Query, at time.Time) (*sql.Result, Stats, error) {
+//
+// A script of one query hands its rows to sink (nil: none) as they are
+// produced (sql.Options.Sink); a longer script's result is held.
+func (s *Store) runScript(ctx context.Context, project string, q Query, at time.Time, sink sql.Sink) (*sql.Result, Stats, error) {
 	sts, err := sql.ParseScript(q.SQL)
 	if err != nil {
 		return nil, Stats{}, err
@@ -72,7 +75,11 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if i > 0 {
 			at = s.opts.Clock()
 		}
-		r, one, err := s.runStatement(ctx, project, q, st, at, total.BytesProcessed)
+		var sk sql.Sink
+		if len(sts) == 1 {
+			sk = sink
+		}
+		r, one, err := s.runStatement(ctx, project, q, st, at, total.BytesProcessed, sk)
 		total.BytesProcessed += one.BytesProcessed
 		if err != nil {
 			return nil, total, err
@@ -89,15 +96,16 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 }
 
 // runStatement runs one statement of a script; spent is the bytes the
-// script's earlier statements processed (for maximumBytesBilled).
-func (s *Store) runStatement(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, spent int64) (*sql.Result, Stats, error) {
+// script's earlier statements processed (for maximumBytesBilled); a query
+// hands its rows to sink (nil: in the result).
+func (s *Store) runStatement(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, spent int64, sink sql.Sink) (*sql.Result, Stats, error) {
 	stats := Stats{StatementType: st.Type}
 	q.spent = spent
 	var err error
 	switch {
 	case st.Type == "SELECT":
 		var res *sql.Result
-		res, err = s.query(ctx, project, q, st.Text, at)
+		res, err = s.queryTo(ctx, project, q, st.Text, at, sink)
 		if err == nil {
 			stats.BytesProcessed = res.BytesProcessed
 			return res, stats, nil
@@ -136,6 +144,11 @@ func billable(q Query, res *sql.Result) error {
 
 // query runs one query statement at snapshot time at.
 func (s *Store) query(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, error) {
+	return s.queryTo(ctx, project, q, text, at, nil)
+}
+
+// queryTo is query handing its rows to sink (nil: in the result).
+func (s *Store) queryTo(ctx context.Context, project string, q Query, text string, at time.Time, sink sql.Sink) (*sql.Result, error) {
 	return sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		if ref, err := qualify(project, q, n); err == nil {
 			if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View != nil {
@@ -143,7 +156,7 @@ func (s *Store) query(ctx context.Context, project string, q Query, text string,
 			}
 		}
 		return s.open(project, q, n, at)
-	}, sql.Options{MaxRows: s.opts.MaxRows, MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at})
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink})
 }
 
 // qualify resolves a table name against the job's project and default

@@ -513,9 +513,6 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				}
 				grp := index[string(kb)]
 				if grp == nil {
-					if len(order) >= q.opts.MaxRows {
-						return q.tooLarge()
-					}
 					grp = &group{accs: make([]acc, len(aggs)), set: set}
 					for g := range groupX {
 						if grouped[set][g] {

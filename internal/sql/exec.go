@@ -37,13 +37,10 @@ type Resolver func(ctx context.Context, name TableName) (Table, error)
 
 // Options configure a query.
 type Options struct {
-	// MaxRows bounds the rows of a result (and of every intermediate
-	// result) held in memory; beyond it the query fails with "not
-	// supported yet" rather than exhausting memory.
-	MaxRows int
 	// MaxMemory bounds the memory the query's operators hold (rows,
-	// groups, a join's build side); beyond it the query fails with a
-	// *ResourcesError. 0: DefaultMaxMemory; negative: no bound.
+	// groups, a join's build side, a sort's rows); beyond it the query
+	// fails with a *ResourcesError. 0: DefaultMaxMemory; negative: no
+	// bound.
 	MaxMemory int64
 	// Params are the query's parameters (nil: none), indexed over the
 	// statement's full text (filter.Params.Index).
@@ -52,17 +49,24 @@ type Options struct {
 	// the time FOR SYSTEM_TIME AS OF CURRENT_TIMESTAMP() reads at (zero:
 	// the clock when each expression compiles).
 	Now time.Time
+	// Sink, if set, receives the result's rows instead of Result.Rows:
+	// as the scan produces them when the query streams, else once the
+	// result is complete (sink.go). Nil: Result.Rows holds them.
+	Sink Sink
 }
-
-// DefaultMaxRows is the default Options.MaxRows.
-const DefaultMaxRows = 1_000_000
 
 // Result is the answer to a query.
 type Result struct {
 	Schema *schema.Schema
 	// Rows are the result's rows; each cell is a value as
-	// filter.Scalar.Values returns it, typed by the schema.
+	// filter.Scalar.Values returns it, typed by the schema. Nil when
+	// Options.Sink took them.
 	Rows [][]any
+	// NumRows is the number of rows of the result.
+	NumRows int64
+	// PeakMemory is the most memory the query's operators held at once,
+	// as the memory budget counts it (membudget.go).
+	PeakMemory int64
 	// BytesProcessed is the logical size of the columns the query read,
 	// as BigQuery bills it: per non-NULL value 8 bytes for INT64, FLOAT64,
 	// DATE, DATETIME, TIME and TIMESTAMP, 1 for BOOL, 16 for NUMERIC, 32
@@ -91,19 +95,36 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (res *
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxRows <= 0 {
-		opts.MaxRows = DefaultMaxRows
-	}
 	if opts.MaxMemory == 0 {
 		opts.MaxMemory = DefaultMaxMemory
 	}
-	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}, ctx: ctx}
+	r := &runner{src: src, resolve: resolve, opts: opts, tables: map[string]Table{}, ctx: ctx, top: q}
 	defer r.close()
-	rs, err := r.query(ctx, q, nil)
-	if err != nil {
-		return nil, err
+	if opts.Sink != nil {
+		r.stream = &streamer{sink: opts.Sink, left: q.Limit, skip: q.Offset}
 	}
-	res = &Result{Schema: &schema.Schema{}, BytesProcessed: r.bytes, Rows: rs.rows, Tables: r.names}
+	var rs *rowset
+	streamed := false
+	if r.stream != nil {
+		if rs, streamed, err = r.streamUnion(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	if !streamed {
+		if rs, err = r.query(ctx, q, nil); err != nil {
+			return nil, err
+		}
+	}
+	res = &Result{Schema: &schema.Schema{}, BytesProcessed: r.bytes, Rows: rs.rows, NumRows: int64(len(rs.rows)), Tables: r.names}
+	if r.stream != nil {
+		if !r.stream.began {
+			if err := r.drain(ctx, rs); err != nil {
+				return nil, err
+			}
+		}
+		res.Rows, res.NumRows = nil, r.stream.rows
+	}
+	res.PeakMemory = r.peak
 	if len(r.names) > 0 {
 		res.Table = &r.names[0]
 	}
@@ -138,6 +159,17 @@ type runner struct {
 	names   []TableName
 	bytes   int64
 	mem     int64 // bytes charged to the budget (membudget.go)
+	peak    int64 // the most mem was
+	// top is the statement's query; stream (nil without Options.Sink)
+	// its path to the sink (sink.go).
+	top    *Query
+	stream *streamer
+	// While probing, a top-level UNION ALL's inputs compile without
+	// reading; then unionTypes are the union's column types, which
+	// their streamed rows are coerced to.
+	probing     bool
+	unionInputs map[*Select]bool
+	unionTypes  []string
 	// ctx is Run's: subqueries inside expressions run while their
 	// expression compiles.
 	ctx  context.Context
@@ -168,10 +200,6 @@ func (r *runner) close() {
 
 func (r *runner) errf(pos int, format string, args ...any) error {
 	return filter.NewError(r.src, pos, format, args...)
-}
-
-func (r *runner) tooLarge() error {
-	return &filter.Error{Line: 1, Column: 1, Msg: fmt.Sprintf("not supported yet by bqstore: results larger than %d rows (results are held in memory)", r.opts.MaxRows)}
 }
 
 // text returns the statement with everything outside [from, to) blanked
@@ -593,13 +621,25 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		}
 	}
 	var out *output
+	streaming := q.canStream(qq, aggregate)
+	if q.probing && q.unionInputs[sel] && !streaming {
+		return nil, errNoStream
+	}
 	if aggregate {
 		out, err = q.runAggregate(ctx, items, where)
 	} else {
-		out, err = q.runPlain(ctx, items, where)
+		out, err = q.runPlain(ctx, items, where, streaming)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if streaming {
+		// The rows went to the sink; LIMIT and OFFSET applied there.
+		rs := &rowset{types: out.types}
+		for _, it := range items {
+			rs.names = append(rs.names, it.Alias)
+		}
+		return rs, nil
 	}
 	rows := out.rows
 	if sel.Distinct {
@@ -777,8 +817,9 @@ func (q *selectQuery) compileItem(it Item) (*filter.Scalar, error) {
 }
 
 // runPlain runs a query without aggregation: the select list and ORDER BY
-// keys evaluated over the rows WHERE keeps.
-func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
+// keys evaluated over the rows WHERE keeps. With stream, the rows go to
+// the sink batch by batch, past OFFSET and up to LIMIT, and out has none.
+func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.Scalar, stream bool) (*output, error) {
 	var exprs []*filter.Scalar
 	out := &output{}
 	for _, it := range items {
@@ -811,8 +852,27 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		}
 		out.order = append(out.order, orderKey{col: col, typ: t, desc: o.Desc, nullsLast: o.NullsLast})
 	}
+	if stream && q.probing {
+		return out, nil // the types are what the probe wants
+	}
+	if stream && !q.stream.began {
+		names := make([]string, len(items))
+		for i, it := range items {
+			names[i] = it.Alias
+		}
+		if err := q.begin(ctx, names, out.types); err != nil {
+			return nil, err
+		}
+	}
+	st := q.stream
+	done := stream && st.left == 0
 	all := append([]*filter.Scalar{where}, exprs...)
 	err := q.scan(ctx, all, func(rec arrow.RecordBatch, n int) error {
+		if done {
+			// Past LIMIT: the scan goes on only to count the bytes of
+			// the columns read, which BigQuery bills whole.
+			return nil
+		}
 		keep, err := selection(ctx, where, rec, n)
 		if err != nil {
 			return err
@@ -825,21 +885,51 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			}
 			cols[j] = vals
 		}
+		var batch [][]any
+		var charged int64
 		for i := 0; i < n; i++ {
 			if !keep[i] {
 				continue
 			}
-			if len(out.rows) >= q.opts.MaxRows {
-				return q.tooLarge()
+			if stream {
+				if st.skip > 0 {
+					st.skip--
+					continue
+				}
+				if st.left == 0 {
+					break
+				}
+				if st.left > 0 {
+					st.left--
+				}
 			}
 			row := make([]any, len(exprs))
 			for j := range exprs {
 				row[j] = cols[j][i]
 			}
-			if err := q.chargeRow(row, "rows of the SELECT"); err != nil {
+			if stream && q.unionTypes != nil {
+				for j, t := range q.unionTypes {
+					row[j] = coerce(row[j], out.types[j], t)
+				}
+			}
+			b := rowBytes(row)
+			if err := q.charge(b, "rows of the SELECT"); err != nil {
 				return err
 			}
-			out.rows = append(out.rows, row)
+			charged += b
+			if stream {
+				batch = append(batch, row)
+			} else {
+				out.rows = append(out.rows, row)
+			}
+		}
+		if stream {
+			err := q.emit(ctx, batch, charged)
+			if errors.Is(err, errLimitReached) {
+				done = true
+				return nil
+			}
+			return err
 		}
 		return nil
 	})

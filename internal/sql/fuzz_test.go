@@ -46,7 +46,7 @@ func FuzzQuery(f *testing.F) {
 		return nil, errResolve
 	}
 	f.Fuzz(func(t *testing.T, src string) {
-		_, err := Run(context.Background(), src, resolve, Options{MaxRows: 1000})
+		_, err := Run(context.Background(), src, resolve, Options{MaxMemory: 16 << 20})
 		if err == nil || errors.Is(err, errResolve) {
 			return
 		}

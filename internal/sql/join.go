@@ -290,9 +290,6 @@ func (jr *joinRel) read(ctx context.Context, rel *relation, in, out []string) (*
 	parts := make([][]arrow.Array, len(in))
 	err := rel.scan(ctx, in, func(rec arrow.RecordBatch, n int) error {
 		s.n += n
-		if len(in) > 0 && s.n > jr.opts.MaxRows*4 {
-			return jr.tooLarge()
-		}
 		if len(in) > 0 {
 			if err := jr.chargeArrays(rec.Columns()[:len(in)], "JOIN operations"); err != nil {
 				return err

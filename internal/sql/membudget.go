@@ -68,16 +68,21 @@ func rowBytes(row []any) int64 {
 // charge accounts n more bytes held by the query's operators (what:
 // the operator, for the error) and fails the query beyond its budget.
 // Memory is charged when an operator keeps rows (result rows, groups,
-// a join's build side, set operations, window partitions) and never
-// released: the budget bounds the sum of what the query ever held,
-// an upper bound of its peak.
+// a join's build side, window partitions). Only a streaming scan
+// releases what it charged (a batch, once the sink has it, sink.go);
+// what the other operators keep is never released: the budget bounds
+// the sum of what they ever held, an upper bound of their peak.
 func (r *runner) charge(n int64, what string) error {
 	r.mem += n
+	r.peak = max(r.peak, r.mem)
 	if r.opts.MaxMemory > 0 && r.mem > r.opts.MaxMemory {
 		return &ResourcesError{Limit: r.opts.MaxMemory, Used: r.mem, What: what}
 	}
 	return nil
 }
+
+// release returns n bytes charged before: memory no longer held.
+func (r *runner) release(n int64) { r.mem -= n }
 
 // chargeRow charges one kept row.
 func (r *runner) chargeRow(row []any, what string) error {

@@ -122,9 +122,6 @@ func (r *runner) cteQuery(ctx context.Context, c *env) (*rowset, error) {
 			}
 			added = append(added, row)
 		}
-		if len(out.rows)+len(added) > r.opts.MaxRows {
-			return nil, r.tooLarge()
-		}
 		out.rows = append(out.rows, added...)
 		return added, nil
 	}

@@ -78,13 +78,6 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 	}
 	switch op.Op {
 	case "UNION":
-		n := 0
-		for _, rs := range sets {
-			n += len(rs.rows)
-		}
-		if n > r.opts.MaxRows {
-			return nil, r.tooLarge()
-		}
 		for _, rs := range sets {
 			out.rows = append(out.rows, rs.rows...)
 		}

@@ -503,9 +503,6 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 				}
 			}
 			n += len(idx)
-			if n > q.opts.MaxRows {
-				return q.tooLarge()
-			}
 			if len(need) == 0 || len(idx) == 0 {
 				return nil
 			}
@@ -517,6 +514,11 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 					return err
 				}
 				parts[k] = append(parts[k], a)
+				// Held until the windows are computed (twice: the parts,
+				// then their concatenation).
+				if err := q.chargeArrays([]arrow.Array{a, a}, "analytic OVER() clauses"); err != nil {
+					return err
+				}
 			}
 			return nil
 		})

@@ -1,0 +1,119 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/sql"
+)
+
+// TestQueryResultStreams: a scan's result far larger than the query's
+// memory budget streams into the anonymous table batch by batch (before,
+// the executor held every row and failed with resourcesExceeded); a
+// LIMIT stops at its rows; a sort of the same rows still fails with
+// resourcesExceeded, the budget's error rather than a row cap.
+func TestQueryResultStreams(t *testing.T) {
+	const n = 100_000
+	s, cat, db := engineStore(t, Options{MaxMemory: 2 << 20})
+	fillTable(t, cat, db, "big", n)
+	if _, err := s.Insert("p", "scan", "US", Query{SQL: "SELECT x, s, x * 2 AS y FROM d.big WHERE x >= 10"}); err != nil {
+		t.Fatal(err)
+	}
+	j := wait(t, s, "scan")
+	if j.Err != nil {
+		t.Fatalf("a streamed scan of %d rows under a 2 MiB budget: %v", n, j.Err)
+	}
+	if j.NumRows != n-10 {
+		t.Fatalf("NumRows %d, want %d", j.NumRows, n-10)
+	}
+	rows := readAll(t, s, j)
+	if len(rows) != n-10 {
+		t.Fatalf("%d rows read back, want %d", len(rows), n-10)
+	}
+	for i, row := range rows {
+		x := int64(i + 10)
+		if row[0] != x || row[1] != fmt.Sprintf("row-%d", x) || row[2] != 2*x {
+			t.Fatalf("row %d: %v", i, row)
+		}
+	}
+	if _, err := s.Insert("p", "limit", "US", Query{SQL: "SELECT x FROM d.big LIMIT 5 OFFSET 7"}); err != nil {
+		t.Fatal(err)
+	}
+	j = wait(t, s, "limit")
+	if j.Err != nil || j.NumRows != 5 {
+		t.Fatalf("LIMIT 5 OFFSET 7: %d rows, %v", j.NumRows, j.Err)
+	}
+	if got := readAll(t, s, j); fmt.Sprint(got) != "[[7] [8] [9] [10] [11]]" {
+		t.Fatalf("LIMIT 5 OFFSET 7: %v", got)
+	}
+	// Billed as BigQuery bills it: the columns read, whole, LIMIT or not.
+	if _, err := s.Insert("p", "nolimit", "US", Query{SQL: "SELECT x FROM d.big"}); err != nil {
+		t.Fatal(err)
+	}
+	if all := wait(t, s, "nolimit"); all.Err != nil || all.BytesProcessed != 8*n || j.BytesProcessed != all.BytesProcessed {
+		t.Fatalf("bytes processed: LIMIT %d, whole %d (%v), want %d", j.BytesProcessed, all.BytesProcessed, all.Err, 8*n)
+	}
+	if _, err := s.Insert("p", "sort", "US", Query{SQL: "SELECT x, s FROM d.big ORDER BY s"}); err != nil {
+		t.Fatal(err)
+	}
+	var re *sql.ResourcesError
+	if j := wait(t, s, "sort"); !errors.As(j.Err, &re) {
+		t.Fatalf("a sort of %d rows under 2 MiB: %v, want resourcesExceeded", n, j.Err)
+	}
+}
+
+// TestQueryFailsMidwayNoRows: a query that fails after it streamed most
+// of its rows leaves its destination as it was (WRITE_APPEND and
+// WRITE_TRUNCATE) and no anonymous table behind.
+func TestQueryFailsMidwayNoRows(t *testing.T) {
+	const n = 50_000
+	s, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "big", n)
+	fillTable(t, cat, db, "dst", 3)
+	dst := &TableRef{Project: "p", Dataset: "d", Table: "dst"}
+	// A failing CAST at row n-100: "Bad int64 value: midway".
+	failing := fmt.Sprintf("SELECT x, IF(CAST(IF(x = %d, 'midway', '1') AS INT64) = 1, s, NULL) AS s FROM d.big", n-100)
+	for _, c := range []struct {
+		id   string
+		dest *TableRef
+		disp string
+	}{{"anon", nil, ""}, {"append", dst, WriteAppend}, {"truncate", dst, WriteTruncate}} {
+		if _, err := s.Insert("p", c.id, "US", Query{SQL: failing, Destination: c.dest, WriteDisposition: c.disp}); err != nil {
+			t.Fatal(err)
+		}
+		j := wait(t, s, c.id)
+		if j.Err == nil || !strings.Contains(j.Err.Error(), "midway") {
+			t.Fatalf("%s: err %v, want the query's ERROR", c.id, j.Err)
+		}
+		ct, err := cat.Table("p", "d", "dst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.numRows(ct); err != nil || got != 3 {
+			t.Fatalf("%s: destination has %d rows (%v), want its 3", c.id, got, err)
+		}
+		a := anonRef("p", "US", c.id)
+		if _, err := cat.Table(a.Project, a.Dataset, a.Table); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("%s: anonymous table after the failure: %v, want not found", c.id, err)
+		}
+	}
+	// The same query without the failure appends every row.
+	ok := fmt.Sprintf("SELECT x, IF(x = %d, 'fine', s) AS s FROM d.big", n-100)
+	if _, err := s.Insert("p", "ok", "US", Query{SQL: ok, Destination: dst, WriteDisposition: WriteAppend}); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "ok"); j.Err != nil || j.Destination != *dst {
+		t.Fatalf("ok: %v %+v", j.Err, j.Destination)
+	}
+	ct, _ := cat.Table("p", "d", "dst")
+	if got, err := s.numRows(ct); err != nil || got != n+3 {
+		t.Fatalf("destination has %d rows (%v), want %d", got, err, n+3)
+	}
+	a := anonRef("p", "US", "ok")
+	if _, err := cat.Table(a.Project, a.Dataset, a.Table); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("the anonymous table of a destination query: %v, want dropped", err)
+	}
+}
