@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -385,6 +386,9 @@ type selectQuery struct {
 	in    *relation
 	env   *env
 	order []OrderItem
+	// topK is LIMIT plus OFFSET when only that many of the ordered rows
+	// are wanted (topk.go); -1: all.
+	topK int64
 	// windows are the block's analytic function calls, windowAt them by
 	// the position of their text.
 	windows  []*window
@@ -497,7 +501,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if err != nil {
 		return nil, err
 	}
-	q := &selectQuery{runner: r, sel: sel, in: in, env: e, windowAt: map[int]*window{}, pendingAt: map[int]bool{}}
+	q := &selectQuery{runner: r, sel: sel, in: in, env: e, windowAt: map[int]*window{}, pendingAt: map[int]bool{}, topK: -1}
 	if qq != nil {
 		q.order = qq.OrderBy
 	}
@@ -624,6 +628,9 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	streaming := q.canStream(qq, aggregate)
 	if q.probing && q.unionInputs[sel] && !streaming {
 		return nil, errNoStream
+	}
+	if qq != nil && qq.Limit >= 0 && !sel.Distinct {
+		q.topK = qq.Limit + min(qq.Offset, math.MaxInt64-qq.Limit)
 	}
 	if aggregate {
 		out, err = q.runAggregate(ctx, items, where)
@@ -866,6 +873,10 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 	}
 	st := q.stream
 	done := stream && st.left == 0
+	var tk *topK
+	if !stream && len(out.order) > 0 && q.topK >= 0 {
+		tk = newTopK(q.topK, out.order)
+	}
 	all := append([]*filter.Scalar{where}, exprs...)
 	err := q.scan(ctx, all, func(rec arrow.RecordBatch, n int) error {
 		if done {
@@ -917,9 +928,12 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 				return err
 			}
 			charged += b
-			if stream {
+			switch {
+			case stream:
 				batch = append(batch, row)
-			} else {
+			case tk != nil:
+				q.release(tk.offer(row, b))
+			default:
 				out.rows = append(out.rows, row)
 			}
 		}
@@ -935,6 +949,9 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 	})
 	if err != nil {
 		return nil, err
+	}
+	if tk != nil {
+		out.rows = tk.sorted()
 	}
 	return out, nil
 }

@@ -46,6 +46,10 @@ func TestPropertyReference(t *testing.T) {
 		}
 		got := canonRows(res.Rows)
 		exp := canonRows(want)
+		if strings.HasPrefix(sqlText, orderedMark) {
+			// ORDER BY ... LIMIT: the rows in their order.
+			got, exp = []string{fmt.Sprint(res.Rows)}, []string{fmt.Sprint(want)}
+		}
 		if !slices.Equal(got, exp) {
 			t.Fatalf("iteration %d: %s\ngot  %v\nwant %v\ntables l=%v r=%v", iter, sqlText, got, exp, l.rows, r.rows)
 		}
@@ -167,8 +171,77 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 	}
 }
 
+// orderedMark starts a query whose rows are compared in order.
+const orderedMark = "/* ordered */ "
+
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(10) {
+	switch rng.Intn(11) {
+	case 10: // ORDER BY some columns [DESC] [NULLS FIRST|LAST] LIMIT [OFFSET]: top-k
+		p := randPred(rng, "l", 1)
+		var rows [][]any
+		for _, row := range l.rows {
+			if x := p.eval(row); x != nil && *x {
+				rows = append(rows, row)
+			}
+		}
+		type key struct {
+			col             int
+			desc, nullsLast bool
+		}
+		var keys []key
+		var items []string
+		for _, col := range rng.Perm(3)[:1+rng.Intn(3)] {
+			k := key{col: col}
+			item := []string{"a", "b", "c"}[col]
+			if rng.Intn(2) == 0 {
+				k.desc, k.nullsLast = true, true // BigQuery: DESC puts NULLs last
+				item += " DESC"
+			}
+			switch rng.Intn(3) {
+			case 0:
+				k.nullsLast = false
+				item += " NULLS FIRST"
+			case 1:
+				k.nullsLast = true
+				item += " NULLS LAST"
+			}
+			keys = append(keys, k)
+			items = append(items, item)
+		}
+		slices.SortStableFunc(rows, func(x, y []any) int {
+			for _, k := range keys {
+				a, b := x[k.col], y[k.col]
+				switch {
+				case a == nil && b == nil:
+					continue
+				case a == nil || b == nil:
+					if (a == nil) != k.nullsLast {
+						return -1
+					}
+					return 1
+				}
+				var c int
+				if ai, ok := a.(int64); ok {
+					c = cmp.Compare(ai, b.(int64))
+				} else {
+					c = strings.Compare(a.(string), b.(string))
+				}
+				if k.desc {
+					c = -c
+				}
+				if c != 0 {
+					return c
+				}
+			}
+			return 0 // a tie keeps the table's order
+		})
+		limit, offset := rng.Intn(5), rng.Intn(3)
+		text := fmt.Sprintf("%sSELECT a, b, c FROM l WHERE %s ORDER BY %s LIMIT %d", orderedMark, p.text, strings.Join(items, ", "), limit)
+		if offset > 0 || rng.Intn(2) == 0 {
+			text += fmt.Sprintf(" OFFSET %d", offset)
+		}
+		rows = rows[min(offset, len(rows)):]
+		return text, rows[:min(limit, len(rows))]
 	case 9: // COUNT and SUM over RANGE frames with offsets, in a named window
 		offsets := []int64{0, 1, 2, math.MaxInt64}
 		bound := func(unb string) (string, bool, int64) {

@@ -120,35 +120,38 @@ func distinct(rows [][]any, n int) [][]any {
 // sortRows sorts by the keys, stably: NULLs first in ascending order and
 // last in descending order unless NULLS FIRST/LAST says otherwise.
 func sortRows(rows [][]any, keys []orderKey) {
-	sort.SliceStable(rows, func(i, j int) bool {
-		for _, k := range keys {
-			a, b := rows[i][k.col], rows[j][k.col]
-			var c int
-			switch {
-			case a == nil && b == nil:
-				c = 0
-			case a == nil:
-				if k.nullsLast {
-					return false
-				}
-				return true
-			case b == nil:
-				if k.nullsLast {
-					return true
-				}
-				return false
-			default:
-				c = compareValues(a, b)
-				if k.desc {
-					c = -c
-				}
+	sort.SliceStable(rows, func(i, j int) bool { return compareRows(rows[i], rows[j], keys) < 0 })
+}
+
+// compareRows orders two rows by the keys, as sortRows does (0: a tie).
+func compareRows(x, y []any, keys []orderKey) int {
+	for _, k := range keys {
+		a, b := x[k.col], y[k.col]
+		var c int
+		switch {
+		case a == nil && b == nil:
+			c = 0
+		case a == nil:
+			if k.nullsLast {
+				return 1
 			}
-			if c != 0 {
-				return c < 0
+			return -1
+		case b == nil:
+			if k.nullsLast {
+				return -1
+			}
+			return 1
+		default:
+			c = compareValues(a, b)
+			if k.desc {
+				c = -c
 			}
 		}
-		return false
-	})
+		if c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 // LogicalBytes is the size of rec's values as BigQuery bills them (a
