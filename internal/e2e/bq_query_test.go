@@ -117,6 +117,23 @@ func TestBQQuery(t *testing.T) {
 	if code == 0 || !strings.Contains(folded(out+errs), "Query parameter 'nope' not found at [1:8]") {
 		t.Errorf("undeclared parameter: exit %d\n%s%s", code, out, errs)
 	}
+	// DDL and DML: bq prints what the job's statistics say was done
+	// (ddlOperationPerformed on ddlTargetTable, numDmlAffectedRows; a CTAS
+	// has no numDmlAffectedRows, else bq would print that instead).
+	for _, tc := range []struct{ sql, want string }{
+		{"CREATE TABLE d.t_bq_ddl (x INT64)", "Created local.d.t_bq_ddl"},
+		{"INSERT INTO d.t_bq_ddl VALUES (1), (2)", "Number of affected rows: 2"},
+		{"CREATE TABLE IF NOT EXISTS d.t_bq_ddl (x INT64)", "Skipped local.d.t_bq_ddl"},
+		{"CREATE OR REPLACE TABLE d.t_bq_ddl AS SELECT id FROM d.t_bq", "Replaced local.d.t_bq_ddl"},
+		{"ALTER TABLE d.t_bq_ddl ADD COLUMN y STRING", "Altered local.d.t_bq_ddl"},
+		{"ALTER TABLE d.t_bq_ddl RENAME TO t_bq_ddl2", "Altered local.d.t_bq_ddl"},
+		{"DROP TABLE d.t_bq_ddl2", "Dropped local.d.t_bq_ddl2"},
+	} {
+		out, errs, code := run(tc.sql)
+		if code != 0 || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("bq query %q: exit %d, want %q\n%s%s", tc.sql, code, tc.want, out, errs)
+		}
+	}
 	// --dry_run: bq prints the job's statistics (json): the bytes the
 	// query would read (20 INT64 ids), nothing run.
 	out, errs, code = run("--dry_run", "SELECT id FROM d.t_bq")
