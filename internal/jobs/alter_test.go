@@ -129,3 +129,29 @@ func TestTempTables(t *testing.T) {
 	}
 	noTemps()
 }
+
+// TestAlterColumnWidening: SET DATA TYPE to a type BigQuery widens to
+// (INT64 to NUMERIC, BIGNUMERIC or FLOAT64; NUMERIC to BIGNUMERIC or
+// FLOAT64) is a positioned "not supported yet" (the engine keeps a
+// column's stored type), not the "Provided Schema does not match" error
+// BigQuery gives for a change it refuses, which it answered before; a
+// refused change keeps that error; a longer STRING works.
+func TestAlterColumnWidening(t *testing.T) {
+	s, _ := newEngineStore(t)
+	mustRun(t, s, "mk", "CREATE TABLE d.t (i INT64, n NUMERIC, b BIGNUMERIC, s STRING(5))")
+	for _, tc := range []struct{ sql, want string }{
+		{"ALTER TABLE d.t ALTER COLUMN i SET DATA TYPE NUMERIC", "not supported yet by bqstore: ALTER COLUMN SET DATA TYPE from INT64 to NUMERIC at [1:17]"},
+		{"ALTER TABLE d.t ALTER COLUMN i SET DATA TYPE FLOAT64", "not supported yet by bqstore: ALTER COLUMN SET DATA TYPE from INT64 to FLOAT64 at [1:17]"},
+		{"ALTER TABLE d.t ALTER COLUMN n SET DATA TYPE BIGNUMERIC", "not supported yet by bqstore: ALTER COLUMN SET DATA TYPE from NUMERIC to BIGNUMERIC at [1:17]"},
+		{"ALTER TABLE d.t ALTER COLUMN b SET DATA TYPE FLOAT64", "Provided Schema does not match Table p:d.t. Field b has changed type from BIGNUMERIC to FLOAT"},
+	} {
+		j := runJob(t, s, "w", Query{SQL: tc.sql})
+		if j.Err == nil || j.Err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.sql, j.Err, tc.want)
+		}
+		if err := s.Delete("p", "w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustRun(t, s, "len", "ALTER TABLE d.t ALTER COLUMN s SET DATA TYPE STRING(10)")
+}

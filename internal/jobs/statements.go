@@ -618,9 +618,21 @@ func alterColumn(f schema.Field, ac *sql.AlterColumn, src string, pos int) (*sch
 		if ac.SetType.Mode == schema.Repeated || f.Mode == schema.Repeated || f.Type == schema.Record {
 			return nil, filter.NewError(src, pos, "ALTER COLUMN %s SET DATA TYPE: only scalar columns can change type", f.Name)
 		}
+		if widens[[2]schema.Type{f.Type, ac.SetType.Type}] {
+			// BigQuery allows it; the engine keeps a column's stored
+			// type (its schema versions only add columns).
+			return nil, filter.NewError(src, pos, "not supported yet by bqstore: ALTER COLUMN SET DATA TYPE from %s to %s", sql.TypeName(f.Type), sql.TypeName(ac.SetType.Type))
+		}
 		f.Type, f.MaxLength, f.Precision, f.Scale = ac.SetType.Type, ac.SetType.MaxLength, ac.SetType.Precision, ac.SetType.Scale
 	}
 	return &f, nil
+}
+
+// widens are the type changes BigQuery's ALTER COLUMN SET DATA TYPE
+// makes (its coercions of a column's values), from, to.
+var widens = map[[2]schema.Type]bool{
+	{schema.Integer, schema.Numeric}: true, {schema.Integer, schema.BigNumeric}: true, {schema.Integer, schema.Float}: true,
+	{schema.Numeric, schema.BigNumeric}: true, {schema.Numeric, schema.Float}: true,
 }
 
 // alterSchema runs ALTER SCHEMA ... SET OPTIONS.
