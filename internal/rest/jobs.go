@@ -521,7 +521,7 @@ func (h *Handler) writeResults(w http.ResponseWriter, r *http.Request, j jobs.Jo
 			if len(rows) >= queryMaxPageBytes {
 				return errFull
 			}
-			k := min(n, i+256)
+			k := pageRunEnd(rec, i, n, len(rows), queryMaxPageBytes)
 			if len(rows) > 0 {
 				rows = append(rows, ',')
 			}

@@ -476,3 +476,37 @@ func TestJobTimeoutREST(t *testing.T) {
 		t.Fatalf("jobs.query past its jobTimeoutMs: %d %s", code, b)
 	}
 }
+
+// TestQueryResultsPageBytes: a page of query results holds about 10 MB
+// of rows (queryMaxPageBytes) however large the rows are: rows were
+// formatted 256 at a time before the size was checked, so 1 MB rows made
+// one 30 MB page (and 10 MB rows a 2.5 GB one, built in memory).
+func TestQueryResultsPageBytes(t *testing.T) {
+	e := newEnv(t)
+	base := e.srv.URL
+	code, b := do(t, base, "POST", "/projects/p/queries", `{"query":"SELECT n, REPEAT('x', 1000000) AS s FROM UNNEST([1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30]) AS n","useLegacySql":false}`)
+	var qr struct {
+		TotalRows    string
+		PageToken    string
+		Rows         []json.RawMessage
+		JobReference struct{ JobID string }
+	}
+	if err := json.Unmarshal(b, &qr); code != 200 || err != nil {
+		t.Fatalf("jobs.query: %d %.300s", code, b)
+	}
+	if len(b) > 11<<20 || qr.PageToken == "" || len(qr.Rows) == 0 {
+		t.Fatalf("first page: %d bytes, %d rows, token %q; want at most ~10 MB and a token", len(b), len(qr.Rows), qr.PageToken)
+	}
+	seen := len(qr.Rows)
+	for qr.PageToken != "" {
+		code, b = do(t, base, "GET", "/projects/p/queries/"+qr.JobReference.JobID+"?pageToken="+qr.PageToken, "")
+		qr.PageToken, qr.Rows = "", nil
+		if err := json.Unmarshal(b, &qr); code != 200 || err != nil || len(b) > 11<<20 || len(qr.Rows) == 0 {
+			t.Fatalf("next page: %d, %d bytes, %d rows", code, len(b), len(qr.Rows))
+		}
+		seen += len(qr.Rows)
+	}
+	if seen != 30 {
+		t.Fatalf("%d rows over the pages, want 30", seen)
+	}
+}

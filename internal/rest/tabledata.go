@@ -213,7 +213,7 @@ func (h *Handler) tableDataPage(r *http.Request, db *storage.DB) ([]byte, error)
 		// Format row by row until the page is full.
 		n := int(prec.NumRows())
 		for i := 0; i < n && len(rows) < tableDataMaxPageBytes; {
-			k := min(n, i+256)
+			k := pageRunEnd(prec, i, n, len(rows), tableDataMaxPageBytes)
 			if len(rows) > 0 {
 				rows = append(rows, ',')
 			}
