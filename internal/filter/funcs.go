@@ -126,7 +126,7 @@ var isTruncFunc = map[string]bool{"DATE_TRUNC": true, "TIMESTAMP_TRUNC": true, "
 
 // isPartArg reports whether argument i of function name is a date part.
 func isPartArg(name string, i int) bool {
-	return (isDiffFunc[name] && i == 2) || ((isTruncFunc[name] || name == "LAST_DAY") && i == 1)
+	return (isDiffFunc[name] && i == 2) || ((isTruncFunc[name] || name == "LAST_DAY" || name == "NORMALIZE" || name == "NORMALIZE_AND_CASEFOLD") && i == 1)
 }
 
 func (c *checker) noSig(e *Call, args []node) *Error {
@@ -419,6 +419,7 @@ func init() {
 	registerFormat()
 	registerWeeks()
 	registerJSON()
+	registerMisc()
 }
 
 func asciiLower(s string) string {
