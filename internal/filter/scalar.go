@@ -256,3 +256,18 @@ func (c *checker) constNodeOf(typeName string, v any, pos int) (node, error) {
 	}
 	return &constNode{v: constVec(t, x), p: pos}, nil
 }
+
+// MayMatch is Filter.MayMatch for a BOOL (or NULL) expression used as a
+// condition (a query's WHERE): false only when no row of a batch with
+// these zone maps can make it TRUE. It is true for other types.
+func (x *Scalar) MayMatch(stats ColumnStatsFunc) bool {
+	root := x.root
+	switch root.typ() {
+	case tBool:
+	case tNull:
+		root = &constNode{v: constVec(tBool, nullValue)}
+	default:
+		return true
+	}
+	return (&Filter{src: x.src, root: root, columns: x.columns}).MayMatch(stats)
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/bqstore/bqstore/internal/resource"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/storage"
+	"github.com/bqstore/bqstore/internal/zonemap"
 )
 
 // maxRowRestrictionBytes is the real service's limit on row_restriction.
@@ -298,7 +299,7 @@ func (s *Service) buildPlan(ctx context.Context, meta *sessionMeta, snap *storag
 	for i, c := range all {
 		total += c.NumRows
 		p.prefix = append(p.prefix, total)
-		if flt != nil && !flt.MayMatch(chunkStats(full, c)) {
+		if flt != nil && !flt.MayMatch(zonemap.ChunkStats(full, c)) {
 			s.metrics.pruned.Inc()
 			p.pruned[i] = true
 			continue

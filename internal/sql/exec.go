@@ -68,6 +68,9 @@ type Result struct {
 	// PeakMemory is the most memory the query's operators held at once,
 	// as the memory budget counts it (membudget.go).
 	PeakMemory int64
+	// PrunedBatches is the batches of base tables the zone maps ruled
+	// out for the WHERE that read them (PruningTable).
+	PrunedBatches int64
 	// BytesProcessed is the logical size of the columns the query read,
 	// as BigQuery bills it: per non-NULL value 8 bytes for INT64, FLOAT64,
 	// DATE, DATETIME, TIME and TIMESTAMP, 1 for BOOL, 16 for NUMERIC, 32
@@ -125,7 +128,7 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (res *
 		}
 		res.Rows, res.NumRows = nil, r.stream.rows
 	}
-	res.PeakMemory = r.peak
+	res.PeakMemory, res.PrunedBatches = r.peak, r.pruned
 	if len(r.names) > 0 {
 		res.Table = &r.names[0]
 	}
@@ -161,6 +164,7 @@ type runner struct {
 	bytes   int64
 	mem     int64 // bytes charged to the budget (membudget.go)
 	peak    int64 // the most mem was
+	pruned  int64 // batches the zone maps let scans skip (prune.go)
 	// top is the statement's query; stream (nil without Options.Sink)
 	// its path to the sink (sink.go).
 	top    *Query
@@ -987,9 +991,11 @@ func checkOrderable(r *runner, sp Span, t string) error {
 	return nil
 }
 
-// scan reads the input with the columns the expressions reference.
+// scan reads the input with the columns the expressions reference;
+// exprs[0] is the block's WHERE (nil: none), by which a base table's
+// batches are pruned.
 func (q *selectQuery) scan(ctx context.Context, exprs []*filter.Scalar, fn func(rec arrow.RecordBatch, n int) error) error {
-	return q.in.scan(ctx, referenced(exprs), fn)
+	return q.in.scanWhere(ctx, exprs[0], referenced(exprs), fn)
 }
 
 // referenced lists the columns the expressions read, each once.

@@ -26,6 +26,9 @@ type relation struct {
 	// scan calls fn with batches holding the named internal columns, in
 	// that order; with none, fn gets a nil record and the row count.
 	scan func(ctx context.Context, cols []string, fn func(rec arrow.RecordBatch, n int) error) error
+	// pruning, set for a base table that can prune (prune.go), is scan
+	// skipping the batches a WHERE condition rules out.
+	pruning func(ctx context.Context, where *filter.Scalar, cols []string, fn func(rec arrow.RecordBatch, n int) error) error
 	// vars are the range variables (lower case) the relation's columns
 	// are qualified by.
 	vars map[string]bool
@@ -132,6 +135,9 @@ func (r *runner) tableRelation(t Table, qual string) *relation {
 			}
 			return fn(rec, int(rec.NumRows()))
 		})
+	}
+	if pt, ok := t.(PruningTable); ok {
+		rel.pruning = r.pruningScan(pt, rel.scan)
 	}
 	return rel
 }

@@ -1,4 +1,7 @@
-package readapi
+// Package zonemap exposes the engine's per-batch column statistics (a
+// snapshot chunk's zone maps) to the filter's pruning (filter.MayMatch),
+// for the Read API's row_restriction and for queries' WHERE.
+package zonemap
 
 import (
 	"strings"
@@ -10,9 +13,9 @@ import (
 	"github.com/bqstore/bqstore/internal/storage/segment"
 )
 
-// chunkStats exposes a chunk's zone maps (one per top-level column of the
+// ChunkStats exposes a chunk's zone maps (one per top-level column of the
 // snapshot schema) to the filter's pruning. Nested paths have no stats.
-func chunkStats(s *arrow.Schema, c storage.Chunk) filter.ColumnStatsFunc {
+func ChunkStats(s *arrow.Schema, c storage.Chunk) filter.ColumnStatsFunc {
 	return func(path []string) (filter.ColumnStats, bool) {
 		if len(path) != 1 {
 			return filter.ColumnStats{}, false

@@ -1,0 +1,48 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/bqstore/bqstore/internal/sql"
+)
+
+// TestQueryPrunes: a WHERE the zone maps rule out for most batches skips
+// them (PrunedBatches counts them), with the same rows as a WHERE they
+// cannot prune, and the same totalBytesProcessed: BigQuery bills the
+// columns read whole, pruned or not (an unpartitioned, unclustered
+// table).
+func TestQueryPrunes(t *testing.T) {
+	const n = 100_000 // 25 batches of 4,096 rows, x ascending
+	s, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "big", n)
+	run := func(q string) *sql.Result {
+		t.Helper()
+		res, err := sql.Run(context.Background(), q, func(ctx context.Context, name sql.TableName) (sql.Table, error) {
+			return s.open("p", Query{}, name, time.Now())
+		}, sql.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return res
+	}
+	for _, c := range []struct{ pruned, whole string }{
+		{"SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE x < 5000", "SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE IF(TRUE, x, 0) < 5000"},
+		{"SELECT x, s FROM d.big WHERE x BETWEEN 90000 AND 90003", "SELECT x, s FROM d.big WHERE IF(TRUE, x, 0) BETWEEN 90000 AND 90003"},
+		{"SELECT s FROM d.big WHERE x > 1000000", "SELECT s FROM d.big WHERE IF(TRUE, x, 0) > 1000000"},
+		{"SELECT x FROM d.big WHERE s = 'row-7' AND x < 10", "SELECT x FROM d.big WHERE IF(TRUE, s, '') = 'row-7' AND IF(TRUE, x, 0) < 10"},
+	} {
+		p, w := run(c.pruned), run(c.whole)
+		if p.PrunedBatches < 20 || w.PrunedBatches != 0 {
+			t.Errorf("%s: %d batches pruned (%d without pruning), want 20 or more", c.pruned, p.PrunedBatches, w.PrunedBatches)
+		}
+		if fmt.Sprint(p.Rows) != fmt.Sprint(w.Rows) {
+			t.Errorf("%s: %v, want %v", c.pruned, p.Rows, w.Rows)
+		}
+		if p.BytesProcessed != w.BytesProcessed || p.BytesProcessed == 0 {
+			t.Errorf("%s: %d bytes processed, want the whole columns' %d", c.pruned, p.BytesProcessed, w.BytesProcessed)
+		}
+	}
+}
