@@ -15,7 +15,9 @@ import (
 // (test/node/query.js) against rows written through the Storage Write
 // API: bigquery.query() with named, positional (an ARRAY among them) and
 // typed parameters, createQueryJob() + job.getQueryResults() (all rows,
-// then one page), and an undeclared parameter's error.
+// then one page), DDL and INSERT statistics as jobs.get gives them
+// (statementType, ddlOperationPerformed, ddlTargetTable,
+// numDmlAffectedRows), and an undeclared parameter's error.
 //
 // Like TestNodeREST it needs node and test/node/node_modules and skips
 // without them unless BQSTORE_REQUIRE_NODE=1 (CI sets it).
@@ -54,15 +56,16 @@ func TestNodeQuery(t *testing.T) {
 		t.Fatalf("node query.js: %v\n%s\n%s", err, out, stderr)
 	}
 	var res struct {
-		Named            [][]any `json:"named"`
-		Positional       []any   `json:"positional"`
-		Typed            []any   `json:"typed"`
-		JobID            string  `json:"jobId"`
-		JobRows          []int   `json:"jobRows"`
-		FirstPage        []int   `json:"firstPage"`
-		HasNext          bool    `json:"hasNext"`
-		Undeclared       string  `json:"undeclared"`
-		UndeclaredReason string  `json:"undeclaredReason"`
+		Named            [][]any    `json:"named"`
+		Positional       []any      `json:"positional"`
+		Typed            []any      `json:"typed"`
+		JobID            string     `json:"jobId"`
+		JobRows          []int      `json:"jobRows"`
+		FirstPage        []int      `json:"firstPage"`
+		HasNext          bool       `json:"hasNext"`
+		DDL              [][]string `json:"ddl"`
+		Undeclared       string     `json:"undeclared"`
+		UndeclaredReason string     `json:"undeclaredReason"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("node output %q: %v", out, err)
@@ -83,6 +86,15 @@ func TestNodeQuery(t *testing.T) {
 	}
 	if !reflect.DeepEqual(res.FirstPage, []int{11, 12, 13}) || !res.HasNext {
 		t.Errorf("getQueryResults maxResults 3: %v (next %v), want [11 12 13] and a next page", res.FirstPage, res.HasNext)
+	}
+	wantDDL := [][]string{
+		{"CREATE_TABLE", "CREATE", "t_node_ddl", ""},
+		{"INSERT", "", "", "2"},
+		{"CREATE_TABLE_AS_SELECT", "REPLACE", "t_node_ddl", ""},
+		{"DROP_TABLE", "DROP", "t_node_ddl", ""},
+	}
+	if !reflect.DeepEqual(res.DDL, wantDDL) {
+		t.Errorf("DDL statistics (statementType, ddlOperationPerformed, ddlTargetTable, numDmlAffectedRows): %q, want %q", res.DDL, wantDDL)
 	}
 	if res.Undeclared != "Query parameter 'nope' not found at [1:8]" || res.UndeclaredReason != "invalidQuery" {
 		t.Errorf("undeclared parameter: %q (%q)", res.Undeclared, res.UndeclaredReason)

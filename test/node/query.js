@@ -55,6 +55,24 @@ async function main() {
   out.firstPage = page.map(r => r.id);
   out.hasNext = !!(next && next.pageToken);
 
+  // DDL and DML statistics as jobs.get gives them to the client:
+  // statementType, ddlOperationPerformed, ddlTargetTable,
+  // numDmlAffectedRows (INSERT only).
+  const dataset = table.split('.')[0];
+  out.ddl = [];
+  for (const sql of [
+    `CREATE TABLE ${dataset}.t_node_ddl (x INT64)`,
+    `INSERT INTO ${dataset}.t_node_ddl VALUES (1), (2)`,
+    `CREATE OR REPLACE TABLE ${dataset}.t_node_ddl AS SELECT x FROM ${dataset}.t_node_ddl`,
+    `DROP TABLE ${dataset}.t_node_ddl`,
+  ]) {
+    const [ddlJob] = await bigquery.createQueryJob({query: sql});
+    await ddlJob.getQueryResults();
+    const [md] = await ddlJob.getMetadata();
+    const q = md.statistics.query;
+    out.ddl.push([q.statementType, q.ddlOperationPerformed || '', q.ddlTargetTable ? q.ddlTargetTable.tableId : '', q.numDmlAffectedRows || '']);
+  }
+
   // An undeclared parameter: BigQuery's message and reason.
   try {
     await bigquery.query({query: 'SELECT @nope', params: {x: 1}});
