@@ -62,7 +62,7 @@ type Unary struct {
 }
 
 // Binary is an infix operator: AND, OR, comparisons (=, !=, <>, <, <=, >,
-// >=), arithmetic (+, -, *, /), concatenation (||) and the bitwise
+// >=, IS [NOT] DISTINCT FROM), arithmetic (+, -, *, /), concatenation (||) and the bitwise
 // operators (&, |, ^, <<, >>).
 type Binary struct {
 	Op   string
@@ -116,10 +116,12 @@ type Cast struct {
 	P    int
 }
 
-// Extract is EXTRACT(part FROM x); Part is upper case.
+// Extract is EXTRACT(part FROM x [AT TIME ZONE zone]); Part is upper
+// case, Zone nil when absent.
 type Extract struct {
 	Part string
 	X    Expr
+	Zone Expr
 	P    int
 }
 
@@ -268,7 +270,12 @@ func (e *Cast) String() string {
 	return fn + "(" + e.X.String() + " AS " + e.Type + ")"
 }
 
-func (e *Extract) String() string { return "EXTRACT(" + e.Part + " FROM " + e.X.String() + ")" }
+func (e *Extract) String() string {
+	if e.Zone != nil {
+		return "EXTRACT(" + e.Part + " FROM " + e.X.String() + " AT TIME ZONE " + e.Zone.String() + ")"
+	}
+	return "EXTRACT(" + e.Part + " FROM " + e.X.String() + ")"
+}
 
 func (e *Interval) String() string { return "INTERVAL " + e.X.String() + " " + e.Part }
 

@@ -545,6 +545,8 @@ func (c *checker) binary(e *Binary) (node, error) {
 		return c.fold(&logicNode{and: e.Op == "AND", l: l, r: r, p: e.P}, l, r)
 	case "=", "!=", "<>", "<", "<=", ">", ">=":
 		return c.compare(e.Op, l, r, e.P)
+	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
+		return c.distinct(e.Op, l, r, e.P)
 	case "||":
 		return c.callNodes(&Call{Name: "CONCAT", P: e.P}, []node{l, r})
 	case "&", "|", "^", "<<", ">>":
@@ -733,6 +735,21 @@ func (c *checker) extract(e *Extract) (node, error) {
 	if t == tNull {
 		t = tTimestamp
 		x = &constNode{v: constVec(t, nullValue), p: x.pos()}
+	}
+	if e.Zone != nil {
+		// The parts of the civil time in the zone: those of
+		// DATETIME(ts, zone).
+		if t != tTimestamp {
+			return nil, c.errf(e.P, "No matching signature for function EXTRACT for argument types: DATE_TIME_PART FROM %s AT TIME ZONE STRING", t)
+		}
+		z, err := c.check(e.Zone)
+		if err != nil {
+			return nil, err
+		}
+		if x, err = c.callNodes(&Call{Name: "DATETIME", P: e.P}, []node{x, z}); err != nil {
+			return nil, err
+		}
+		t = tDatetime
 	}
 	ok := false
 	rt := tInt

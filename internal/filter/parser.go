@@ -102,7 +102,7 @@ func depth(e Expr) (int, Expr) {
 	case *Cast:
 		visit(e.X)
 	case *Extract:
-		visit(e.X)
+		visit(e.X, e.Zone)
 	case *Interval:
 		visit(e.X)
 	case *Case:
@@ -292,12 +292,29 @@ func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
 				return nil, err
 			}
 		}
+		if p.isKw("DISTINCT") { // x IS [NOT] DISTINCT FROM y
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			if err := p.expectKw("FROM"); err != nil {
+				return nil, err
+			}
+			right, err := p.parseExpr(bp)
+			if err != nil {
+				return nil, err
+			}
+			op := "IS DISTINCT FROM"
+			if not {
+				op = "IS NOT DISTINCT FROM"
+			}
+			return &Binary{Op: op, L: left, R: right, P: opTok.pos}, nil
+		}
 		var what string
 		switch {
 		case p.isKw("NULL"), p.isKw("TRUE"), p.isKw("FALSE"):
 			what = strings.ToUpper(p.tok.text)
 		default:
-			return nil, p.errf(p.tok.pos, "Syntax error: Expected keyword NULL, TRUE or FALSE but got %s", p.tok.describe())
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected keyword DISTINCT, NULL, TRUE or FALSE but got %s", p.tok.describe())
 		}
 		if err := p.advance(); err != nil {
 			return nil, err
@@ -682,10 +699,25 @@ func (p *parser) parseExtract() (Expr, *Error) {
 	if err != nil {
 		return nil, err
 	}
+	var zone Expr
+	if p.isKw("AT") { // EXTRACT(part FROM ts AT TIME ZONE zone)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if err := p.expectKw("TIME"); err != nil {
+			return nil, err
+		}
+		if err := p.expectKw("ZONE"); err != nil {
+			return nil, err
+		}
+		if zone, err = p.parseExpr(0); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
-	return &Extract{Part: part, X: x, P: pos}, nil
+	return &Extract{Part: part, X: x, Zone: zone, P: pos}, nil
 }
 
 func (p *parser) parseCase() (Expr, *Error) {

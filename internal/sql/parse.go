@@ -371,8 +371,18 @@ var clauseKw = map[string]bool{
 // keyword or a closing parenthesis at depth 0. CASE ... END nests.
 func (p *parser) expr() (Span, error) {
 	return p.exprUntil(func(t filter.Token, start int) bool {
-		return t.Ident && clauseKw[strings.ToUpper(t.Text)]
+		return t.Ident && clauseKw[strings.ToUpper(t.Text)] && !p.distinctFrom()
 	})
+}
+
+// distinctFrom reports whether the current token is the FROM of
+// x IS [NOT] DISTINCT FROM y, which does not end the expression.
+func (p *parser) distinctFrom() bool {
+	kw := func(i int, w string) bool {
+		return i >= 0 && p.toks[i].Ident && strings.EqualFold(p.toks[i].Text, w)
+	}
+	i := p.i - 1
+	return kw(i+1, "FROM") && kw(i, "DISTINCT") && (kw(i-1, "IS") || kw(i-1, "NOT") && kw(i-2, "IS"))
 }
 
 // exprUntil collects the tokens of one expression: up to a comma or a
