@@ -420,6 +420,7 @@ func init() {
 	registerWeeks()
 	registerJSON()
 	registerMisc()
+	registerFmt()
 }
 
 func asciiLower(s string) string {
