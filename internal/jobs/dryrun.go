@@ -51,7 +51,10 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 			return nil, err
 		}
 		return &sizingTable{Table: t, bytes: &bytes}, nil
-	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params})
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: now,
+		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
+			return s.wildcard(project, q, n)
+		}})
 	if err != nil {
 		return j, err
 	}

@@ -605,6 +605,30 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 	return &table{snap: snap, schema: full}, nil
 }
 
+// wildcard lists the tables (not views) a wildcard table name matches:
+// those of its dataset whose ids start with its prefix.
+func (s *Store) wildcard(project string, q Query, n sql.TableName) ([]sql.WildcardTable, error) {
+	ref, err := qualify(project, q, n)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := s.cat.ListTables(ref.Project, ref.Dataset)
+	if err != nil {
+		if errors.Is(err, catalog.ErrNotFound) {
+			return nil, &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Dataset %s:%s", ref.Project, ref.Dataset)}
+		}
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(ref.Table, "*")
+	var out []sql.WildcardTable
+	for _, t := range tables {
+		if t.View == nil && strings.HasPrefix(t.TableID, prefix) {
+			out = append(out, sql.WildcardTable{Name: sql.TableName{Project: ref.Project, Dataset: ref.Dataset, Table: t.TableID}, Created: t.Created})
+		}
+	}
+	return out, nil
+}
+
 // snapshotTimeError is BigQuery's error for a FOR SYSTEM_TIME AS OF time
 // the engine does not keep ("Invalid snapshot time 1601168925462 for
 // table myproject:mydataset.table1@1601168925462. Cannot read before

@@ -156,7 +156,10 @@ func (s *Store) queryTo(ctx context.Context, project string, q Query, text strin
 			}
 		}
 		return s.open(project, q, n, at)
-	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink})
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink,
+		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
+			return s.wildcard(project, q, n)
+		}})
 }
 
 // qualify resolves a table name against the job's project and default

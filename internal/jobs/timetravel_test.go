@@ -95,3 +95,22 @@ func TestForSystemTimeAsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestWildcardTable: a query over `d.prefix*` reads the dataset's tables
+// whose names start with prefix (not views, not other tables), with
+// _TABLE_SUFFIX; before, wildcard tables were "not supported yet".
+func TestWildcardTable(t *testing.T) {
+	s, _ := newEngineStore(t)
+	mustRun(t, s, "mk", `CREATE TABLE d.ev_1 (x INT64); CREATE TABLE d.ev_2 (x INT64, y STRING);
+		CREATE TABLE d.other (x INT64); CREATE VIEW d.ev_view AS SELECT 100 AS x;
+		INSERT INTO d.ev_1 VALUES (1), (2); INSERT INTO d.ev_2 VALUES (3, 'c'); INSERT INTO d.other VALUES (9)`)
+	j := mustRun(t, s, "q", "SELECT _TABLE_SUFFIX AS sfx, SUM(x) AS s, COUNT(y) AS ny FROM `p.d.ev_*` GROUP BY 1 ORDER BY 1")
+	got := readAll(t, s, j)
+	if len(got) != 2 || got[0][0] != "1" || got[0][1] != int64(3) || got[0][2] != int64(0) || got[1][0] != "2" || got[1][1] != int64(3) || got[1][2] != int64(1) {
+		t.Errorf("rows: %v", got)
+	}
+	j = runJob(t, s, "none", Query{SQL: "SELECT * FROM `p.nosuch.ev_*`"})
+	if j.Err == nil || !strings.Contains(j.Err.Error(), "Not found: Dataset p:nosuch") {
+		t.Errorf("missing dataset: %v", j.Err)
+	}
+}

@@ -46,6 +46,9 @@ type Options struct {
 	// Params are the query's parameters (nil: none), indexed over the
 	// statement's full text (filter.Params.Index).
 	Params *filter.Params
+	// Wildcard lists the tables a wildcard table name matches (nil:
+	// wildcard tables are not supported; wildcard.go).
+	Wildcard WildcardLister
 	// Now is the query's time: CURRENT_TIMESTAMP and its relatives, and
 	// the time FOR SYSTEM_TIME AS OF CURRENT_TIMESTAMP() reads at (zero:
 	// the clock when each expression compiles).
@@ -187,6 +190,9 @@ type runner struct {
 	// (recursive.go).
 	defining []*env
 	exprSub  int
+	// prunable are the wildcard tables whose block's WHERE may choose
+	// the tables they read (wildcard.go).
+	prunable map[*TableRef]*Span
 	// depth is how many queries enclose the one running: each level of
 	// expression subqueries re-reads its whole text, so an unbounded
 	// nesting costs time quadratic in the query's length.
@@ -306,6 +312,12 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 				return nil, err
 			}
 			name.AsOf = at
+		}
+		if strings.HasSuffix(f.Name.Table, "*") {
+			if f.AsOf != nil {
+				return nil, notSupported(r.src, f.AsOf.pos(), "FOR SYSTEM_TIME AS OF with a wildcard table")
+			}
+			return r.wildcardRelation(ctx, f.Name, qual, r.prunable[f])
 		}
 		if f.Name.Project == "" && f.Name.Dataset == "" {
 			if c := e.lookup(f.Name.Table); c != nil {
@@ -501,6 +513,9 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 // selectBlock runs one SELECT; q (nil inside a set operation) holds the
 // ORDER BY and LIMIT that apply to it.
 func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query) (*rowset, error) {
+	if sel.Where != nil {
+		r.markPrunable(sel.From, sel.Where)
+	}
 	in, err := r.from(ctx, sel.From, e)
 	if err != nil {
 		return nil, err

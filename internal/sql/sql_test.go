@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -238,6 +239,17 @@ func TestQueries(t *testing.T) {
 			}
 			return nil, errors.New("Not found: Table " + n.Table)
 		}
+		// Wildcard tables: the tables defined, created in that order.
+		created := map[string]time.Time{}
+		wildcard := func(_ context.Context, n TableName) ([]WildcardTable, error) {
+			var out []WildcardTable
+			for name := range tables {
+				if strings.HasPrefix(name, strings.ToLower(strings.TrimSuffix(n.Table, "*"))) {
+					out = append(out, WildcardTable{Name: TableName{Dataset: "d", Table: name}, Created: created[name]})
+				}
+			}
+			return out, nil
+		}
 		var params *filter.Params
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			switch d.Cmd {
@@ -248,12 +260,13 @@ func TestQueries(t *testing.T) {
 				var name string
 				d.ScanArgs(t, "name", &name)
 				tables[name] = parseTable(t, d.Input)
+				created[name] = time.Unix(int64(len(created)), 0)
 				return ""
 			case "query":
 				if params != nil {
 					params.Index(d.Input)
 				}
-				res, err := Run(context.Background(), d.Input, resolve, Options{Params: params})
+				res, err := Run(context.Background(), d.Input, resolve, Options{Params: params, Wildcard: wildcard})
 				if err != nil {
 					var fe *filter.Error
 					if !errors.As(err, &fe) {
