@@ -267,7 +267,8 @@ func restUnreachable(base string, err error) error {
 	}
 	msg := err.Error()
 	var op *net.OpError
-	if dialErr := errors.As(err, &op) && op.Op == "dial"; !dialErr && speaksHTTP2First(base) {
+	ended := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) // the caller gave up: no answer to probe
+	if dialErr := errors.As(err, &op) && op.Op == "dial"; !dialErr && !ended && speaksHTTP2First(base) {
 		return usagef("%s answers HTTP/2 frames, not HTTP/1: it looks like the gRPC port (bqstore serve --grpc-addr); --api wants the REST port, such as %s", base, DefaultAPI)
 	}
 	return fmt.Errorf("cannot reach bqstore at %s (is bqstore serve running? set --api or BQSTORE_API): %s", base, msg)

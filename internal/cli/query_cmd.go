@@ -79,9 +79,20 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 		defer cancel()
 	}
 	var page queryPage
+	// callErr is the error of a call; one --timeout ended says so (the
+	// server is up: the job did not end in time).
+	callErr := func(err error) error {
+		if *timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if id := page.JobReference.JobID; id != "" {
+				return fmt.Errorf("gave up waiting for job %s after --timeout %v; it may still be running", id, *timeout)
+			}
+			return fmt.Errorf("gave up waiting for the query after --timeout %v", *timeout)
+		}
+		return queryErr(err)
+	}
 	path := "/bigquery/v2/projects/" + url.PathEscape(af.project)
 	if err := c.call(ctx, http.MethodPost, path+"/queries", nil, req, &page); err != nil {
-		return queryErr(err)
+		return callErr(err)
 	}
 	if *dry {
 		return printDryRun(env, af, &page)
@@ -96,7 +107,7 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 			q.Set("location", loc)
 		}
 		if err := c.call(ctx, http.MethodGet, jobPath+"?"+q.Encode(), nil, nil, &page); err != nil {
-			return queryErr(err)
+			return callErr(err)
 		}
 	}
 	if len(page.Errors) > 0 {
@@ -133,9 +144,9 @@ func runQuery(ctx context.Context, env *Env, args []string) error {
 		if loc != "" {
 			q.Set("location", loc)
 		}
-		page = queryPage{}
+		page = queryPage{JobReference: page.JobReference}
 		if err := c.call(ctx, http.MethodGet, jobPath+"?"+q.Encode(), nil, nil, &page); err != nil {
-			return queryErr(err)
+			return callErr(err)
 		}
 	}
 	if len(sch.Fields) == 0 {

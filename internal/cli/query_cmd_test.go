@@ -76,3 +76,25 @@ func TestQueryDryRunAndRequest(t *testing.T) {
 		t.Fatalf("request %v", got)
 	}
 }
+
+// TestQueryTimeoutMessage: --timeout ending the wait for a job that is
+// not done says so and names the job; it said "cannot reach bqstore ...
+// (is bqstore serve running?)", sending the user after a server that was
+// up and running the job.
+func TestQueryTimeoutMessage(t *testing.T) {
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"bigquery#queryResponse","jobComplete":false,"jobReference":{"projectId":"local","jobId":"job_slow","location":"US"}}`)
+			return
+		}
+		<-r.Context().Done() // getQueryResults: the job never ends
+	}))
+	defer fake.Close()
+	var out, errb bytes.Buffer
+	env := &cli.Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(""), LookupEnv: func(string) (string, bool) { return "", false }}
+	code := cli.MainEnv(context.Background(), []string{"query", "--api", fake.URL, "--timeout", "50ms", "SELECT 1"}, env)
+	if code == 0 || !strings.Contains(errb.String(), "job_slow") || !strings.Contains(errb.String(), "--timeout") || strings.Contains(errb.String(), "cannot reach") {
+		t.Fatalf("exit %d, stderr %q: want a failure naming the job and --timeout", code, errb.String())
+	}
+}
