@@ -90,7 +90,17 @@ func TestMaxBytesBilledDML(t *testing.T) {
 			t.Errorf("%s over the limit: d.c: %v, want not found", tc.sql, err)
 		}
 	}
-	j := runJob(t, s, "ins_ok", Query{SQL: "INSERT INTO d.src SELECT x FROM d.src", MaxBytesBilled: 10 << 20})
+	// A destination table is not touched either.
+	j := runJob(t, s, "dest", Query{SQL: "SELECT x FROM d.src WHERE x > 1", MaxBytesBilled: 1000,
+		Destination: &TableRef{"p", "d", "src"}, WriteDisposition: WriteTruncate})
+	var be *BytesBilledError
+	if !errors.As(j.Err, &be) {
+		t.Errorf("WRITE_TRUNCATE over the limit: %v, want bytes billed", j.Err)
+	}
+	if n := tableRows(t, s, cat, "src"); n != 2 {
+		t.Errorf("WRITE_TRUNCATE over the limit: d.src has %d rows, want 2", n)
+	}
+	j = runJob(t, s, "ins_ok", Query{SQL: "INSERT INTO d.src SELECT x FROM d.src", MaxBytesBilled: 10 << 20})
 	if j.Err != nil || j.Stats.AffectedRows != 2 {
 		t.Fatalf("INSERT at the limit: %+v %v", j.Stats, j.Err)
 	}
