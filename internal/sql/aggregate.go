@@ -173,6 +173,9 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 // HAVING and ORDER BY are evaluated over one row per group (the group's
 // keys and aggregates as columns) by the same expression layer.
 func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *filter.Scalar) (*output, error) {
+	if out, ok, err := q.fastAggregate(ctx, items, where); ok {
+		return out, err // fastagg.go: the simple aggregate's fast path
+	}
 	sel := q.sel
 	// GROUP BY: ordinals and select aliases name select expressions.
 	groups := make([]Span, len(sel.GroupBy))

@@ -27,6 +27,7 @@ func BenchmarkQuery(b *testing.B) {
 	resolve := func(_ context.Context, nm TableName) (Table, error) { return tables[strings.ToLower(nm.Table)], nil }
 	for _, q := range []struct{ name, sql string }{
 		{"agg", "SELECT COUNT(*), SUM(v), MAX(s) FROM a"},
+		{"aggnum", "SELECT COUNT(*), SUM(v), MIN(k), MAX(k) FROM a"}, // bench query's agg: fastagg.go
 		{"group", "SELECT s, COUNT(*), SUM(v) FROM a GROUP BY s"},
 		{"hashjoin", "SELECT COUNT(*) FROM a JOIN b ON a.k = b.k"},
 		{"window", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY s ORDER BY v DESC) AS rn FROM a) WHERE rn = 1"},
