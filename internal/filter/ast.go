@@ -113,7 +113,10 @@ type Cast struct {
 	X    Expr
 	Type string
 	Safe bool
-	P    int
+	// Format and Zone: CAST(x AS type FORMAT f [AT TIME ZONE z]); nil
+	// when absent.
+	Format, Zone Expr
+	P            int
 }
 
 // Extract is EXTRACT(part FROM x [AT TIME ZONE zone]); Part is upper
@@ -267,7 +270,14 @@ func (e *Cast) String() string {
 	if e.Safe {
 		fn = "SAFE_CAST"
 	}
-	return fn + "(" + e.X.String() + " AS " + e.Type + ")"
+	f := ""
+	if e.Format != nil {
+		f = " FORMAT " + e.Format.String()
+		if e.Zone != nil {
+			f += " AT TIME ZONE " + e.Zone.String()
+		}
+	}
+	return fn + "(" + e.X.String() + " AS " + e.Type + f + ")"
 }
 
 func (e *Extract) String() string {

@@ -717,6 +717,9 @@ func (c *checker) cast(e *Cast) (node, error) {
 	if !ok {
 		return nil, c.errf(e.P, "Type not found: %s", e.Type)
 	}
+	if e.Format != nil {
+		return c.castFormat(e, x, to)
+	}
 	if x.typ() == tNull {
 		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
 	}

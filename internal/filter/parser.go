@@ -656,10 +656,33 @@ func (p *parser) parseCast(safe bool) (Expr, *Error) {
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
+	var format, zone Expr
+	if p.isKw("FORMAT") {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if format, err = p.parseExpr(0); err != nil {
+			return nil, err
+		}
+		if p.isKw("AT") {
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			if err := p.expectKw("TIME"); err != nil {
+				return nil, err
+			}
+			if err := p.expectKw("ZONE"); err != nil {
+				return nil, err
+			}
+			if zone, err = p.parseExpr(0); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := p.expectOp(")"); err != nil {
 		return nil, err
 	}
-	return &Cast{X: x, Type: ty, Safe: safe, P: pos}, nil
+	return &Cast{X: x, Type: ty, Safe: safe, Format: format, Zone: zone, P: pos}, nil
 }
 
 func (p *parser) parseExtract() (Expr, *Error) {
