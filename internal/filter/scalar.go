@@ -144,6 +144,11 @@ type Token struct {
 	Op       bool   // punctuation or an operator
 	Param    bool   // a query parameter: @name (Value: the name) or ? (Value: "")
 	EOF      bool
+	// Match is, for a "(", the distance to its closing ")" in the list
+	// Tokens returned (which MatchPos, that token's Pos, confirms), or -1
+	// when none closes it; 0 for every other token. It stays true in any
+	// piece of that list, so callers need not scan for the parenthesis.
+	Match, MatchPos int
 }
 
 // Tokens splits src into tokens, the last one EOF. The error is an *Error
@@ -151,6 +156,7 @@ type Token struct {
 func Tokens(src string) ([]Token, error) {
 	l := lexer{src: src}
 	var out []Token
+	var open []int // the unclosed "(" tokens
 	for {
 		t, err := l.next()
 		if err != nil {
@@ -159,7 +165,18 @@ func Tokens(src string) ([]Token, error) {
 		out = append(out, Token{Pos: t.pos, End: t.pos + len(t.text), Text: t.text,
 			Ident: t.kind == kIdent, QIdent: t.kind == kQIdent, Value: t.val,
 			Op: t.kind == kOp, Param: t.kind == kParam, EOF: t.kind == kEOF})
+		if t.kind == kOp && t.text == "(" {
+			open = append(open, len(out)-1)
+		}
+		if t.kind == kOp && t.text == ")" && len(open) > 0 {
+			o := open[len(open)-1]
+			open = open[:len(open)-1]
+			out[o].Match, out[o].MatchPos = len(out)-1-o, t.pos
+		}
 		if t.kind == kEOF {
+			for _, o := range open {
+				out[o].Match = -1
+			}
 			return out, nil
 		}
 	}

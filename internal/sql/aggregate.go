@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -36,7 +37,18 @@ func findAgg(toks []filter.Token) (int, bool) {
 }
 
 // closing returns the index of the parenthesis closing toks[open], or -1.
+// The match the tokenizer recorded answers at once (a scan per call
+// made nested calls quadratic); tokens made up elsewhere are scanned.
 func closing(toks []filter.Token, open int) int {
+	t := toks[open]
+	if t.Op && t.Text == "(" {
+		if t.Match < 0 {
+			return -1
+		}
+		if k := open + t.Match; t.Match > 0 && k < len(toks) && toks[k].Op && toks[k].Text == ")" && toks[k].Pos == t.MatchPos {
+			return k
+		}
+	}
 	depth := 0
 	for i := open; i < len(toks); i++ {
 		if toks[i].Op {
@@ -46,13 +58,19 @@ func closing(toks []filter.Token, open int) int {
 			case ")":
 				depth--
 				if depth == 0 {
+					closingScanned.Add(int64(i - open))
 					return i
 				}
 			}
 		}
 	}
+	closingScanned.Add(int64(len(toks) - open))
 	return -1
 }
+
+// closingScanned counts the tokens closing scanned, for tests that bound
+// the work of compiling a query.
+var closingScanned atomic.Int64
 
 // group is the state of one GROUP BY key.
 type group struct {
