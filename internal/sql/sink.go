@@ -43,6 +43,9 @@ type streamer struct {
 	left  int64 // rows LIMIT still allows; -1: no LIMIT
 	began bool
 	rows  int64 // rows written
+	// schema is what Begin got; each batch is checked against it for
+	// what BigQuery refuses to write (an ARRAY with a NULL element).
+	schema *schema.Schema
 }
 
 // canStream reports whether the block is the query's top level and
@@ -66,9 +69,9 @@ func (r *runner) begin(ctx context.Context, names, types []string) error {
 	}
 	s := &schema.Schema{}
 	for i, n := range cols {
-		s.Fields = append(s.Fields, &schema.Field{Name: n, Type: bqType(types[i]), Mode: schema.Nullable})
+		s.Fields = append(s.Fields, resultField(n, types[i]))
 	}
-	r.stream.began = true
+	r.stream.began, r.stream.schema = true, s
 	return r.stream.sink.Begin(ctx, s)
 }
 
@@ -78,6 +81,9 @@ func (r *runner) begin(ctx context.Context, names, types []string) error {
 func (r *runner) emit(ctx context.Context, rows [][]any, charged int64) error {
 	defer r.release(charged)
 	if len(rows) > 0 {
+		if err := checkNullElements(r.stream.schema, rows); err != nil {
+			return err
+		}
 		if err := r.stream.sink.Write(ctx, rows); err != nil {
 			return err
 		}
@@ -97,6 +103,9 @@ func (r *runner) drain(ctx context.Context, rs *rowset) error {
 	}
 	for lo := 0; lo < len(rs.rows); lo += sinkRows {
 		hi := min(len(rs.rows), lo+sinkRows)
+		if err := checkNullElements(r.stream.schema, rs.rows[lo:hi]); err != nil {
+			return err
+		}
 		if err := r.stream.sink.Write(ctx, rs.rows[lo:hi]); err != nil {
 			return err
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
@@ -112,5 +114,42 @@ func TestSinkStreams(t *testing.T) {
 	sink = &sinkRecorder{}
 	if _, err := Run(context.Background(), "SELECT k, k FROM t", resolve, Options{Sink: sink}); err == nil || sink.schema != nil {
 		t.Fatalf("duplicate columns: %v, sink began %v", err, sink.schema != nil)
+	}
+}
+
+// TestSinkArrays: the streamed path gives ARRAY and STRUCT columns the
+// schema the materialized path does (REPEATED, RECORD with fields), and
+// fails a NULL element with BigQuery's error, streamed or not. The
+// streamed path named them by their GoogleSQL spelling ("ARRAY<STRING>"),
+// which the anonymous result table refused (e2e
+// TestQueryArraysOfficialClient: 'Field tags: invalid type').
+func TestSinkArrays(t *testing.T) {
+	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{{Name: "k", Type: schema.Integer}}},
+		rows: [][]any{{int64(1)}, {int64(2)}}, batch: 1}
+	resolve := func(_ context.Context, _ TableName) (Table, error) { return tbl, nil }
+	for _, q := range []string{
+		"SELECT k, [k, k] AS a, STRUCT(k AS x) AS s FROM t",
+		"SELECT k, [k, k] AS a, STRUCT(k AS x) AS s FROM t ORDER BY k",
+	} {
+		sink := &sinkRecorder{}
+		if _, err := Run(context.Background(), q, resolve, Options{Sink: sink}); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		a, s := sink.schema.Fields[1], sink.schema.Fields[2]
+		if a.Mode != schema.Repeated || a.Type != schema.Integer || s.Type != schema.Record || len(s.Fields) != 1 {
+			t.Fatalf("%s: schema a=%s %s, s=%s with %d fields", q, a.Type, a.Mode, s.Type, len(s.Fields))
+		}
+		if len(sink.rows) != 2 {
+			t.Fatalf("%s: %d rows", q, len(sink.rows))
+		}
+	}
+	for _, q := range []string{
+		"SELECT [k, NULL] AS a FROM t",
+		"SELECT [k, NULL] AS a FROM t ORDER BY k",
+	} {
+		var fe *filter.Error
+		if _, err := Run(context.Background(), q, resolve, Options{Sink: &sinkRecorder{}}); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "Array cannot have a null element") {
+			t.Fatalf("%s: err %v, want the null-element error", q, err)
+		}
 	}
 }
