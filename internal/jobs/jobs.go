@@ -237,6 +237,9 @@ type Options struct {
 	// beforeReplace, if set, is called by a job that replaces a table
 	// right before the swap (tests read and cancel there).
 	beforeReplace func()
+	// afterResultAppend, if set, is called by a job each time it has
+	// appended rows of its result (sink.go; tests cancel there).
+	afterResultAppend func(id string)
 }
 
 // Store runs jobs and keeps them.

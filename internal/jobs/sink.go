@@ -116,6 +116,9 @@ func (r *resultSink) append(ctx context.Context, rows [][]any) error {
 		return err
 	}
 	r.rows += int64(len(rows))
+	if h := r.s.opts.afterResultAppend; h != nil {
+		h(r.j.ID)
+	}
 	return nil
 }
 

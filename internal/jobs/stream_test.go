@@ -117,3 +117,48 @@ func TestQueryFailsMidwayNoRows(t *testing.T) {
 		t.Fatalf("the anonymous table of a destination query: %v, want dropped", err)
 	}
 }
+
+// TestQueryCancelledMidwayNoRows: a job cancelled while its rows stream
+// (after its first append) ends cancelled, and leaves neither rows in its
+// destination nor its anonymous table.
+func TestQueryCancelledMidwayNoRows(t *testing.T) {
+	const n = 50_000
+	var s *Store
+	cancelled := map[string]bool{}
+	s, cat, db := engineStore(t, Options{afterResultAppend: func(id string) {
+		if !cancelled[id] {
+			cancelled[id] = true
+			if _, err := s.Cancel("p", id); err != nil {
+				t.Error(err)
+			}
+		}
+	}})
+	fillTable(t, cat, db, "big", n)
+	fillTable(t, cat, db, "dst", 3)
+	dst := &TableRef{Project: "p", Dataset: "d", Table: "dst"}
+	for _, c := range []struct {
+		id   string
+		dest *TableRef
+		disp string
+	}{{"anon", nil, ""}, {"append", dst, WriteAppend}, {"truncate", dst, WriteTruncate}} {
+		if _, err := s.Insert("p", c.id, "US", Query{SQL: "SELECT x, s FROM d.big", Destination: c.dest, WriteDisposition: c.disp}); err != nil {
+			t.Fatal(err)
+		}
+		j := wait(t, s, c.id)
+		var se *StoppedError
+		if !errors.As(j.Err, &se) || !cancelled[c.id] {
+			t.Fatalf("%s: err %v (cancelled after an append: %v), want the cancellation", c.id, j.Err, cancelled[c.id])
+		}
+		ct, err := cat.Table("p", "d", "dst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.numRows(ct); err != nil || got != 3 {
+			t.Fatalf("%s: destination has %d rows (%v), want its 3", c.id, got, err)
+		}
+		a := anonRef("p", "US", c.id)
+		if _, err := cat.Table(a.Project, a.Dataset, a.Table); !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("%s: anonymous table after the cancel: %v, want not found", c.id, err)
+		}
+	}
+}
