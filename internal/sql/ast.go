@@ -52,13 +52,17 @@ func (q *Query) bodyPos() int  { return q.Pos }
 // Select is one SELECT ... FROM ... WHERE ... GROUP BY ... HAVING block.
 type Select struct {
 	Distinct bool
-	Items    []Item
-	From     FromItem // nil: SELECT without FROM
-	Where    *Span
-	GroupBy  []Span
-	Having   *Span
-	Qualify  *Span
-	Pos      int
+	// SELECT AS STRUCT (a subquery's rows are STRUCT values of the
+	// select list) or AS VALUE (one column); AsPos is the keyword's.
+	AsStruct, AsValue bool
+	AsPos             int
+	Items             []Item
+	From              FromItem // nil: SELECT without FROM
+	Where             *Span
+	GroupBy           []Span
+	Having            *Span
+	Qualify           *Span
+	Pos               int
 
 	// GroupingSets are the grouping sets of a GROUP BY with ROLLUP, CUBE,
 	// GROUPING SETS or (): indexes into GroupBy (grouping.go); nil for

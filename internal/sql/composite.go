@@ -93,3 +93,58 @@ func appendCompositeKey(dst []byte, v any) []byte {
 	}
 	return dst
 }
+
+// asStructOrValue applies SELECT AS STRUCT and AS VALUE to a block's
+// rows. In an expression's subquery AS STRUCT makes each row one STRUCT
+// of the select list; elsewhere (the query's result, a FROM subquery) a
+// value table of STRUCTs reads as its fields, so the columns stay.
+func (r *runner) asStructOrValue(sel *Select, rs *rowset) (*rowset, error) {
+	switch {
+	case sel.AsValue:
+		if len(rs.types) != 1 {
+			return nil, r.errf(sel.AsPos, "SELECT AS VALUE query must have exactly one column")
+		}
+	case sel.AsStruct && r.exprSub > 0:
+		var b strings.Builder
+		b.WriteString("STRUCT<")
+		for i, t := range rs.types {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if n := rs.names[i]; n != "" {
+				b.WriteString(quoteIdent(n) + " ")
+			}
+			if t == "NULL" {
+				t = "INT64"
+			}
+			b.WriteString(t)
+		}
+		b.WriteString(">")
+		out := &rowset{names: []string{""}, types: []string{b.String()}, rows: make([][]any, len(rs.rows))}
+		for i, row := range rs.rows {
+			out.rows[i] = []any{filter.Struct(row)}
+		}
+		return out, nil
+	}
+	return rs, nil
+}
+
+// arraySubquery is the value of ARRAY(subquery): its rows' one column (a
+// STRUCT each with SELECT AS STRUCT), in order; no rows is an empty array.
+func (r *runner) arraySubquery(rs *rowset, pos int) (filter.Const, error) {
+	if len(rs.types) != 1 {
+		return filter.Const{}, r.errf(pos, "ARRAY subquery cannot have more than one column unless using SELECT AS STRUCT to build STRUCT values")
+	}
+	et := rs.types[0]
+	if et == "NULL" {
+		et = "INT64"
+	}
+	if typeKind(et) == "ARRAY" {
+		return filter.Const{}, r.errf(pos, "Cannot use array subquery with column of type %s because nested arrays are not supported", et)
+	}
+	elems := make([]any, len(rs.rows))
+	for i, row := range rs.rows {
+		elems[i] = row[0]
+	}
+	return filter.Const{Type: "ARRAY<" + et + ">", Values: []any{elems}}, nil
+}

@@ -690,7 +690,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		rows[i] = row[:len(items)]
 	}
 	rs.rows = rows
-	return rs, nil
+	return r.asStructOrValue(sel, rs)
 }
 
 func limit(rows [][]any, q *Query) [][]any {

@@ -298,7 +298,17 @@ func (p *parser) selectBlock() (*Select, error) {
 		p.i++
 	}
 	if p.isKw("AS") {
-		return nil, notSupported(p.src, p.tok().Pos, "SELECT AS STRUCT/VALUE")
+		p.i++
+		switch {
+		case p.isKw("STRUCT"):
+			s.AsStruct = true
+		case p.isKw("VALUE"):
+			s.AsValue = true
+		default:
+			return nil, p.errf(p.tok().Pos, "Syntax error: Expected keyword STRUCT or keyword VALUE but got %s", describe(p.tok()))
+		}
+		s.AsPos = p.tok().Pos
+		p.i++
 	}
 	if err := p.selectList(s); err != nil {
 		return nil, err

@@ -81,7 +81,7 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "IN"):
 			kind = "IN"
 		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "ARRAY"):
-			return "", nil, notSupported(r.src, toks[i-1].Pos, "ARRAY subqueries")
+			kind = "ARRAY"
 		}
 		p := &parser{src: r.src, toks: append(append([]filter.Token(nil), toks[:end]...), filter.Token{Pos: toks[end].Pos, End: toks[end].Pos, EOF: true}), i: open + 1, params: r.opts.Params}
 		q, err := p.query()
@@ -109,6 +109,9 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		}
 		subPos := toks[open+1].Pos
 		if frame != nil && len(frame.refs) > 0 {
+			if kind == "ARRAY" {
+				return "", nil, notSupported(r.src, toks[i-1].Pos, "correlated ARRAY subqueries")
+			}
 			if sc.q == nil || kind == "IN" || sc.outer != sc.q.in {
 				return "", nil, notSupported(r.src, subPos, "correlated subqueries here")
 			}
@@ -139,6 +142,11 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		}
 		var k filter.Const
 		switch kind {
+		case "ARRAY":
+			if k, err = r.arraySubquery(rs, subPos); err != nil {
+				return "", nil, err
+			}
+			i-- // the replaced text starts at ARRAY
 		case "EXISTS":
 			k = filter.Const{Type: "BOOL", Values: []any{len(rs.rows) > 0}}
 		case "IN":
