@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,7 +73,7 @@ func (r *runner) outerConsts() map[string]filter.Const {
 
 // correlatedColumn adds to q's input a column holding the value of the
 // correlated subquery sub for each row, and returns its name.
-func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, refs map[int]bool) string {
+func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, refs map[int]bool, inp *inPred) string {
 	in := q.in
 	q.nsub++
 	name := fmt.Sprintf("__s%d", q.nsub)
@@ -102,6 +103,14 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 				in2 = append(in2, c)
 			}
 		}
+		if inp != nil {
+			for _, c := range inp.lhs.Columns() {
+				if !need[strings.ToLower(c)] {
+					need[strings.ToLower(c)] = true
+					in2 = append(in2, c)
+				}
+			}
+		}
 		refX := make([]*filter.Scalar, len(refIdx))
 		for k, i := range refIdx {
 			x, err := q.compileText(quoteIdent(in.cols[i].internal), in.schema, nil)
@@ -119,6 +128,13 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 				}
 				refVals[k] = v
 			}
+			var lhs []any
+			if inp != nil {
+				var err error
+				if lhs, err = inp.lhs.Values(ctx, rec, n); err != nil {
+					return err
+				}
+			}
 			vals := make([]any, n)
 			var kb []byte
 			for row := 0; row < n; row++ {
@@ -135,6 +151,9 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 						return err
 					}
 					cache[string(kb)] = v
+				}
+				if inp != nil {
+					v = inp.eval(lhs[row], v.(inSet))
 				}
 				vals[row] = v
 			}
@@ -192,6 +211,13 @@ func (q *selectQuery) runCorrelated(ctx context.Context, sub *Query, e *env, kin
 	if kind == "EXISTS" {
 		return len(rs.rows) > 0, nil
 	}
+	if kind == "IN" {
+		set := inSet{typ: rs.types[0], vals: make([]any, len(rs.rows))}
+		for i, row := range rs.rows {
+			set.vals[i] = row[0]
+		}
+		return set, nil
+	}
 	switch len(rs.rows) {
 	case 0:
 		return nil, nil
@@ -199,4 +225,109 @@ func (q *selectQuery) runCorrelated(ctx context.Context, sub *Query, e *env, kin
 		return rs.rows[0][0], nil
 	}
 	return nil, q.errf(sub.Pos, "Scalar subquery produced more than one element")
+}
+
+// inPred is a correlated x [NOT] IN (subquery): x over the enclosing
+// block's input, compared with the subquery's values in their common
+// supertype.
+type inPred struct {
+	lhs     *filter.Scalar
+	not     bool
+	lhsType string
+	typ     string // the common supertype
+}
+
+// inOperand compiles the left operand of the IN whose subquery opens at
+// toks[open], and returns the predicate and the position it starts at:
+// the operand runs back from IN (or NOT IN) to the first token at its
+// depth of an operator of lower or equal precedence (comparison, NOT,
+// AND, OR, a comma, an opening parenthesis, a keyword of a clause or of
+// CASE).
+func (q *selectQuery) inOperand(toks []filter.Token, open int, subType string) (*inPred, int, error) {
+	p := &inPred{}
+	k := open - 1 // IN
+	if k > 0 && toks[k-1].Ident && strings.EqualFold(toks[k-1].Text, "NOT") {
+		p.not = true
+		k--
+	}
+	end := k
+	depth := 0
+	start := end
+	for start > 0 {
+		t := toks[start-1]
+		if t.Op {
+			switch t.Text {
+			case ")", "]":
+				depth++
+			case "(", "[":
+				if depth == 0 {
+					goto done
+				}
+				depth--
+			case ",", "=", "<", ">", "<=", ">=", "<>", "!=":
+				if depth == 0 {
+					goto done
+				}
+			}
+		} else if t.Ident && depth == 0 && filter.IsReserved(t.Text) {
+			switch strings.ToUpper(t.Text) {
+			case "NULL", "TRUE", "FALSE", "INTERVAL", "CAST", "EXTRACT", "IF", "ARRAY", "STRUCT":
+			default:
+				goto done
+			}
+		}
+		start--
+	}
+done:
+	if start == end {
+		return nil, 0, q.errf(toks[k].Pos, "Syntax error: Unexpected keyword IN")
+	}
+	x, err := q.compile(Span{toks: toks[start:end]})
+	if err != nil {
+		return nil, 0, err
+	}
+	st, ok := supertype(x.Type(), subType)
+	if !ok {
+		return nil, 0, q.errf(toks[start].Pos, "Cannot execute IN subquery with uncomparable types %s and %s", x.Type(), subType)
+	}
+	p.lhs, p.lhsType, p.typ = x, x.Type(), st
+	return p, toks[start].Pos, nil
+}
+
+// eval is x [NOT] IN set, three-valued: TRUE on a match; else NULL if x
+// or a value of the set is NULL (and the set is not empty); else FALSE.
+func (p *inPred) eval(x any, set inSet) any {
+	if len(set.vals) == 0 {
+		return p.not
+	}
+	x = coerce(x, p.lhsType, p.typ)
+	var res any = false
+	if x == nil {
+		res = nil
+	} else {
+		for _, v := range set.vals {
+			v = coerce(v, set.typ, p.typ)
+			if v == nil {
+				res = nil
+				continue
+			}
+			if f, ok := v.(float64); ok && math.IsNaN(f) {
+				continue
+			}
+			if compareValues(x, v) == 0 {
+				res = true
+				break
+			}
+		}
+	}
+	if b, ok := res.(bool); ok && p.not {
+		return !b
+	}
+	return res
+}
+
+// inSet is a correlated IN subquery's values for one row's references.
+type inSet struct {
+	typ  string
+	vals []any
 }

@@ -112,7 +112,7 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 			if kind == "ARRAY" {
 				return "", nil, notSupported(r.src, toks[i-1].Pos, "correlated ARRAY subqueries")
 			}
-			if sc.q == nil || kind == "IN" || sc.outer != sc.q.in {
+			if sc.q == nil || sc.outer != sc.q.in {
 				return "", nil, notSupported(r.src, subPos, "correlated subqueries here")
 			}
 			if kind == "scalar" && len(rs.types) != 1 {
@@ -125,9 +125,21 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 					typ = "INT64"
 				}
 			}
-			name := sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs)
-			sc.outer = sc.q.in
 			from, to := toks[i].Pos, toks[end].End
+			var in *inPred
+			if kind == "IN" {
+				// x [NOT] IN (correlated): the column is the whole
+				// predicate's value, x evaluated per row (correlated.go).
+				if len(rs.types) != 1 {
+					return "", nil, r.errf(subPos, "Subquery of type IN must have only one output column")
+				}
+				var err error
+				if in, from, err = sc.q.inOperand(toks, i, rs.types[0]); err != nil {
+					return "", nil, err
+				}
+			}
+			name := sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs, in)
+			sc.outer = sc.q.in
 			if len(name) > to-from {
 				return "", nil, notSupported(r.src, from, "this subquery")
 			}
