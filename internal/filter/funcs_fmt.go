@@ -192,6 +192,28 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 // formatLiteral is %t (the value as text) or, literal, %T (a GoogleSQL
 // literal of the value).
 func formatLiteral(t typ, v value, literal bool) (string, error) {
+	if v.null {
+		return "NULL", nil
+	}
+	if ct := t.comp(); ct != nil {
+		// ARRAY: [e, ...]; STRUCT: (f, ...).
+		parts := make([]string, len(v.a))
+		for i, x := range v.a {
+			et := ct.elem
+			if ct.kind == tStruct {
+				et = ct.fields[i].t
+			}
+			s, err := formatLiteral(et, x, literal)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		if ct.kind == tStruct {
+			return "(" + strings.Join(parts, ", ") + ")", nil
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	}
 	switch t {
 	case tString:
 		if literal {

@@ -86,9 +86,9 @@ func jsonValue(d *json.Decoder) (any, error) {
 }
 
 // jsonWrite renders v in BigQuery's canonical JSON text: no spaces, keys
-// sorted, numbers normalised (1.10 -> 1.1, 1e2 -> 100); indent != ""
-// pretty-prints.
-func jsonWrite(b *bytes.Buffer, v any, indent, prefix string) {
+// sorted (sortKeys), numbers normalised (1.10 -> 1.1, 1e2 -> 100);
+// indent != "" pretty-prints.
+func jsonWrite(b *bytes.Buffer, v any, indent, prefix string, sortKeys bool) {
 	nl := func(p string) {
 		if indent != "" {
 			b.WriteByte('\n')
@@ -115,7 +115,7 @@ func jsonWrite(b *bytes.Buffer, v any, indent, prefix string) {
 				b.WriteByte(',')
 			}
 			nl(prefix + indent)
-			jsonWrite(b, x, indent, prefix+indent)
+			jsonWrite(b, x, indent, prefix+indent, sortKeys)
 		}
 		nl(prefix)
 		b.WriteByte(']')
@@ -124,8 +124,11 @@ func jsonWrite(b *bytes.Buffer, v any, indent, prefix string) {
 			b.WriteString("{}")
 			return
 		}
-		keys := append([]string(nil), v.keys...)
-		sort.Strings(keys)
+		keys := v.keys
+		if sortKeys {
+			keys = append([]string(nil), v.keys...)
+			sort.Strings(keys)
+		}
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -137,7 +140,7 @@ func jsonWrite(b *bytes.Buffer, v any, indent, prefix string) {
 			if indent != "" {
 				b.WriteByte(' ')
 			}
-			jsonWrite(b, v.vals[k], indent, prefix+indent)
+			jsonWrite(b, v.vals[k], indent, prefix+indent, sortKeys)
 		}
 		nl(prefix)
 		b.WriteByte('}')
@@ -182,7 +185,7 @@ func canonicalJSON(doc string) (string, error) {
 		return "", err
 	}
 	var b bytes.Buffer
-	jsonWrite(&b, v, "", "")
+	jsonWrite(&b, v, "", "", true)
 	return b.String(), nil
 }
 
@@ -194,6 +197,37 @@ func toJSONText(t typ, v value, wideAsString bool) (string, error) {
 		return "null", nil
 	}
 	var b bytes.Buffer
+	if ct := t.comp(); ct != nil {
+		// ARRAY: [e, ...]; STRUCT: {"name": v, ...} in field order
+		// (anonymous fields are _field_N).
+		open, end := byte('['), byte(']')
+		if ct.kind == tStruct {
+			open, end = '{', '}'
+		}
+		b.WriteByte(open)
+		for i, x := range v.a {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			et := ct.elem
+			if ct.kind == tStruct {
+				et = ct.fields[i].t
+				name := ct.fields[i].name
+				if name == "" {
+					name = fmt.Sprintf("_field_%d", i+1)
+				}
+				jsonString(&b, name)
+				b.WriteByte(':')
+			}
+			s, err := toJSONText(et, x, wideAsString)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(s)
+		}
+		b.WriteByte(end)
+		return b.String(), nil
+	}
 	switch t {
 	case tBool:
 		return strconv.FormatBool(v.b), nil
@@ -283,7 +317,19 @@ func registerJSON() {
 			return value{s: s}, nil
 		})
 	}
-	jsonable := func(t typ) bool {
+	var jsonable func(t typ) bool
+	jsonable = func(t typ) bool {
+		if ct := t.comp(); ct != nil {
+			if ct.kind == tArray {
+				return jsonable(ct.elem)
+			}
+			for _, f := range ct.fields {
+				if !jsonable(f.t) {
+					return false
+				}
+			}
+			return true
+		}
 		switch t {
 		case tGeo, tStruct, tArray, tInterval, tRange:
 			return false
@@ -300,6 +346,9 @@ func registerJSON() {
 		}
 		return c.sigStrict(e, args, []typ{tNull}, tJSON, false, func(a []value) (value, error) {
 			s, err := toJSONText(t, a[0], false)
+			if err == nil && t.comp() != nil {
+				s, err = canonicalJSON(s) // a JSON object's keys are sorted
+			}
 			return value{s: s}, err
 		})
 	}
@@ -321,7 +370,7 @@ func registerJSON() {
 				return value{}, err
 			}
 			var b bytes.Buffer
-			jsonWrite(&b, v, "  ", "")
+			jsonWrite(&b, v, "  ", "", false) // in the value's own key order
 			return value{s: b.String()}, nil
 		})
 	}
