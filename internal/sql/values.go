@@ -221,12 +221,23 @@ func buildRecord(s *schema.Schema, n int, value func(col, row int) any) (arrow.R
 				continue
 			}
 			if err := appendValue(fb, v); err != nil {
+				if err == errColumnTooLarge {
+					return nil, err
+				}
 				return nil, fmt.Errorf("sql: column %s: %w", s.Fields[c].Name, err)
 			}
 		}
 	}
 	return b.NewRecordBatch(), nil
 }
+
+// maxColumnBytes is the most a STRING or BYTES column of a batch may
+// hold: Arrow's 32-bit offsets (past them the builder panicked). A
+// variable for tests.
+var maxColumnBytes = math.MaxInt32
+
+// errColumnTooLarge is a batch column past maxColumnBytes.
+var errColumnTooLarge = &ResourcesError{Limit: math.MaxInt32, Used: math.MaxInt32, What: "a result column of more than 2 GiB"}
 
 func appendValue(fb array.Builder, v any) error {
 	switch b := fb.(type) {
@@ -237,8 +248,14 @@ func appendValue(fb array.Builder, v any) error {
 	case *array.BooleanBuilder:
 		b.Append(v.(bool))
 	case *array.StringBuilder:
+		if b.DataLen()+len(v.(string)) > maxColumnBytes {
+			return errColumnTooLarge
+		}
 		b.Append(v.(string))
 	case *array.BinaryBuilder:
+		if b.DataLen()+len(v.(string)) > maxColumnBytes {
+			return errColumnTooLarge
+		}
 		b.Append([]byte(v.(string)))
 	case *array.Date32Builder:
 		b.Append(arrow.Date32(v.(int64)))

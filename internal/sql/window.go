@@ -787,6 +787,9 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 					out[r] = def
 				}
 			}
+			if err := chargeOut(q, out, rows); err != nil {
+				return nil, err
+			}
 			continue
 		case "FIRST_VALUE", "LAST_VALUE", "NTH_VALUE":
 			for i, r := range rows {
@@ -807,6 +810,9 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 					}
 				}
 			}
+			if err := chargeOut(q, out, rows); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		// An aggregate over the frame: running when the frame starts at
@@ -823,6 +829,9 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 					}
 				}
 				out[r] = w.agg.result(&s)
+				if err := chargeOut(q, out, []int{r}); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -832,6 +841,9 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 			lo, hi := bounds(i)
 			if lo == 0 && hi == m && haveWhole {
 				out[r] = whole
+				if err := chargeOut(q, out, []int{r}); err != nil {
+					return nil, err
+				}
 				continue
 			}
 			var s acc
@@ -841,12 +853,27 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 				}
 			}
 			out[r] = w.agg.result(&s)
+			if err := chargeOut(q, out, []int{r}); err != nil {
+				return nil, err
+			}
 			if lo == 0 && hi == m {
 				whole, haveWhole = out[r], true
 			}
 		}
 	}
 	return out, nil
+}
+
+// chargeOut charges the window values of rows as they are computed: an
+// aggregate over a growing frame (STRING_AGG, ARRAY_AGG OVER (ORDER BY
+// ...)) makes a value per row as large as its frame, quadratic in the
+// partition, and the result column copies each value.
+func chargeOut(q *selectQuery, out []any, rows []int) error {
+	var n int64
+	for _, r := range rows {
+		n += cellBytes(out[r])
+	}
+	return q.charge(n, "analytic OVER() clauses")
 }
 
 // windowsOverGroups computes the windows over the groups HAVING keeps
