@@ -21,8 +21,9 @@ import (
 // tFirstComposite naming an interned descriptor: equal types are equal
 // typ values, so type checks stay integer comparisons. The registry is
 // process-wide and append-only (a type, once seen, keeps its number); it
-// is bounded by maxCompTypes distinct shapes, beyond which a query that
-// builds yet another new type fails.
+// is bounded by maxCompTypes distinct shapes and maxCompBytes of names,
+// beyond which a query that builds yet another new type fails; a type
+// name nests at most maxTypeDepth levels.
 //
 // The bare tStruct and tArray kinds remain what the row_restriction
 // checker gives a RECORD column (only IS [NOT] NULL reads it); the query
@@ -51,8 +52,13 @@ type structField struct {
 var comps struct {
 	mu     sync.Mutex
 	byName map[string]typ
+	bytes  int                         // of the names in byName
 	list   atomic.Pointer[[]*compType] // copy on write
 }
+
+// maxCompBytes bounds the bytes of all interned type names (a var for
+// tests).
+var maxCompBytes = 64 << 20
 
 var errTooManyTypes = fmt.Errorf("too many distinct ARRAY and STRUCT types")
 
@@ -66,9 +72,10 @@ func intern(ct *compType) (typ, error) {
 	if p := comps.list.Load(); p != nil {
 		list = *p
 	}
-	if len(list) >= maxCompTypes {
+	if len(list) >= maxCompTypes || comps.bytes+len(ct.name) > maxCompBytes {
 		return 0, errTooManyTypes
 	}
+	comps.bytes += len(ct.name)
 	if comps.byName == nil {
 		comps.byName = map[string]typ{}
 	}
@@ -164,9 +171,14 @@ func parseTypeName(s string) (typ, error) {
 }
 
 type typeParser struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int
 }
+
+// maxTypeDepth bounds the nesting of a type name (each level's name
+// holds the inner one's: deep nesting would cost quadratic memory).
+const maxTypeDepth = 64
 
 func (p *typeParser) space() {
 	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
@@ -204,6 +216,11 @@ func (p *typeParser) punct(c byte) bool {
 }
 
 func (p *typeParser) typ() (typ, error) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxTypeDepth {
+		return 0, fmt.Errorf("Type %s... is nested too deeply", p.s[:min(len(p.s), 40)])
+	}
 	w, ok := p.word()
 	if !ok {
 		return 0, fmt.Errorf("Type not found: %s", p.s)
