@@ -5,6 +5,7 @@ package filter
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -70,6 +71,7 @@ func lastDay(days int64, part string) (int64, bool) {
 var timeParts = map[string]bool{"MICROSECOND": true, "MILLISECOND": true, "SECOND": true, "MINUTE": true, "HOUR": true}
 
 func registerWeeks() {
+	registerBuckets()
 	builtins["LAST_DAY"] = func(c *checker, e *Call, args []node) (node, error) {
 		if len(e.Args) < 1 || len(e.Args) > 2 {
 			return nil, c.errf(e.P, "Number of arguments does not match for function LAST_DAY. Expected 1 to 2 arguments but got %d", len(e.Args))
@@ -130,4 +132,92 @@ func registerWeeks() {
 		}
 		return nil, c.noSig(e, args)
 	}
+}
+
+// registerBuckets adds DATE_BUCKET, DATETIME_BUCKET and TIMESTAMP_BUCKET:
+// the start of the bucket of width INTERVAL n part (counted from origin,
+// 1950-01-01 00:00:00 by default) that holds the value.
+func registerBuckets() {
+	bucket := func(t typ) builtin {
+		return func(c *checker, e *Call, args []node) (node, error) {
+			if len(e.Args) < 2 || len(e.Args) > 3 {
+				return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected 2 to 3 arguments but got %d", e.Name, len(e.Args))
+			}
+			iv, ok := e.Args[1].(*Interval)
+			if !ok {
+				return nil, c.errf(e.Args[1].Pos(), "%s expects an INTERVAL as its second argument", e.Name)
+			}
+			months := map[string]int64{"MONTH": 1, "QUARTER": 3, "YEAR": 12}[iv.Part]
+			unit, byMicros := partMicros[iv.Part]
+			if iv.Part == "WEEK" {
+				unit, byMicros = 7*microsPerDay, true
+			}
+			if !byMicros && (months == 0 || t == tTimestamp) || t == tDate && byMicros && unit < microsPerDay {
+				return nil, c.errf(iv.P, "Unsupported date part %s in function %s", iv.Part, e.Name)
+			}
+			if args[0] == nil || len(args) == 3 && args[2] == nil {
+				return nil, c.noSig(e, args)
+			}
+			k, err := c.check(iv.X)
+			if err != nil {
+				return nil, err
+			}
+			rest := []node{args[0], k}
+			want := []typ{t, tInt}
+			if len(args) == 3 {
+				rest, want = append(rest, args[2]), append(want, t)
+			}
+			origin := daysFromCivil(1950, 1, 1)
+			if t != tDate {
+				origin *= microsPerDay
+			}
+			return c.sig(e, rest, want, t, func(a []value) (value, error) {
+				n := a[1].i
+				if n <= 0 {
+					return value{}, fmt.Errorf("%s requires a positive bucket width", e.Name)
+				}
+				o := origin
+				if len(a) == 3 {
+					o = a[2].i
+				}
+				v := a[0].i
+				if months > 0 {
+					// Whole months from the origin's day of month and time.
+					od, ot := o, int64(0)
+					vd, vt := v, int64(0)
+					if t != tDate {
+						od, ot = floorDiv(o, microsPerDay), floorMod(o, microsPerDay)
+						vd, vt = floorDiv(v, microsPerDay), floorMod(v, microsPerDay)
+					}
+					oy, om, odd := civilFromDays(od)
+					vy, vm, vdd := civilFromDays(vd)
+					diff := (vy*12 + vm) - (oy*12 + om)
+					if vdd < odd || vdd == odd && vt < ot {
+						diff--
+					}
+					step := n * months
+					b, ok := addMonths(od, floorDiv(diff, step)*step)
+					if !ok {
+						return value{}, fmt.Errorf("%s result is out of range", e.Name)
+					}
+					if t == tDate {
+						return value{i: b}, nil
+					}
+					return value{i: b*microsPerDay + ot}, nil
+				}
+				w := unit
+				if t == tDate {
+					w /= microsPerDay
+				}
+				if n > math.MaxInt64/w {
+					return value{}, fmt.Errorf("%s bucket width overflows", e.Name)
+				}
+				w *= n
+				return value{i: o + floorDiv(v-o, w)*w}, nil
+			})
+		}
+	}
+	builtins["DATE_BUCKET"] = bucket(tDate)
+	builtins["DATETIME_BUCKET"] = bucket(tDatetime)
+	builtins["TIMESTAMP_BUCKET"] = bucket(tTimestamp)
 }
