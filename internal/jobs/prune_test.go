@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 )
 
@@ -45,4 +46,17 @@ func TestQueryPrunes(t *testing.T) {
 			t.Errorf("%s: %d bytes processed, want the whole columns' %d", c.pruned, p.BytesProcessed, w.BytesProcessed)
 		}
 	}
+	// A streamed LIMIT reads no batch past its rows, and bills them all.
+	whole := run("SELECT x, s FROM d.big")
+	res, err := sql.Run(context.Background(), "SELECT x, s FROM d.big LIMIT 3", func(ctx context.Context, name sql.TableName) (sql.Table, error) {
+		return s.open("p", Query{}, name, time.Now())
+	}, sql.Options{Sink: discard{}})
+	if err != nil || res.NumRows != 3 || res.PrunedBatches < 20 || res.BytesProcessed != whole.BytesProcessed {
+		t.Fatalf("LIMIT 3: %v, %d rows, %d batches unread, %d bytes (want %d)", err, res.NumRows, res.PrunedBatches, res.BytesProcessed, whole.BytesProcessed)
+	}
 }
+
+type discard struct{}
+
+func (discard) Begin(context.Context, *schema.Schema) error { return nil }
+func (discard) Write(context.Context, [][]any) error        { return nil }

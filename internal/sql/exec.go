@@ -72,7 +72,8 @@ type Result struct {
 	// as the memory budget counts it (membudget.go).
 	PeakMemory int64
 	// PrunedBatches is the batches of base tables the zone maps ruled
-	// out for the WHERE that read them (PruningTable).
+	// out for the WHERE that read them (PruningTable), and those a
+	// streamed LIMIT left unread (only billed).
 	PrunedBatches int64
 	// BytesProcessed is the logical size of the columns the query read,
 	// as BigQuery bills it: per non-NULL value 8 bytes for INT64, FLOAT64,
@@ -405,6 +406,9 @@ type selectQuery struct {
 	// topK is LIMIT plus OFFSET when only that many of the ordered rows
 	// are wanted (topk.go); -1: all.
 	topK int64
+	// past, set while a streamed block runs, reports that its LIMIT is
+	// reached: the scan goes on only to bill (prune.go's scanPast).
+	past func() bool
 	// windows are the block's analytic function calls, windowAt them by
 	// the position of their text.
 	windows  []*window
@@ -892,6 +896,10 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 	}
 	st := q.stream
 	done := stream && st.left == 0
+	if stream {
+		q.past = func() bool { return done }
+		defer func() { q.past = nil }()
+	}
 	var tk *topK
 	if !stream && len(out.order) > 0 && q.topK >= 0 {
 		tk = newTopK(q.topK, out.order)
@@ -1010,7 +1018,7 @@ func checkOrderable(r *runner, sp Span, t string) error {
 // exprs[0] is the block's WHERE (nil: none), by which a base table's
 // batches are pruned.
 func (q *selectQuery) scan(ctx context.Context, exprs []*filter.Scalar, fn func(rec arrow.RecordBatch, n int) error) error {
-	return q.in.scanWhere(ctx, exprs[0], referenced(exprs), fn)
+	return q.in.scanPast(ctx, exprs[0], q.past, referenced(exprs), fn)
 }
 
 // referenced lists the columns the expressions read, each once.

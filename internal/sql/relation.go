@@ -27,8 +27,9 @@ type relation struct {
 	// that order; with none, fn gets a nil record and the row count.
 	scan func(ctx context.Context, cols []string, fn func(rec arrow.RecordBatch, n int) error) error
 	// pruning, set for a base table that can prune (prune.go), is scan
-	// skipping the batches a WHERE condition rules out.
-	pruning func(ctx context.Context, where *filter.Scalar, cols []string, fn func(rec arrow.RecordBatch, n int) error) error
+	// skipping the batches for which may (given their zone maps) is
+	// false.
+	pruning func(ctx context.Context, may func(filter.ColumnStatsFunc) bool, cols []string, fn func(rec arrow.RecordBatch, n int) error) error
 	// vars are the range variables (lower case) the relation's columns
 	// are qualified by.
 	vars map[string]bool
