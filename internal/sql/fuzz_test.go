@@ -33,12 +33,18 @@ func FuzzQuery(f *testing.F) {
 		"SELECT a, x, o FROM t, UNNEST([1, 2]) x WITH OFFSET o", "SELECT * FROM UNNEST(['a', NULL]) AS s WITH OFFSET AS pos", "SELECT * FROM UNNEST([",
 		"SELECT a, (SELECT COUNT(*) FROM u WHERE u.a < t.a) FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.b = t.b)",
 		"SELECT b, SUM(a), SUM(SUM(a)) OVER (), RANK() OVER (ORDER BY COUNT(*) DESC) FROM t GROUP BY b QUALIFY LAG(b) OVER (ORDER BY b) IS NULL", "SELECT 1 UNION", "WITH x AS (SELECT 1) ", "SELECT t. FROM t",
+		"SELECT c[OFFSET(1)], c[SAFE_ORDINAL(a)], r.f, ARRAY_LENGTH(c) FROM t", "SELECT [1, a], STRUCT(a AS x, b), (a, b).x, ARRAY<STRUCT<x INT64>>[(1)]",
+		"SELECT ARRAY_AGG(a IGNORE NULLS ORDER BY b LIMIT 2), ARRAY_CONCAT_AGG(c) FROM t", "SELECT * FROM UNNEST(GENERATE_ARRAY(1, 5)) x WITH OFFSET",
+		"SELECT ARRAY(SELECT AS STRUCT a, b FROM t), (SELECT AS STRUCT 1 x).x", "SELECT r FROM t GROUP BY r ORDER BY r", "SELECT STRUCT<a INT64>(1) = (1)",
+		"SELECT [STRUCT(1 AS a)][OFFSET(0)].a, GENERATE_DATE_ARRAY('2020-01-01', '2020-02-01', INTERVAL 1 WEEK)", "SELECT ARRAY<",
 	} {
 		f.Add(s)
 	}
 	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
-		{Name: "a", Type: schema.Integer}, {Name: "b", Type: schema.String}}},
-		rows: [][]any{{int64(1), "x"}, {nil, "y"}, {int64(3), nil}}, batch: 2}
+		{Name: "a", Type: schema.Integer}, {Name: "b", Type: schema.String},
+		{Name: "c", Type: schema.Integer, Mode: schema.Repeated},
+		{Name: "r", Type: schema.Record, Fields: []*schema.Field{{Name: "f", Type: schema.String}}}}},
+		rows: [][]any{{int64(1), "x", []any{int64(1), int64(2)}, filter.Struct{"p"}}, {nil, "y", []any{}, nil}, {int64(3), nil, nil, filter.Struct{nil}}}, batch: 2}
 	resolve := func(_ context.Context, n TableName) (Table, error) {
 		if n.Table == "t" || n.Table == "u" {
 			return tbl, nil
