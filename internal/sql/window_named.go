@@ -111,6 +111,12 @@ func expandWindow(src string, named map[string]*namedWindow, spec []filter.Token
 	if partition >= 0 {
 		return nil, filter.NewError(src, first.Pos, "If a window has a PARTITION BY, it cannot reference a named window")
 	}
+	if len(spec) > 1 {
+		// After the name: ORDER BY, a frame, or nothing.
+		if t := spec[1]; !(t.Ident && (strings.EqualFold(t.Text, "ORDER") || strings.EqualFold(t.Text, "ROWS") || strings.EqualFold(t.Text, "RANGE"))) {
+			return nil, filter.NewError(src, t.Pos, "Syntax error: Unexpected %s", describe(t))
+		}
+	}
 	if (order >= 0 || frame >= 0) && base.frame {
 		return nil, filter.NewError(src, first.Pos, "If a window has an inline ORDER BY or window frame clause, it cannot reference another window that contains or inherits a window frame clause")
 	}
