@@ -133,13 +133,22 @@ func registerMath() {
 	roundLike("FLOOR", math.Floor, 2)
 	roundLike("CEIL", math.Ceil, 3)
 	roundLike("CEILING", math.Ceil, 3)
-	floatFn := func(name string, arity int, f func(a []float64) (float64, error)) {
+	// floatFn is a function of FLOAT64 arguments; with a NUMERIC or
+	// BIGNUMERIC argument (and no FLOAT64 one) the power, root, exponent
+	// and logarithm functions take and return that type (GoogleSQL's
+	// FN_POW_NUMERIC, FN_SQRT_NUMERIC, ...): dec computes them, exactly
+	// where it can (decimalFn), else through FLOAT64, rounded.
+	floatFn := func(name string, arity int, f func(a []float64) (float64, error), dec ...func(t typ, a []*big.Rat) (*big.Rat, bool, error)) {
 		builtins[name] = func(c *checker, e *Call, args []node) (node, error) {
 			if err := c.arity(e, args, arity, arity); err != nil {
 				return nil, err
 			}
-			if _, ok := numericOf(args); !ok {
+			t, ok := numericOf(args)
+			if !ok {
 				return nil, c.noSig(e, args)
+			}
+			if len(dec) > 0 && isDecimal(t) {
+				return decimalFn(c, e, args, t, f, dec[0])
 			}
 			return c.sig(e, args, repeatT(tFloat, arity), tFloat, func(a []value) (value, error) {
 				xs := make([]float64, len(a))
@@ -164,6 +173,12 @@ func registerMath() {
 			return 0, fmt.Errorf("Argument to SQRT cannot be negative: %s", fmtFloat(a[0]))
 		}
 		return math.Sqrt(a[0]), nil
+	}, func(t typ, a []*big.Rat) (*big.Rat, bool, error) {
+		if a[0].Sign() < 0 {
+			return nil, true, fmt.Errorf("Argument to SQRT cannot be negative: %s", fmtDecimal(t, a[0]))
+		}
+		r, _ := new(big.Float).SetPrec(512).Sqrt(new(big.Float).SetPrec(512).SetRat(a[0])).Rat(nil)
+		return r, true, nil
 	})
 	pow := func(a []float64) (float64, error) {
 		r := math.Pow(a[0], a[1])
@@ -175,27 +190,62 @@ func registerMath() {
 		}
 		return r, nil
 	}
-	floatFn("POW", 2, pow)
-	floatFn("POWER", 2, pow)
+	// powDec is exact for a small integer exponent.
+	powDec := func(t typ, a []*big.Rat) (*big.Rat, bool, error) {
+		y := a[1]
+		if !y.IsInt() || y.Num().CmpAbs(big.NewInt(64)) > 0 {
+			return nil, false, nil
+		}
+		n := y.Num().Int64()
+		if n < 0 && a[0].Sign() == 0 {
+			return nil, true, fmt.Errorf("division by zero: POW(%s, %s)", fmtDecimal(t, a[0]), fmtDecimal(t, y))
+		}
+		r := new(big.Rat).SetInt64(1)
+		for range max(n, -n) {
+			r.Mul(r, a[0])
+		}
+		if n < 0 {
+			r.Inv(r)
+		}
+		return r, true, nil
+	}
+	viaFloat := func(typ, []*big.Rat) (*big.Rat, bool, error) { return nil, false, nil }
+	floatFn("POW", 2, pow, powDec)
+	floatFn("POWER", 2, pow, powDec)
 	floatFn("EXP", 1, func(a []float64) (float64, error) {
 		r := math.Exp(a[0])
 		if finite(a...) && !finite(r) {
 			return 0, fmt.Errorf("Floating point overflow in function: EXP(%s)", fmtFloat(a[0]))
 		}
 		return r, nil
-	})
+	}, viaFloat)
 	floatFn("LN", 1, func(a []float64) (float64, error) {
 		if a[0] <= 0 && finite(a...) {
 			return 0, fmt.Errorf("Argument to LN cannot be zero or negative: %s", fmtFloat(a[0]))
 		}
 		return math.Log(a[0]), nil
-	})
+	}, viaFloat)
 	builtins["LOG"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 1, 2); err != nil {
 			return nil, err
 		}
-		if _, ok := numericOf(args); !ok {
+		t, ok := numericOf(args)
+		if !ok {
 			return nil, c.noSig(e, args)
+		}
+		if isDecimal(t) {
+			return decimalFn(c, e, args, t, func(a []float64) (float64, error) {
+				if a[0] <= 0 {
+					return 0, fmt.Errorf("Argument to LOG cannot be zero or negative: %s", fmtFloat(a[0]))
+				}
+				if len(a) == 1 {
+					return math.Log(a[0]), nil
+				}
+				if a[1] <= 0 || a[1] == 1 {
+					return 0, fmt.Errorf("Base of LOG must be positive and not 1: %s", fmtFloat(a[1]))
+				}
+				return math.Log(a[0]) / math.Log(a[1]), nil
+			}, func(typ, []*big.Rat) (*big.Rat, bool, error) { return nil, false, nil })
 		}
 		return c.sig(e, args, repeatT(tFloat, len(args)), tFloat, func(a []value) (value, error) {
 			x := a[0].f
@@ -217,7 +267,7 @@ func registerMath() {
 			return 0, fmt.Errorf("Argument to LOG10 cannot be zero or negative: %s", fmtFloat(a[0]))
 		}
 		return math.Log10(a[0]), nil
-	})
+	}, viaFloat)
 	floatFn("IEEE_DIVIDE", 2, func(a []float64) (float64, error) { return a[0] / a[1], nil })
 	builtins["SAFE_DIVIDE"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 2, 2); err != nil {
@@ -275,7 +325,7 @@ func registerMath() {
 	}
 	builtins["GREATEST"] = extreme(true)
 	builtins["LEAST"] = extreme(false)
-	registerMathMore(floatFn, finite)
+	registerMathMore(func(name string, arity int, f func([]float64) (float64, error)) { floatFn(name, arity, f) }, finite)
 }
 
 func cmpInt(a, b int64) int {
@@ -471,4 +521,37 @@ func registerMathMore(floatFn func(string, int, func([]float64) (float64, error)
 	unary("SECH", func(x float64) float64 { return 1 / math.Cosh(x) }, nil)
 	unary("CBRT", math.Cbrt, nil)
 	floatFn("ATAN2", 2, func(a []float64) (float64, error) { return math.Atan2(a[0], a[1]), nil })
+}
+
+// decimalFn checks a power, root, exponent or logarithm function whose
+// arguments take the decimal type t: exact answers from dec where it has
+// one (ok), else f's through FLOAT64, rounded to t's scale (so about 15
+// significant digits).
+func decimalFn(c *checker, e *Call, args []node, t typ, f func(a []float64) (float64, error), dec func(t typ, a []*big.Rat) (*big.Rat, bool, error)) (node, error) {
+	return c.sig(e, args, repeatT(t, len(args)), t, func(a []value) (value, error) {
+		rs := make([]*big.Rat, len(a))
+		for i, v := range a {
+			rs[i] = v.r
+		}
+		r, ok, err := dec(t, rs)
+		if err != nil {
+			return value{}, err
+		}
+		if !ok {
+			xs := make([]float64, len(a))
+			for i, v := range rs {
+				xs[i], _ = v.Float64()
+			}
+			x, err := f(xs)
+			if err != nil {
+				return value{}, err
+			}
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return value{}, fmt.Errorf("%s overflow: %s", t, e.Name)
+			}
+			r = new(big.Rat).SetFloat64(x)
+		}
+		r, err = roundDecimal(t, r)
+		return value{r: r}, err
+	})
 }
