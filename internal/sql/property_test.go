@@ -437,19 +437,23 @@ func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
 			out = append(out, []any{row[0], row[1], n, sum, rank})
 		}
 		return "SELECT a, b, COUNT(*) OVER (PARTITION BY b), SUM(a) OVER (PARTITION BY l.b), RANK() OVER (PARTITION BY b ORDER BY a) FROM l WHERE " + p.text, out
-	case 5: // [NOT] IN (subquery), with SQL's NULL rules
+	case 5: // [NOT] IN (subquery), with SQL's NULL rules; correlated on b or not
 		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
 		not := rng.Intn(2) == 0
-		var list []any
-		for _, row := range r.rows {
-			if x := q.eval(row); x != nil && *x {
-				list = append(list, row[0])
-			}
-		}
+		correlated := rng.Intn(2) == 0
 		var out [][]any
 		for _, row := range l.rows {
 			if x := p.eval(row); x == nil || !*x {
 				continue
+			}
+			var list []any
+			for _, rr := range r.rows {
+				if correlated && (rr[1] == nil || row[1] == nil || rr[1].(string) != row[1].(string)) {
+					continue
+				}
+				if x := q.eval(rr); x != nil && *x {
+					list = append(list, rr[0])
+				}
 			}
 			var in tri = triOf(false)
 			for _, v := range list {
@@ -476,7 +480,11 @@ func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
 		if not {
 			op = " NOT IN "
 		}
-		return "SELECT a, b FROM l WHERE " + p.text + " AND a" + op + "(SELECT r.a FROM r WHERE " + q.text + ")", out
+		corr := ""
+		if correlated {
+			corr = " AND r.b = l.b"
+		}
+		return "SELECT a, b FROM l WHERE " + p.text + " AND a" + op + "(SELECT r.a FROM r WHERE " + q.text + corr + ")", out
 	case 0: // filter and project
 		p := randPred(rng, "l", 2)
 		var out [][]any
