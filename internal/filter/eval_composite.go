@@ -293,3 +293,94 @@ func (n *fieldNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	return out, nil
 }
+
+// inUnnestExpr is x [NOT] IN UNNEST(arr) over an ARRAY expression: TRUE
+// when an element equals x, else NULL when x or an element is NULL (and
+// the array is not empty), else FALSE; an empty or NULL array is FALSE.
+func (c *checker) inUnnestExpr(e *InUnnest) (node, error) {
+	x, err := c.check(e.X)
+	if err != nil {
+		return nil, err
+	}
+	arr, err := c.check(e.Expr)
+	if err != nil {
+		return nil, err
+	}
+	at := arr.typ()
+	if at == tNull {
+		return &constNode{v: constVec(tBool, value{b: e.Not}), p: e.P}, nil
+	}
+	if !at.isArray() {
+		return nil, c.errf(e.Expr.Pos(), "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", at)
+	}
+	et := at.elem()
+	t, ok := c.supertype(x, &constNode{v: constVec(et, nullValue)})
+	if !ok || !isEqualityType(t) || t.isStruct() {
+		return nil, c.errf(e.P, "No matching signature for operator IN UNNEST for argument types: %s and %s", x.typ(), at)
+	}
+	if t == tNull {
+		t = tInt
+	}
+	if x, err = c.coerce(x, t, "operator IN UNNEST"); err != nil {
+		return nil, err
+	}
+	return c.fold(&inArrayNode{x: x, arr: arr, t: t, not: e.Not, p: e.P}, x, arr)
+}
+
+type inArrayNode struct {
+	x, arr node
+	t      typ // x's type (the elements convert to it)
+	not    bool
+	p      int
+}
+
+func (n *inArrayNode) typ() typ { return tBool }
+func (n *inArrayNode) pos() int { return n.p }
+
+func (n *inArrayNode) eval(ctx *evalCtx) (*vec, error) {
+	xv, err := n.x.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	av, err := n.arr.eval(ctx)
+	if err != nil {
+		return nil, err
+	}
+	et := n.arr.typ().elem()
+	out := newVec(tBool, ctx.n)
+	for r := 0; r < ctx.n; r++ {
+		a := av.get(r)
+		if a.null || len(a.a) == 0 {
+			out.b[r] = n.not
+			continue
+		}
+		x := xv.get(r)
+		found, null := false, x.null
+		for _, el := range a.a {
+			if el.null {
+				null = true
+				continue
+			}
+			if x.null {
+				continue
+			}
+			v, err := convertValue(et, n.t, el)
+			if err != nil {
+				return nil, ctx.errf(n.p, "%v", err)
+			}
+			if compareValues(n.t, x, v) == 0 {
+				found = true
+				break
+			}
+		}
+		switch {
+		case found:
+			out.b[r] = !n.not
+		case null:
+			out.set(r, nullValue)
+		default:
+			out.b[r] = n.not
+		}
+	}
+	return out, nil
+}

@@ -32,10 +32,12 @@ func (e *Param) String() string {
 	return "@" + e.Name
 }
 
-// InUnnest is `x [NOT] IN UNNEST(@array_parameter)`.
+// InUnnest is `x [NOT] IN UNNEST(@array_parameter)`, or in a query
+// `x [NOT] IN UNNEST(array expression)` (Array nil, Expr set).
 type InUnnest struct {
 	X     Expr
 	Array *Param
+	Expr  Expr
 	Not   bool
 	P     int
 }
@@ -43,6 +45,9 @@ type InUnnest struct {
 func (e *InUnnest) Pos() int { return e.P }
 func (*InUnnest) exprNode()  {}
 func (e *InUnnest) String() string {
+	if e.Array == nil {
+		return "(" + e.X.String() + notStr(e.Not) + " IN UNNEST(" + e.Expr.String() + "))"
+	}
 	return "(" + e.X.String() + notStr(e.Not) + " IN UNNEST(" + e.Array.String() + "))"
 }
 
@@ -179,6 +184,9 @@ func (c *checker) param(e *Param) (node, error) {
 
 // inUnnest checks `x [NOT] IN UNNEST(@array)`: IN over the elements.
 func (c *checker) inUnnest(e *InUnnest) (node, error) {
+	if e.Array == nil {
+		return c.inUnnestExpr(e)
+	}
 	v, err := c.lookupParam(e.Array)
 	if err != nil {
 		return nil, err
@@ -253,6 +261,16 @@ func (p *parser) inUnnest(left Expr, not bool, pos int) (Expr, bool, *Error) {
 	}
 	if err := p.advance(); err != nil {
 		return nil, true, err
+	}
+	if p.tok.kind != kParam && p.query {
+		arr, err := p.parseExpr(0)
+		if err != nil {
+			return nil, true, err
+		}
+		if err := p.expectOp(")"); err != nil {
+			return nil, true, err
+		}
+		return &InUnnest{X: left, Expr: arr, Not: not, P: pos}, true, nil
 	}
 	if p.tok.kind != kParam {
 		return nil, true, p.errf(unnest.pos, "IN UNNEST is not supported in row_restriction")

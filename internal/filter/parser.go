@@ -94,7 +94,7 @@ func depth(e Expr) (int, Expr) {
 	case *In:
 		visit(append([]Expr{e.X}, e.List...)...)
 	case *InUnnest:
-		visit(e.X)
+		visit(e.X, e.Expr)
 	case *Like:
 		visit(e.X, e.Pattern)
 	case *Call:
