@@ -381,8 +381,21 @@ var clauseKw = map[string]bool{
 // keyword or a closing parenthesis at depth 0. CASE ... END nests.
 func (p *parser) expr() (Span, error) {
 	return p.exprUntil(func(t filter.Token, start int) bool {
-		return t.Ident && clauseKw[strings.ToUpper(t.Text)] && !p.distinctFrom()
+		return t.Ident && clauseKw[strings.ToUpper(t.Text)] && !p.distinctFrom() && !p.funcCall()
 	})
+}
+
+// funcCall reports whether the current token, a clause keyword, is the
+// name of a function call instead: LEFT( or RIGHT( (string functions),
+// or a name after "." as in SAFE.LEFT(.
+func (p *parser) funcCall() bool {
+	t := p.tok()
+	if !strings.EqualFold(t.Text, "LEFT") && !strings.EqualFold(t.Text, "RIGHT") {
+		return false
+	}
+	next := p.toks[p.i+1] // the last token is EOF, never LEFT or RIGHT
+	prev := p.i > 0 && p.toks[p.i-1].Op && p.toks[p.i-1].Text == "."
+	return next.Op && next.Text == "(" || prev
 }
 
 // distinctFrom reports whether the current token is the FROM of
