@@ -484,19 +484,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		scanned = append(scanned, a.order...)
 	}
 	err = q.scan(ctx, scanned, func(rec arrow.RecordBatch, n int) error {
-		keep := make([]bool, n)
-		for i := range keep {
-			keep[i] = true
+		rec, n, release, err := whereRows(ctx, where, rec, n)
+		if err != nil {
+			return err
 		}
-		if where != nil {
-			vals, err := where.Values(ctx, rec, n)
-			if err != nil {
-				return err
-			}
-			for i, v := range vals {
-				keep[i] = v == true
-			}
-		}
+		defer release()
 		keys := make([][]any, len(groupX))
 		for g, x := range groupX {
 			vals, err := x.Values(ctx, rec, n)
@@ -517,9 +509,6 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 		var kb []byte
 		for i := 0; i < n; i++ {
-			if !keep[i] {
-				continue
-			}
 			for set := range sets {
 				kb = kb[:0]
 				if len(sets) > 1 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
@@ -911,10 +913,11 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			// the columns read, which BigQuery bills whole.
 			return nil
 		}
-		keep, err := selection(ctx, where, rec, n)
+		rec, n, release, err := whereRows(ctx, where, rec, n)
 		if err != nil {
 			return err
 		}
+		defer release()
 		cols := make([][]any, len(exprs))
 		for j, x := range exprs {
 			vals, err := x.Values(ctx, rec, n)
@@ -926,9 +929,6 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		var batch [][]any
 		var charged int64
 		for i := 0; i < n; i++ {
-			if !keep[i] {
-				continue
-			}
 			if stream {
 				if st.skip > 0 {
 					st.skip--
@@ -981,6 +981,51 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		out.rows = tk.sorted()
 	}
 	return out, nil
+}
+
+// whereRows is the batch of rec's rows that where keeps (rec itself when
+// it keeps all), and the count of them; release frees what it made. The
+// select list, GROUP BY keys and aggregate arguments are evaluated on
+// these rows only: as in BigQuery, `SELECT 1/x FROM t WHERE x != 0`
+// never divides by zero (evaluating them over the whole batch and
+// dropping rows afterwards failed such queries).
+func whereRows(ctx context.Context, where *filter.Scalar, rec arrow.RecordBatch, n int) (arrow.RecordBatch, int, func(), error) {
+	noop := func() {}
+	if where == nil {
+		return rec, n, noop, nil
+	}
+	keep, err := selection(ctx, where, rec, n)
+	if err != nil {
+		return nil, 0, noop, err
+	}
+	idx := make([]int32, 0, n)
+	for i, k := range keep {
+		if k {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) == n || rec == nil { // nil: the block reads no column, only counts rows
+		return rec, len(idx), noop, nil
+	}
+	ia := indices(idx)
+	defer ia.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	release := func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}
+	for c := range cols {
+		if cols[c], err = compute.TakeArray(ctx, rec.Column(c), ia); err != nil {
+			release()
+			return nil, 0, noop, err
+		}
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, int64(len(idx)))
+	release()
+	return out, len(idx), out.Release, nil
 }
 
 // selection evaluates a WHERE condition (nil: every row).
