@@ -135,7 +135,14 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 			groups[g].rows = append(groups[g].rows, row)
 		}
 	}
-	n, err := s.appendRows(ctx, ct, groups)
+	// The job's outcome once the rows are committed, logged before the
+	// commit (commit.go).
+	intent := func(stream string, rows int64) error {
+		done := *stats
+		done.AffectedRows = rows
+		return s.logCommit(project, q, ct.ID, stream, done)
+	}
+	n, err := s.appendRowsLogged(ctx, ct, groups, intent)
 	if err != nil {
 		var re *rowsError
 		if errors.As(err, &re) {
@@ -171,6 +178,13 @@ func (e *rowsError) Error() string { return e.msg }
 // NULL; a REQUIRED column without one is an error). It returns the rows
 // appended.
 func (s *Store) appendRows(ctx context.Context, t *catalog.Table, groups []rowGroup) (int64, error) {
+	return s.appendRowsLogged(ctx, t, groups, nil)
+}
+
+// appendRowsLogged is appendRows calling intent (if not nil) with the
+// stream and its rows right before the commit; an error from it fails
+// the append, nothing committed.
+func (s *Store) appendRowsLogged(ctx context.Context, t *catalog.Table, groups []rowGroup, intent func(stream string, rows int64) error) (int64, error) {
 	var total int64
 	for _, g := range groups {
 		total += int64(len(g.rows))
@@ -243,12 +257,25 @@ func (s *Store) appendRows(ctx context.Context, t *catalog.Table, groups []rowGr
 	if _, err := et.Finalize(ctx, info.ID); err != nil {
 		return 0, err
 	}
+	if intent != nil {
+		if err := intent(info.ID, off); err != nil {
+			return 0, err
+		}
+	}
+	if h := s.opts.insertCommit; h != nil {
+		if err := h(false); err != nil {
+			return 0, err
+		}
+	}
 	_, serrs, err := et.BatchCommit(ctx, []string{info.ID})
 	if err != nil {
 		return 0, err
 	}
 	if len(serrs) > 0 {
 		return 0, fmt.Errorf("jobs: insert into %s: commit: %w", t.FullID(), serrs[0].Err)
+	}
+	if h := s.opts.insertCommit; h != nil {
+		_ = h(true)
 	}
 	return off, nil
 }

@@ -210,6 +210,10 @@ type Job struct {
 	// or Query.Destination. Zero until DONE without error, and without a
 	// data engine (Options.DB nil; the rows are then held in memory).
 	Destination TableRef
+
+	// commit is the stream the job's INSERT is committing, while it is
+	// RUNNING (commit.go); logged only.
+	commit *commitRecord
 }
 
 // Options configure a Store.
@@ -240,6 +244,11 @@ type Options struct {
 	// afterResultAppend, if set, is called by a job each time it has
 	// appended rows of its result (sink.go; tests cancel there).
 	afterResultAppend func(id string)
+	// insertCommit, if set, is called by an INSERT right before (after
+	// false) and right after (after true) it commits its rows (tests
+	// take a crash image of the jobs log there); an error before the
+	// commit fails the INSERT there, its rows not committed.
+	insertCommit func(after bool) error
 }
 
 // Store runs jobs and keeps them.
@@ -318,7 +327,10 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 				if j.Started.IsZero() {
 					j.Started = now
 				}
-				j.Err = &BackendError{Msg: "The job was running when the server stopped: it did not complete; run it again."}
+				if !recoverCommit(opts.DB, j) {
+					j.Err = &BackendError{Msg: "The job was running when the server stopped: it did not complete; run it again."}
+				}
+				j.commit = nil
 			}
 			keep = append(keep, j)
 		}

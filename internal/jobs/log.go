@@ -70,6 +70,9 @@ type jobRecord struct {
 	Referenced     []TableRef     `json:"referenced,omitempty"`
 	Destination    *TableRef      `json:"destination,omitempty"`
 	Stats          Stats          `json:"stats"`
+	// Commit is the stream a RUNNING job's INSERT is committing
+	// (commit.go); absent in older logs.
+	Commit *commitRecord `json:"commit,omitempty"`
 }
 
 // errRecord is a job's error, of one of the kinds the API layer maps.
@@ -157,7 +160,7 @@ func recordOf(j *Job) *jobRecord {
 		Project: j.Project, ID: j.ID, Location: j.Location, Query: j.Query, State: j.State.String(),
 		Created: usOf(j.Created), Started: usOf(j.Started), End: usOf(j.End), Err: encodeErr(j.Err),
 		Schema: j.Schema, NumRows: j.NumRows, BytesProcessed: j.BytesProcessed,
-		Referenced: j.Referenced, Stats: j.Stats,
+		Referenced: j.Referenced, Stats: j.Stats, Commit: j.commit,
 	}
 	if j.Destination != (TableRef{}) {
 		d := j.Destination
@@ -171,7 +174,7 @@ func (r *jobRecord) job() *Job {
 		Project: r.Project, ID: r.ID, Location: r.Location, Query: r.Query,
 		Created: timeOf(r.Created), Started: timeOf(r.Started), End: timeOf(r.End), Err: r.Err.decode(),
 		Schema: r.Schema, NumRows: r.NumRows, BytesProcessed: r.BytesProcessed,
-		Referenced: r.Referenced, Stats: r.Stats,
+		Referenced: r.Referenced, Stats: r.Stats, commit: r.Commit,
 	}
 	switch r.State {
 	case "DONE":

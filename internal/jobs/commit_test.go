@@ -1,0 +1,92 @@
+package jobs
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/bqstore/bqstore/internal/storage/vfs"
+)
+
+// errCrash stands for a process killed at a hook.
+var errCrash = errors.New("crash")
+
+// TestInsertCrashAroundCommit: a crash right after an INSERT committed
+// its rows, before the job's DONE record, leaves a job that recovers
+// DONE with its numDmlAffectedRows (the rows are there: reporting it
+// failed would make a rerun duplicate them); a crash right before the
+// commit leaves a failed job and no rows. A script cut after its INSERT
+// committed did not complete: it stays failed.
+func TestInsertCrashAroundCommit(t *testing.T) {
+	const ins = "INSERT INTO d.t (x, s) VALUES (1, 'a'), (2, 'b'), (3, 'c')"
+	for _, c := range []struct {
+		sql   string
+		after bool // the crash is after the commit
+		done  bool // the recovered job succeeded
+	}{
+		{ins, true, true},
+		{ins, false, false},
+		{ins + "; SELECT 1", true, false},
+	} {
+		after := c.after
+		_, cat, db := engineStore(t, Options{})
+		fillTable(t, cat, db, "t", 0)
+		fs := vfs.NewMem()
+		var crashed *vfs.MemFS
+		s, err := Open(cat, Options{FS: fs, Dir: "jobs", DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.opts.insertCommit = func(a bool) error {
+			if a != after {
+				return nil
+			}
+			crashed = fs.CrashClone(nil)
+			if !a {
+				return errCrash // the process dies here: no commit
+			}
+			return nil
+		}
+		if _, err := s.Insert("p", "ins", "US", Query{SQL: c.sql, DefaultProject: "p"}); err != nil {
+			t.Fatal(err)
+		}
+		if j := wait(t, s, "ins"); after && j.Err != nil {
+			t.Fatalf("insert: %+v", j)
+		}
+		s.Close()
+		if crashed == nil {
+			t.Fatal("the INSERT did not reach its commit")
+		}
+		// The engine keeps what it committed; the jobs log is as the
+		// crash left it.
+		ct, err := cat.Table("p", "d", "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int64(0)
+		if after {
+			want = 3
+		}
+		if n, err := s.numRows(ct); err != nil || n != want {
+			t.Fatalf("after=%v: %d rows (%v), want %d", after, n, err, want)
+		}
+		s2, err := Open(cat, Options{FS: crashed, Dir: "jobs", DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := s2.Get("p", "ins")
+		s2.Close()
+		if err != nil || j.State != StateDone {
+			t.Fatalf("after=%v: %+v %v", after, j, err)
+		}
+		if c.done {
+			if j.Err != nil || !j.Stats.DML || j.Stats.AffectedRows != 3 || j.Stats.StatementType != "INSERT" {
+				t.Fatalf("committed INSERT cut by a crash: %+v, want DONE with 3 rows affected", j)
+			}
+		} else {
+			var be *BackendError
+			if !errors.As(j.Err, &be) {
+				t.Fatalf("%q cut (after its commit: %v): %+v, want a BackendError", c.sql, after, j)
+			}
+		}
+	}
+}
