@@ -217,13 +217,14 @@ func (r *runner) errf(pos int, format string, args ...any) error {
 }
 
 // text returns the statement with everything outside [from, to) blanked
-// (each character a space, newlines kept), so that the expression layer's
-// error positions are positions in the statement.
+// (each byte a space, newlines kept), so that the expression layer's
+// byte positions are positions in the statement (compileText makes its
+// error columns count the statement's characters again).
 func (r *runner) text(from, to int) string {
 	var b strings.Builder
 	b.Grow(to)
-	for _, c := range r.src[:from] {
-		if c == '\n' {
+	for i := range from {
+		if r.src[i] == '\n' {
 			b.WriteByte('\n')
 		} else {
 			b.WriteByte(' ')
@@ -507,6 +508,7 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 	x, err := filter.CompileScalar(text, s, opts...)
 	var fe *filter.Error
 	if errors.As(err, &fe) {
+		r.statementColumn(fe, text)
 		// The expression layer speaks of row_restriction here.
 		if rest, ok := strings.CutPrefix(fe.Msg, "row_restriction cannot reference REPEATED field "); ok {
 			name, _, _ := strings.Cut(rest, ":")
@@ -514,6 +516,19 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 		}
 	}
 	return x, err
+}
+
+// statementColumn makes the line and column of fe, an error in text (the
+// statement blanked byte for byte before the expression, as text and
+// windowText make it), count the statement's characters in the blanked
+// part, where text has a space for each byte of a multibyte character.
+func (r *runner) statementColumn(fe *filter.Error, text string) {
+	blank := len(text) - len(strings.TrimLeft(text, " \n"))
+	if blank == 0 || blank > len(r.src) || fe.Pos < blank || fe.Pos > len(text) {
+		return
+	}
+	e := filter.NewError(r.src[:blank]+text[blank:], fe.Pos, "")
+	fe.Line, fe.Column = e.Line, e.Column
 }
 
 // selectBlock runs one SELECT; q (nil inside a set operation) holds the
