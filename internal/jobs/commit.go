@@ -1,40 +1,55 @@
 package jobs
 
 import (
+	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // An INSERT commits its rows (one PENDING stream, BatchCommit) before its
-// job's DONE record is logged; a crash between the two would leave the
-// rows committed and the job, recovered, failed ("run it again"): a
-// client that reruns it duplicates the rows. So the INSERT first logs,
-// on its RUNNING job, the stream it is about to commit and the outcome
-// the job has once it is committed (a commitRecord); Open asks the
-// engine about the stream of a job a crash cut after that record:
-// committed, the job is DONE with that outcome; otherwise it failed as
-// any job the server stopped (its stream, never committed, is given up
-// when its PENDING TTL passes: storage.AbandonExpired).
+// job's DONE record is logged, and so does a query job appending its
+// rows to an existing destination table (WRITE_APPEND, WRITE_EMPTY); a
+// crash between the two would leave the rows committed and the job,
+// recovered, failed ("run it again"): a client that reruns it duplicates
+// the rows. So the job first logs, on its RUNNING job, the stream it is
+// about to commit and the outcome the job has once it is committed (a
+// commitRecord); Open asks the engine about the stream of a job a crash
+// cut after that record: committed, the job is DONE with that outcome;
+// otherwise it failed as any job the server stopped (its stream, never
+// committed, is given up when its PENDING TTL passes:
+// storage.AbandonExpired).
 //
-// The outcome is the job's only when the INSERT is its only statement:
-// a script cut after one of its statements did not complete, whatever
-// that statement committed (as in BigQuery, a script's statements each
-// commit on their own).
+// An INSERT's outcome is the job's only when the INSERT is its only
+// statement: a script cut after one of its statements did not complete,
+// whatever that statement committed (as in BigQuery, a script's
+// statements each commit on their own). The append to a destination is
+// always a job's last change.
 
-// commitRecord is the stream an INSERT of a job is committing: Table is
-// the engine table's id, Stream the PENDING stream's, Stats the job's
-// statistics once it is committed.
+// Kinds of commitRecord.
+const (
+	commitInsert      = "insert"
+	commitDestination = "destination"
+)
+
+// commitRecord is the stream a job is committing: Kind is commitInsert
+// or commitDestination, Table the engine table's id, Stream the PENDING
+// stream's; the rest is the job's outcome once it is committed (Schema,
+// NumRows, Referenced and Destination: a destination's only).
 type commitRecord struct {
-	Table  string `json:"table"`
-	Stream string `json:"stream"`
-	Stats  Stats  `json:"stats"`
+	Kind        string         `json:"kind"`
+	Table       string         `json:"table"`
+	Stream      string         `json:"stream"`
+	Stats       Stats          `json:"stats"`
+	Schema      *schema.Schema `json:"schema,omitempty"`
+	NumRows     int64          `json:"numRows,omitempty"`
+	Referenced  []TableRef     `json:"referenced,omitempty"`
+	Destination *TableRef      `json:"destination,omitempty"`
 }
 
-// logCommit logs, durably, that the INSERT of q (a statement of job
-// project/q.job) is about to commit stream of engine table table with
-// outcome stats. It fails when the record cannot be logged: committing
-// without it would reopen the window.
-func (s *Store) logCommit(project string, q Query, table, stream string, stats Stats) error {
+// logCommit logs, durably, that a statement of q (job project/q.job) is
+// about to commit c.Stream. It fails when the record cannot be logged:
+// committing without it would reopen the window.
+func (s *Store) logCommit(project string, q Query, c *commitRecord) error {
 	if s.jl == nil || q.job == "" {
 		return nil
 	}
@@ -46,19 +61,37 @@ func (s *Store) logCommit(project string, q Query, table, stream string, stats S
 	}
 	j := e.job
 	s.mu.Unlock()
-	j.commit = &commitRecord{Table: table, Stream: stream, Stats: stats}
+	j.commit = c
 	return s.persist(&j)
 }
 
-// recoverCommit completes job j, RUNNING when the server stopped, if its
-// INSERT had committed the stream of its commit record (see above); it
-// reports whether it did.
+// destinationIntent is the intent of j's append to its destination d,
+// engine table table: j holds the job's outcome but Destination.
+func (s *Store) destinationIntent(j *Job, d TableRef, table string) func(stream string, rows int64) error {
+	return func(stream string, _ int64) error {
+		return s.logCommit(j.Project, j.Query, &commitRecord{Kind: commitDestination, Table: table, Stream: stream,
+			Stats: j.Stats, Schema: j.Schema, NumRows: j.NumRows, Referenced: j.Referenced, Destination: &d})
+	}
+}
+
+// recoverCommit completes job j, RUNNING when the server stopped, if it
+// had committed the stream of its commit record (see above); it reports
+// whether it did.
 func recoverCommit(db *storage.DB, j *Job) bool {
 	c := j.commit
 	if c == nil || db == nil {
 		return false
 	}
-	if sts, err := sql.ParseScript(j.Query.SQL); err != nil || len(sts) != 1 || sts[0].Insert == nil {
+	switch c.Kind {
+	case commitInsert, "": // "": the first records had no kind
+		if sts, err := sql.ParseScript(j.Query.SQL); err != nil || len(sts) != 1 || sts[0].Insert == nil {
+			return false
+		}
+	case commitDestination:
+		if j.Query.Destination == nil || c.Destination == nil {
+			return false
+		}
+	default:
 		return false
 	}
 	t, err := db.Table(c.Table)
@@ -70,5 +103,8 @@ func recoverCommit(db *storage.DB, j *Job) bool {
 		return false
 	}
 	j.Err, j.Stats, j.BytesProcessed = nil, c.Stats, c.Stats.BytesProcessed
+	if c.Kind == commitDestination {
+		j.Schema, j.NumRows, j.Referenced, j.Destination = c.Schema, c.NumRows, c.Referenced, *c.Destination
+	}
 	return true
 }

@@ -36,7 +36,7 @@ func TestInsertCrashAroundCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.opts.insertCommit = func(a bool) error {
+		s.opts.rowsCommit = func(a bool) error {
 			if a != after {
 				return nil
 			}
@@ -89,4 +89,58 @@ func TestInsertCrashAroundCommit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDestinationAppendCrashAfterCommit: a crash right after a query
+// job appended its rows to its WRITE_APPEND destination table, before
+// the job's DONE record, leaves a job that recovers DONE with its result
+// in the destination (a rerun would append the rows again).
+func TestDestinationAppendCrashAfterCommit(t *testing.T) {
+	_, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "t", 2)
+	fs := vfs.NewMem()
+	var crashed *vfs.MemFS
+	s, err := Open(cat, Options{FS: fs, Dir: "jobs", DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.opts.rowsCommit = func(after bool) error {
+		if after {
+			crashed = fs.CrashClone(nil)
+		}
+		return nil
+	}
+	dest := TableRef{Project: "p", Dataset: "d", Table: "t"}
+	q := Query{SQL: "SELECT x + 10 AS x, s FROM d.t", DefaultProject: "p", Destination: &dest, WriteDisposition: WriteAppend}
+	if _, err := s.Insert("p", "app", "US", q); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "app"); j.Err != nil || j.Destination != dest {
+		t.Fatalf("append: %+v", j)
+	}
+	s.Close()
+	if crashed == nil {
+		t.Fatal("the job did not reach the commit of its destination rows")
+	}
+	ct, err := cat.Table("p", "d", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.numRows(ct); err != nil || n != 4 {
+		t.Fatalf("%d rows (%v), want 4", n, err)
+	}
+	s2, err := Open(cat, Options{FS: crashed, Dir: "jobs", DB: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	j, err := s2.Get("p", "app")
+	if err != nil || j.State != StateDone || j.Err != nil || j.Destination != dest || j.NumRows != 2 || j.Schema == nil || j.Stats.StatementType != "SELECT" || len(j.Referenced) != 1 {
+		t.Fatalf("append cut by a crash after its commit: %+v %v, want DONE with 2 rows in p:d.t", j, err)
+	}
+	r, err := s2.Rows(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
 }

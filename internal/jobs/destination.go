@@ -24,7 +24,8 @@ import (
 //     schema and rows.
 //
 // The rows go through one PENDING stream committed at the end, so an
-// append is atomic. A new table and a truncated one are built aside and
+// append is atomic; the job logs the stream before committing it, so
+// that a crash after the commit recovers the job DONE (commit.go). A new table and a truncated one are built aside and
 // swapped in (replace.go): a reader finds the old table (or none) until
 // the new one, whole, takes its name, and a failure or a crash before
 // the swap leaves the old table as it was (BigQuery, too, replaces the
@@ -64,7 +65,7 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema
 				return TableRef{}, err
 			}
 			// One PENDING stream: the rows are appended all at once.
-			return d, s.copyRows(ctx, rows, ct)
+			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID))
 		case WriteTruncate:
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
@@ -74,7 +75,7 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema
 			if n > 0 {
 				return TableRef{}, &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
 			}
-			return d, s.copyRows(ctx, rows, ct)
+			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID))
 		}
 	}
 	// A new table, or WRITE_TRUNCATE: built aside and swapped in

@@ -140,7 +140,7 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 	intent := func(stream string, rows int64) error {
 		done := *stats
 		done.AffectedRows = rows
-		return s.logCommit(project, q, ct.ID, stream, done)
+		return s.logCommit(project, q, &commitRecord{Kind: commitInsert, Table: ct.ID, Stream: stream, Stats: done})
 	}
 	n, err := s.appendRowsLogged(ctx, ct, groups, intent)
 	if err != nil {
@@ -262,7 +262,7 @@ func (s *Store) appendRowsLogged(ctx context.Context, t *catalog.Table, groups [
 			return 0, err
 		}
 	}
-	if h := s.opts.insertCommit; h != nil {
+	if h := s.opts.rowsCommit; h != nil {
 		if err := h(false); err != nil {
 			return 0, err
 		}
@@ -274,7 +274,7 @@ func (s *Store) appendRowsLogged(ctx context.Context, t *catalog.Table, groups [
 	if len(serrs) > 0 {
 		return 0, fmt.Errorf("jobs: insert into %s: commit: %w", t.FullID(), serrs[0].Err)
 	}
-	if h := s.opts.insertCommit; h != nil {
+	if h := s.opts.rowsCommit; h != nil {
 		_ = h(true)
 	}
 	return off, nil

@@ -211,8 +211,9 @@ type Job struct {
 	// data engine (Options.DB nil; the rows are then held in memory).
 	Destination TableRef
 
-	// commit is the stream the job's INSERT is committing, while it is
-	// RUNNING (commit.go); logged only.
+	// commit is the stream the job is committing (an INSERT's, an
+	// append to its destination's) while it is RUNNING (commit.go);
+	// logged only.
 	commit *commitRecord
 }
 
@@ -244,11 +245,12 @@ type Options struct {
 	// afterResultAppend, if set, is called by a job each time it has
 	// appended rows of its result (sink.go; tests cancel there).
 	afterResultAppend func(id string)
-	// insertCommit, if set, is called by an INSERT right before (after
-	// false) and right after (after true) it commits its rows (tests
-	// take a crash image of the jobs log there); an error before the
-	// commit fails the INSERT there, its rows not committed.
-	insertCommit func(after bool) error
+	// rowsCommit, if set, is called by an INSERT or a copy to a
+	// destination table right before (after false) and right after
+	// (after true) it commits its rows (tests take a crash image of the
+	// jobs log there); an error before the commit fails the job there,
+	// its rows not committed.
+	rowsCommit func(after bool) error
 }
 
 // Store runs jobs and keeps them.

@@ -70,7 +70,7 @@ type jobRecord struct {
 	Referenced     []TableRef     `json:"referenced,omitempty"`
 	Destination    *TableRef      `json:"destination,omitempty"`
 	Stats          Stats          `json:"stats"`
-	// Commit is the stream a RUNNING job's INSERT is committing
+	// Commit is the stream a RUNNING job is committing
 	// (commit.go); absent in older logs.
 	Commit *commitRecord `json:"commit,omitempty"`
 }

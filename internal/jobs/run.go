@@ -180,6 +180,9 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 		out.Destination = sink.ref
 		return out, nil, nil
 	}
+	// The job's outcome but its destination, which an append to the
+	// destination logs before its commit (commit.go).
+	j.Schema, j.NumRows, j.Stats, j.BytesProcessed, j.Referenced = out.Schema, out.NumRows, out.Stats, out.BytesProcessed, out.Referenced
 	out.Destination, err = s.writeDestination(ctx, &j, res.Schema, sink.ref)
 	sink.abort() // the anonymous table was the way there: done with it
 	return out, nil, err
@@ -216,6 +219,13 @@ func anonRef(project, location, id string) TableRef {
 // through one PENDING stream, committed once every row is durable: the
 // table shows all of them or none. from's columns are ct's first ones.
 func (s *Store) copyRows(ctx context.Context, from TableRef, ct *catalog.Table) error {
+	return s.copyRowsLogged(ctx, from, ct, nil)
+}
+
+// copyRowsLogged is copyRows calling intent (if not nil) with the stream
+// and its rows right before the commit; an error from it fails the copy,
+// nothing committed.
+func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.Table, intent func(stream string, rows int64) error) error {
 	src, err := s.cat.Table(from.Project, from.Dataset, from.Table)
 	if err != nil {
 		return err
@@ -261,12 +271,25 @@ func (s *Store) copyRows(ctx context.Context, from TableRef, ct *catalog.Table) 
 	if _, err := st.Finalize(ctx, info.ID); err != nil {
 		return err
 	}
+	if intent != nil {
+		if err := intent(info.ID, off); err != nil {
+			return err
+		}
+	}
+	if h := s.opts.rowsCommit; h != nil {
+		if err := h(false); err != nil {
+			return err
+		}
+	}
 	_, serrs, err := st.BatchCommit(ctx, []string{info.ID})
 	if err != nil {
 		return err
 	}
 	if len(serrs) > 0 {
 		return fmt.Errorf("jobs: commit result stream: %w", serrs[0].Err)
+	}
+	if h := s.opts.rowsCommit; h != nil {
+		_ = h(true)
 	}
 	return nil
 }
