@@ -108,7 +108,10 @@ type node interface {
 type constNode struct {
 	v   *vec
 	lit bool // an unmodified literal: string literals coerce to date/time types
-	p   int
+	// param: a STRING query parameter, which coerces to date/time types
+	// as a string literal does (GoogleSQL "parameter coercion").
+	param bool
+	p     int
 }
 
 func (n *constNode) typ() typ                    { return n.v.t }
@@ -420,8 +423,8 @@ func (c *checker) typedLiteral(e *TypedLiteral) (node, error) {
 
 // coerce converts n to type t where GoogleSQL coerces implicitly: NULL to
 // anything, INT64 -> NUMERIC -> BIGNUMERIC -> FLOAT64, DATE -> DATETIME,
-// and string literals to DATE, DATETIME, TIME and TIMESTAMP. what names the
-// operator or function for the error message.
+// and string literals and STRING parameters to DATE, DATETIME, TIME and
+// TIMESTAMP. what names the operator or function for the error message.
 func (c *checker) coerce(n node, t typ, what string) (node, error) {
 	from := n.typ()
 	if from == t {
@@ -438,12 +441,15 @@ func (c *checker) coerce(n node, t typ, what string) (node, error) {
 	if numRank(from) > 0 && numRank(t) > numRank(from) || (from == tDate && t == tDatetime) {
 		return c.fold(&castNode{x: n, to: t, p: n.pos()}, n)
 	}
-	if k, ok := n.(*constNode); ok && k.lit && from == tString {
+	if k, ok := n.(*constNode); ok && (k.lit || k.param) && from == tString {
 		switch t {
 		case tDate, tDatetime, tTime, tTimestamp:
 			v, err := castFromString(t, k.v.s[0], nil)
 			if k.v.isNull(0) {
 				v, err = nullValue, nil
+			}
+			if err != nil && k.param {
+				return nil, c.errf(n.pos(), "Could not cast query parameter value %s to type %s", quoteString(k.v.s[0]), t)
 			}
 			if err != nil {
 				return nil, c.errf(n.pos(), "Could not cast literal %s to type %s", quoteString(k.v.s[0]), t)
@@ -476,7 +482,7 @@ func (c *checker) supertype(a, b node) (typ, bool) {
 	}
 	isLitStr := func(n node) bool {
 		k, ok := n.(*constNode)
-		return ok && k.lit && k.typ() == tString
+		return ok && (k.lit || k.param) && k.typ() == tString
 	}
 	switch {
 	case isLitStr(b) && (ta == tDate || ta == tDatetime || ta == tTime || ta == tTimestamp):

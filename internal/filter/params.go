@@ -179,7 +179,11 @@ func (c *checker) param(e *Param) (node, error) {
 	if len(v.Values) > 0 {
 		x = v.Values[0]
 	}
-	return c.constNodeOf(v.Type, x, e.P)
+	n, err := c.constNodeOf(v.Type, x, e.P)
+	if k, ok := n.(*constNode); ok && k.typ() == tString {
+		k.param = true
+	}
+	return n, err
 }
 
 // inUnnest checks `x [NOT] IN UNNEST(@array)`: IN over the elements.
