@@ -88,5 +88,5 @@ func typedLiteral(typ, literal string) (any, error) {
 // BuildRecordRows builds an Arrow record, in s's Arrow mapping, of rows
 // of values as Result.Rows holds them.
 func BuildRecordRows(s *schema.Schema, rows [][]any) (arrow.RecordBatch, error) {
-	return buildRecord(s, len(rows), func(col, row int) any { return rows[row][col] })
+	return buildResult(s, len(rows), func(col, row int) any { return rows[row][col] })
 }

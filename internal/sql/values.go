@@ -205,22 +205,30 @@ func arrayBytes(arr arrow.Array) int64 {
 }
 
 // buildRecord builds an Arrow record of s's Arrow mapping with n rows,
-// cell (col, row) given by value.
+// cell (col, row) given by value, for the executor's own relations: a
+// NULL ARRAY stays NULL (ARRAY_AGG over no rows IS NULL; ARRAY_LENGTH
+// of it is NULL). A result written to a table is built by buildResult.
 func buildRecord(s *schema.Schema, n int, value func(col, row int) any) (arrow.RecordBatch, error) {
+	return buildArrow(s, n, value, true)
+}
+
+// buildResult is buildRecord for a result or rows written to a table:
+// BigQuery stores no NULL arrays, so a NULL ARRAY is written empty.
+func buildResult(s *schema.Schema, n int, value func(col, row int) any) (arrow.RecordBatch, error) {
+	return buildArrow(s, n, value, false)
+}
+
+func buildArrow(s *schema.Schema, n int, value func(col, row int) any, nullArrays bool) (arrow.RecordBatch, error) {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema.ToArrow(s))
 	defer b.Release()
 	for c, fb := range b.Fields() {
 		for r := 0; r < n; r++ {
 			v := value(c, r)
 			if v == nil {
-				if lb, ok := fb.(*array.ListBuilder); ok {
-					lb.Append(true) // no NULL arrays in BigQuery: empty
-					continue
-				}
-				fb.AppendNull()
+				appendNull(fb, nullArrays)
 				continue
 			}
-			if err := appendValue(fb, v); err != nil {
+			if err := appendValue(fb, v, nullArrays); err != nil {
 				if err == errColumnTooLarge {
 					return nil, err
 				}
@@ -231,6 +239,16 @@ func buildRecord(s *schema.Schema, n int, value func(col, row int) any) (arrow.R
 	return b.NewRecordBatch(), nil
 }
 
+// appendNull appends a NULL, or an empty array for a NULL ARRAY unless
+// nullArrays.
+func appendNull(fb array.Builder, nullArrays bool) {
+	if lb, ok := fb.(*array.ListBuilder); ok && !nullArrays {
+		lb.Append(true) // no NULL arrays in BigQuery's tables: empty
+		return
+	}
+	fb.AppendNull()
+}
+
 // maxColumnBytes is the most a STRING or BYTES column of a batch may
 // hold: Arrow's 32-bit offsets (past them the builder panicked). A
 // variable for tests.
@@ -239,7 +257,7 @@ var maxColumnBytes = math.MaxInt32
 // errColumnTooLarge is a batch column past maxColumnBytes.
 var errColumnTooLarge = &ResourcesError{Limit: math.MaxInt32, Used: math.MaxInt32, What: "a result column of more than 2 GiB"}
 
-func appendValue(fb array.Builder, v any) error {
+func appendValue(fb array.Builder, v any, nullArrays bool) error {
 	switch b := fb.(type) {
 	case *array.Int64Builder:
 		b.Append(v.(int64))
@@ -278,7 +296,7 @@ func appendValue(fb array.Builder, v any) error {
 		for _, e := range elems {
 			if e == nil {
 				b.ValueBuilder().AppendNull()
-			} else if err := appendValue(b.ValueBuilder(), e); err != nil {
+			} else if err := appendValue(b.ValueBuilder(), e, nullArrays); err != nil {
 				return err
 			}
 		}
@@ -291,12 +309,8 @@ func appendValue(fb array.Builder, v any) error {
 		for i, e := range fields {
 			fb := b.FieldBuilder(i)
 			if e == nil {
-				if lb, ok := fb.(*array.ListBuilder); ok {
-					lb.Append(true)
-					continue
-				}
-				fb.AppendNull()
-			} else if err := appendValue(fb, e); err != nil {
+				appendNull(fb, nullArrays)
+			} else if err := appendValue(fb, e, nullArrays); err != nil {
 				return err
 			}
 		}
@@ -327,5 +341,5 @@ func scaled(r *big.Rat, scale int32) *big.Int {
 // Record returns the result's rows as one Arrow record in the Arrow
 // mapping of its schema (what rowjson and the Read API encode).
 func (r *Result) Record() (arrow.RecordBatch, error) {
-	return buildRecord(r.Schema, len(r.Rows), func(col, row int) any { return r.Rows[row][col] })
+	return buildResult(r.Schema, len(r.Rows), func(col, row int) any { return r.Rows[row][col] })
 }
