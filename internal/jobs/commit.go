@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 	"github.com/bqstore/bqstore/internal/storage"
@@ -19,6 +20,11 @@ import (
 // committed, is given up when its PENDING TTL passes:
 // storage.AbandonExpired).
 //
+// A query job creating or replacing its destination table moves its
+// stage table over the name (replace.go), its last change too: it logs
+// the stage table's id first, and Open finds the job done if the
+// destination has that id (a moved table keeps its id).
+//
 // An INSERT's outcome is the job's only when the INSERT is its only
 // statement: a script cut after one of its statements did not complete,
 // whatever that statement committed (as in BigQuery, a script's
@@ -29,11 +35,15 @@ import (
 const (
 	commitInsert      = "insert"
 	commitDestination = "destination"
+	// commitMove: the job's stage table (replace.go) is about to be
+	// moved over its destination, creating or replacing it; Table is
+	// the stage's id, which the moved table keeps, and Stream is "".
+	commitMove = "move"
 )
 
 // commitRecord is the stream a job is committing: Kind is commitInsert
 // or commitDestination, Table the engine table's id, Stream the PENDING
-// stream's; the rest is the job's outcome once it is committed (Schema,
+// stream's (or the move of commitMove); the rest is the job's outcome once it is committed (Schema,
 // NumRows, Referenced and Destination: a destination's only).
 type commitRecord struct {
 	Kind        string         `json:"kind"`
@@ -69,18 +79,38 @@ func (s *Store) logCommit(project string, q Query, c *commitRecord) error {
 // engine table table: j holds the job's outcome but Destination.
 func (s *Store) destinationIntent(j *Job, d TableRef, table string) func(stream string, rows int64) error {
 	return func(stream string, _ int64) error {
-		return s.logCommit(j.Project, j.Query, &commitRecord{Kind: commitDestination, Table: table, Stream: stream,
-			Stats: j.Stats, Schema: j.Schema, NumRows: j.NumRows, Referenced: j.Referenced, Destination: &d})
+		return s.logCommit(j.Project, j.Query, destinationRecord(j, d, commitDestination, table, stream))
 	}
+}
+
+// destinationRecord is the commitRecord of a change of kind to j's
+// destination d: j holds the job's outcome but Destination.
+func destinationRecord(j *Job, d TableRef, kind, table, stream string) *commitRecord {
+	return &commitRecord{Kind: kind, Table: table, Stream: stream,
+		Stats: j.Stats, Schema: j.Schema, NumRows: j.NumRows, Referenced: j.Referenced, Destination: &d}
 }
 
 // recoverCommit completes job j, RUNNING when the server stopped, if it
 // had committed the stream of its commit record (see above); it reports
 // whether it did.
-func recoverCommit(db *storage.DB, j *Job) bool {
+func recoverCommit(cat *catalog.Catalog, db *storage.DB, j *Job) bool {
 	c := j.commit
 	if c == nil || db == nil {
 		return false
+	}
+	if c.Kind == commitMove {
+		// The move happened if the destination is the stage table.
+		if j.Query.Destination == nil || c.Destination == nil {
+			return false
+		}
+		d := c.Destination
+		t, err := cat.Table(d.Project, d.Dataset, d.Table)
+		if err != nil || t.ID != c.Table {
+			return false
+		}
+		j.Err, j.Stats, j.BytesProcessed = nil, c.Stats, c.Stats.BytesProcessed
+		j.Schema, j.NumRows, j.Referenced, j.Destination = c.Schema, c.NumRows, c.Referenced, *d
+		return true
 	}
 	switch c.Kind {
 	case commitInsert, "": // "": the first records had no kind

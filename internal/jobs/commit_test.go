@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -143,4 +144,62 @@ func TestDestinationAppendCrashAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+}
+
+// TestDestinationCreateCrashAfterMove: a crash right after a query job
+// moved its new destination table (WRITE_APPEND creating it) over the
+// name, before the job's DONE record, leaves a job that recovers DONE
+// (a rerun would append the rows to the table it created); a crash
+// before the move leaves the job failed and no table.
+func TestDestinationCreateCrashAfterMove(t *testing.T) {
+	for _, after := range []bool{true, false} {
+		_, cat, db := engineStore(t, Options{})
+		fillTable(t, cat, db, "src", 2)
+		fs := vfs.NewMem()
+		var crashed *vfs.MemFS
+		s, err := Open(cat, Options{FS: fs, Dir: "jobs", DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after {
+			s.opts.afterMove = func() { crashed = fs.CrashClone(nil) }
+		} else {
+			s.opts.beforeReplace = func() { crashed = fs.CrashClone(nil) }
+		}
+		dest := TableRef{Project: "p", Dataset: "d", Table: "new"}
+		q := Query{SQL: "SELECT x, s FROM d.src", DefaultProject: "p", Destination: &dest, WriteDisposition: WriteAppend}
+		if _, err := s.Insert("p", "mk", "US", q); err != nil {
+			t.Fatal(err)
+		}
+		if j := wait(t, s, "mk"); j.Err != nil || j.Destination != dest {
+			t.Fatalf("create: %+v", j)
+		}
+		s.Close()
+		if crashed == nil {
+			t.Fatal("the job did not reach the move of its destination")
+		}
+		if !after {
+			// The move the crash image does not know of did not
+			// happen: undone.
+			if err := cat.DeleteTable(context.Background(), "p", "d", "new"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s2, err := Open(cat, Options{FS: crashed, Dir: "jobs", DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := s2.Get("p", "mk")
+		s2.Close()
+		if err != nil || j.State != StateDone {
+			t.Fatalf("after=%v: %+v %v", after, j, err)
+		}
+		if after {
+			if j.Err != nil || j.Destination != dest || j.NumRows != 2 || j.Schema == nil {
+				t.Fatalf("create cut by a crash after its move: %+v, want DONE with 2 rows in p:d.new", j)
+			}
+		} else if j.Err == nil {
+			t.Fatalf("create cut by a crash before its move: %+v, want failed", j)
+		}
+	}
 }

@@ -29,7 +29,8 @@ import (
 // swapped in (replace.go): a reader finds the old table (or none) until
 // the new one, whole, takes its name, and a failure or a crash before
 // the swap leaves the old table as it was (BigQuery, too, replaces the
-// table atomically).
+// table atomically); the job logs the stage's id before the swap, so
+// that a crash after it recovers the job DONE (commit.go).
 
 // ValidDisposition reports whether v is a createDisposition (create) or
 // writeDisposition (!create) BigQuery knows; "" is the default.
@@ -97,11 +98,19 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema
 		s.dropTable(q.stage)
 		return TableRef{}, err
 	}
+	// The move is the job's last change: logged before it (commit.go).
+	if err := s.logCommit(j.Project, q, destinationRecord(j, d, commitMove, staged.ID, "")); err != nil {
+		s.dropTable(q.stage)
+		return TableRef{}, err
+	}
 	if err := s.swap(ctx, q, d, exists, exp); err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
 			return TableRef{}, &DestinationError{Reason: "notFound", Msg: fmt.Sprintf("Not found: Dataset %s:%s", d.Project, d.Dataset)}
 		}
 		return TableRef{}, err
+	}
+	if h := s.opts.afterMove; h != nil {
+		h()
 	}
 	return d, nil
 }

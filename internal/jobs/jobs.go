@@ -242,6 +242,9 @@ type Options struct {
 	// beforeReplace, if set, is called by a job that replaces a table
 	// right before the swap (tests read and cancel there).
 	beforeReplace func()
+	// afterMove, if set, is called by a job that created or replaced its
+	// destination table right after the move (tests crash there).
+	afterMove func()
 	// afterResultAppend, if set, is called by a job each time it has
 	// appended rows of its result (sink.go; tests cancel there).
 	afterResultAppend func(id string)
@@ -329,7 +332,7 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 				if j.Started.IsZero() {
 					j.Started = now
 				}
-				if !recoverCommit(opts.DB, j) {
+				if !recoverCommit(cat, opts.DB, j) {
 					j.Err = &BackendError{Msg: "The job was running when the server stopped: it did not complete; run it again."}
 				}
 				j.commit = nil
