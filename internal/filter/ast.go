@@ -225,8 +225,23 @@ func (e *Unary) String() string {
 	return "(" + e.Op + e.X.String() + ")"
 }
 
+// String prints a chain of left-associative operators (a OR b OR c) in
+// one pair of parentheses, so that its printed form is no deeper to parse
+// than the chain.
 func (e *Binary) String() string {
-	return "(" + e.L.String() + " " + e.Op + " " + e.R.String() + ")"
+	links := []*Binary{e}
+	for l, ok := chainLink(e); ok; l, ok = chainLink(l) {
+		links = append(links, l)
+	}
+	var b strings.Builder
+	b.WriteString("(")
+	b.WriteString(links[len(links)-1].L.String())
+	for i := len(links) - 1; i >= 0; i-- {
+		b.WriteString(" " + links[i].Op + " ")
+		b.WriteString(links[i].R.String())
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 func (e *Is) String() string {

@@ -4,11 +4,16 @@ import (
 	"strings"
 )
 
-// maxDepth bounds the nesting of the syntax tree; maxParseDepth bounds the
-// parser's recursion, which parentheses deepen without adding nodes. The
+// maxDepth bounds the nesting of the syntax tree, where a chain of
+// left-associative operators (a OR b OR c, 1 + 2 - 3) is one level, as
+// ORMs write hundreds of terms; maxHeight bounds the tree's height
+// counting each link of a chain, for the recursion of the tree's
+// walkers. maxParseDepth bounds the parser's recursion, which
+// parentheses deepen without adding nodes (a chain is a loop there). The
 // printed form of any accepted tree parses within maxParseDepth.
 const (
 	maxDepth      = 200
+	maxHeight     = 50 * maxDepth
 	maxParseDepth = 4 * maxDepth
 )
 
@@ -63,22 +68,60 @@ func parse(expr string, query bool) (Expr, error) {
 	if p.tok.kind != kEOF {
 		return nil, p.errf(p.tok.pos, "Syntax error: Expected end of input but got %s", p.tok.describe())
 	}
-	if d, at := depth(e); d > maxDepth {
+	if d, h, at := depth(e); d > maxDepth || h > maxHeight {
 		return nil, p.errf(at.Pos(), "Syntax error: Expression is nested too deeply")
 	}
 	return e, nil
 }
 
-// depth returns the height of the tree and its deepest node.
-func depth(e Expr) (int, Expr) {
-	best, at := 0, e
+// chainBP is the binding power of a binary operator that chains (left
+// associative, a - b - c is (a - b) - c), 0 for one that does not
+// (comparisons).
+func chainBP(op string) int {
+	switch op {
+	case "OR":
+		return bpOr
+	case "AND":
+		return bpAnd
+	case "|":
+		return bpBitOr
+	case "^":
+		return bpBitXor
+	case "&":
+		return bpBitAnd
+	case "<<", ">>":
+		return bpShift
+	case "+", "-":
+		return bpAdd
+	case "*", "/", "||":
+		return bpMul
+	}
+	return 0
+}
+
+// chainLink reports whether e's left operand is the previous link of the
+// same chain: a binary operator of e's binding power.
+func chainLink(e *Binary) (*Binary, bool) {
+	l, ok := e.L.(*Binary)
+	return l, ok && chainBP(e.Op) != 0 && chainBP(l.Op) == chainBP(e.Op)
+}
+
+// depth returns the nesting of the tree (a chain one level), its height
+// and the node deepest in nesting (in height if the height is the
+// greater excess).
+func depth(e Expr) (int, int, Expr) {
+	best, high, at, hat := 0, 0, e, e
 	visit := func(kids ...Expr) {
 		for _, k := range kids {
 			if k == nil {
 				continue
 			}
-			if d, a := depth(k); d > best {
+			d, h, a := depth(k)
+			if d > best {
 				best, at = d, a
+			}
+			if h > high {
+				high, hat = h, a
 			}
 		}
 	}
@@ -86,7 +129,14 @@ func depth(e Expr) (int, Expr) {
 	case *Unary:
 		visit(e.X)
 	case *Binary:
-		visit(e.L, e.R)
+		if l, ok := chainLink(e); ok {
+			// The previous link is at the chain's level of nesting.
+			d, h, a := depth(l)
+			best, high, at, hat = d-1, h, a, a
+			visit(e.R)
+		} else {
+			visit(e.L, e.R)
+		}
 	case *Is:
 		visit(e.X)
 	case *Between:
@@ -119,7 +169,10 @@ func depth(e Expr) (int, Expr) {
 	case *StructLit:
 		visit(e.Fields...)
 	}
-	return best + 1, at
+	if high-maxHeight > best-maxDepth {
+		at = hat
+	}
+	return best + 1, high + 1, at
 }
 
 func (p *parser) errf(pos int, format string, args ...any) *Error {
