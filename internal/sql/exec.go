@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
@@ -1033,7 +1032,7 @@ func whereRows(ctx context.Context, where *filter.Scalar, rec arrow.RecordBatch,
 		}
 	}
 	for c := range cols {
-		if cols[c], err = compute.TakeArray(ctx, rec.Column(c), ia); err != nil {
+		if cols[c], err = takeArray(ctx, rec.Column(c), ia); err != nil {
 			release()
 			return nil, 0, noop, err
 		}

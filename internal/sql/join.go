@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/filter"
@@ -584,9 +583,9 @@ func (em *joinEmitter) record(cols []string, li, ri []int32) (arrow.RecordBatch,
 		var err error
 		switch s.side {
 		case 0:
-			a, err = compute.TakeArray(em.ctx, em.L.arr(jr.outName(0, s.index)), lidx)
+			a, err = takeArray(em.ctx, em.L.arr(jr.outName(0, s.index)), lidx)
 		case 1:
-			a, err = compute.TakeArray(em.ctx, em.R.arr(jr.outName(1, s.index)), ridx)
+			a, err = takeArray(em.ctx, em.R.arr(jr.outName(1, s.index)), ridx)
 		case 2:
 			a, err = em.usingColumn(s, li, ri)
 		}
@@ -619,7 +618,7 @@ func (em *joinEmitter) usingColumn(s joinCol, li, ri []int32) (arrow.Array, erro
 	}
 	ia := indices(idx)
 	defer ia.Release()
-	return compute.TakeArray(em.ctx, both, ia)
+	return takeArray(em.ctx, both, ia)
 }
 
 func (s *joinSide) arr(name string) arrow.Array {

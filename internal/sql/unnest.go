@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/filter"
@@ -188,7 +187,7 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int) (
 				var err error
 				switch k := srcIdx[out.index(c)]; k {
 				case -1:
-					a, err = compute.TakeArray(ctx, values, eidx)
+					a, err = takeArray(ctx, values, eidx)
 				case -2:
 					b := array.NewInt64Builder(memory.DefaultAllocator)
 					for k, o := range offs {
@@ -201,7 +200,7 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int) (
 					a = b.NewArray()
 					b.Release()
 				default:
-					a, err = compute.TakeArray(ctx, side.arr(c), lidx)
+					a, err = takeArray(ctx, side.arr(c), lidx)
 				}
 				if err != nil {
 					return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/bqstore/bqstore/internal/filter"
@@ -509,7 +508,7 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 			ia := indices(idx)
 			defer ia.Release()
 			for k := range need {
-				a, err := compute.TakeArray(ctx, rec.Column(k), ia)
+				a, err := takeArray(ctx, rec.Column(k), ia)
 				if err != nil {
 					return err
 				}
@@ -897,7 +896,7 @@ func (q *selectQuery) windowsOverGroups(ctx context.Context, rec arrow.RecordBat
 		}
 	}()
 	for c := 0; c < postBase; c++ {
-		a, err := compute.TakeArray(ctx, rec.Column(c), ia)
+		a, err := takeArray(ctx, rec.Column(c), ia)
 		if err != nil {
 			return nil, 0, err
 		}
