@@ -78,6 +78,9 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 		}
 		for i, rf := range res.Schema.Fields {
 			from := sql.TypeName(rf.Type)
+			if rf.Type == schema.Record || rf.EffectiveMode() == schema.Repeated {
+				from = filter.FieldTypeName(rf) // ARRAY<INT64>, STRUCT<a INT64>
+			}
 			for _, row := range res.Rows {
 				v, err := sql.Coerce(row[i], from, "", fields[cols[i]])
 				if err != nil {
@@ -206,7 +209,13 @@ func (s *Store) appendRowsLogged(ctx context.Context, t *catalog.Table, groups [
 		in := &schema.Schema{}
 		for _, c := range g.cols {
 			f := *sv.Schema.Fields[c]
-			f.Mode, f.DefaultValueExpression = schema.Nullable, ""
+			// REQUIRED relaxes to NULLABLE (the values were checked);
+			// a REPEATED column stays one (it was made a scalar column
+			// and an ARRAY value failed to build).
+			if f.Mode != schema.Repeated {
+				f.Mode = schema.Nullable
+			}
+			f.DefaultValueExpression = ""
 			in.Fields = append(in.Fields, &f)
 		}
 		rec, err := sql.BuildRecordRows(in, g.rows)

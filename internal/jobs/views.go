@@ -86,7 +86,7 @@ func (t *resultTable) Scan(ctx context.Context, cols []string, fn func(arrow.Rec
 			}
 			part[r] = row
 		}
-		rec, err := sql.BuildRecordRows(sub, part)
+		rec, err := sql.BuildRelationRows(sub, part)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,13 @@ func Coerce(v any, from, literal string, f *schema.Field) (any, error) {
 	switch {
 	case v == nil:
 		return nil, nil
-	case f.Type == schema.Record || f.Type == schema.Range || f.Type == schema.Interval || f.EffectiveMode() == schema.Repeated:
+	case f.Type == schema.Record || f.EffectiveMode() == schema.Repeated:
+		// An ARRAY or STRUCT value of exactly the column's type.
+		if full := filter.FieldTypeName(f); from != full {
+			return nil, &CoerceError{From: from, To: full}
+		}
+		return v, nil
+	case f.Type == schema.Range || f.Type == schema.Interval:
 		return nil, &CoerceError{From: from, To: to}
 	case from == to:
 		return v, nil
@@ -89,4 +95,10 @@ func typedLiteral(typ, literal string) (any, error) {
 // of values as Result.Rows holds them.
 func BuildRecordRows(s *schema.Schema, rows [][]any) (arrow.RecordBatch, error) {
 	return buildResult(s, len(rows), func(col, row int) any { return rows[row][col] })
+}
+
+// BuildRelationRows is BuildRecordRows for rows a query goes on reading
+// (a view's rows): a NULL ARRAY stays NULL rather than being written [].
+func BuildRelationRows(s *schema.Schema, rows [][]any) (arrow.RecordBatch, error) {
+	return buildRecord(s, len(rows), func(col, row int) any { return rows[row][col] })
 }
