@@ -652,31 +652,7 @@ func (a *agg) result(s *acc) any {
 		if len(s.vals) == 0 {
 			return nil
 		}
-		vals := s.vals
-		if len(a.order) > 0 {
-			sort.SliceStable(vals, func(i, j int) bool {
-				for k, desc := range a.desc {
-					x, y := vals[i].keys[k], vals[j].keys[k]
-					var c int
-					switch {
-					case x == nil && y == nil:
-					case x == nil:
-						c = -1
-					case y == nil:
-						c = 1
-					default:
-						c = compareValues(x, y)
-					}
-					if desc {
-						c = -c
-					}
-					if c != 0 {
-						return c < 0
-					}
-				}
-				return false
-			})
-		}
+		vals := a.sorted(s.vals)
 		if a.limit >= 0 && int64(len(vals)) > a.limit {
 			vals = vals[:a.limit]
 		}

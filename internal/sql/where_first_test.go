@@ -36,24 +36,31 @@ func TestWhereBeforeSelectList(t *testing.T) {
 		{"SELECT DIV(8, x) AS y, ROW_NUMBER() OVER (ORDER BY s) AS r FROM t WHERE x != 0", "[[4 1] [2 2]]"},
 		{"SELECT x, s FROM t WHERE x = 0 AND s > 'a'", "[[0 d]]"},
 	} {
-		for _, sink := range []bool{false, true} {
-			opts := Options{}
-			rec := &sinkRecorder{}
-			if sink {
-				opts.Sink = rec
-			}
-			res, err := Run(context.Background(), c.sql, resolve, opts)
-			if err != nil {
-				t.Errorf("%s (sink %v): %v", c.sql, sink, err)
-				continue
-			}
-			rows := res.Rows
-			if sink {
-				rows = rec.rows
-			}
-			if got := fmt.Sprint(rows); got != c.want && !(got == "[]" && c.want == "[]") {
-				t.Errorf("%s (sink %v): %s, want %s", c.sql, sink, got, c.want)
-			}
+		checkBothPaths(t, resolve, c.sql, c.want)
+	}
+}
+
+// checkBothPaths runs query materialized and streamed to a Sink and
+// checks both give want (the rows as fmt.Sprint prints them).
+func checkBothPaths(t *testing.T, resolve Resolver, query, want string) {
+	t.Helper()
+	for _, sink := range []bool{false, true} {
+		opts := Options{}
+		rec := &sinkRecorder{}
+		if sink {
+			opts.Sink = rec
+		}
+		res, err := Run(context.Background(), query, resolve, opts)
+		if err != nil {
+			t.Errorf("%s (sink %v): %v", query, sink, err)
+			continue
+		}
+		rows := res.Rows
+		if sink {
+			rows = rec.rows
+		}
+		if got := fmt.Sprint(rows); got != want {
+			t.Errorf("%s (sink %v): %s, want %s", query, sink, got, want)
 		}
 	}
 }
