@@ -52,13 +52,12 @@ func (l *ledger) add(m map[int64]bool, ids []int64) {
 	}
 }
 
-// TestCrashKill9 runs the server as a child process under concurrent load
-// of every stream type, kills it with SIGKILL at a random moment, restarts
-// it on the same data directory, and checks that every acknowledged row is
-// there exactly once, no row is there twice, no unacknowledged PENDING
-// stream is half-visible and nothing never sent appears.
-func TestCrashKill9(t *testing.T) {
-	cycles := 20
+// crashRun is a kill -9 test's cycle count (BQSTORE_CRASH_CYCLES, else
+// cycles) and its random source, seeded from BQSTORE_CRASH_SEED or the
+// clock and logged so the seed replays the run; stream tells the tests'
+// sources apart.
+func crashRun(t *testing.T, cycles int, stream uint64) (int, *rand.Rand) {
+	t.Helper()
 	if s := os.Getenv("BQSTORE_CRASH_CYCLES"); s != "" {
 		cycles, _ = strconv.Atoi(s)
 	}
@@ -67,7 +66,16 @@ func TestCrashKill9(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (BQSTORE_CRASH_SEED), %d cycles (BQSTORE_CRASH_CYCLES)", seed, cycles)
-	rng := rand.New(rand.NewPCG(seed, 1))
+	return cycles, rand.New(rand.NewPCG(seed, stream))
+}
+
+// TestCrashKill9 runs the server as a child process under concurrent load
+// of every stream type, kills it with SIGKILL at a random moment, restarts
+// it on the same data directory, and checks that every acknowledged row is
+// there exactly once, no row is there twice, no unacknowledged PENDING
+// stream is half-visible and nothing never sent appears.
+func TestCrashKill9(t *testing.T) {
+	cycles, rng := crashRun(t, 20, 1)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

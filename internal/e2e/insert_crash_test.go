@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,16 +26,7 @@ import (
 // commit and the DONE record left the rows in and the job failed ("run
 // it again": a rerun duplicated them).
 func TestInsertKill9(t *testing.T) {
-	cycles := 6
-	if s := os.Getenv("BQSTORE_CRASH_CYCLES"); s != "" {
-		cycles, _ = strconv.Atoi(s)
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BQSTORE_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (BQSTORE_CRASH_SEED), %d cycles (BQSTORE_CRASH_CYCLES)", seed, cycles)
-	rng := rand.New(rand.NewPCG(seed, 3))
+	cycles, rng := crashRun(t, 6, 3)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

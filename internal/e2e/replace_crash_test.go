@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,16 +23,7 @@ import (
 // between the drop of the old table and the commit of the new rows left
 // the table missing or empty.
 func TestReplaceKill9(t *testing.T) {
-	cycles := 8
-	if s := os.Getenv("BQSTORE_CRASH_CYCLES"); s != "" {
-		cycles, _ = strconv.Atoi(s)
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("BQSTORE_CRASH_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (BQSTORE_CRASH_SEED), %d cycles (BQSTORE_CRASH_CYCLES)", seed, cycles)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	cycles, rng := crashRun(t, 8, 2)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
