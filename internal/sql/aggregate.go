@@ -475,6 +475,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 
 	// Scan and group.
+	if q.whereDone {
+		where = nil // a correlated column applies it (correlated.go)
+	}
 	index := map[string]*group{}
 	var order []*group
 	scanned := []*filter.Scalar{where}

@@ -56,7 +56,8 @@ func (q *selectQuery) names(parts []string, pos int) (string, int, error) {
 // compileQualify compiles QUALIFY over the input and the windows' columns;
 // it may name a select-list alias of a window call or of a column.
 func (q *selectQuery) compileQualify(sp Span, items []Item) (*filter.Scalar, error) {
-	base := q.in.names(q.src)
+	// q.in, as a correlated subquery of QUALIFY leaves it (its column).
+	base := func(parts []string, pos int) (string, int, error) { return q.in.names(q.src)(parts, pos) }
 	names := func(parts []string, pos int) (string, int, error) {
 		col, used, err := base(parts, pos)
 		if err == nil || len(parts) == 0 {
@@ -80,7 +81,11 @@ func (q *selectQuery) compileQualify(sp Span, items []Item) (*filter.Scalar, err
 		}
 		return col, used, err
 	}
-	x, err := q.compileText(q.windowText(sp), q.in.schema, q.scope(), filter.WithNames(names))
+	text, consts, err := q.substitute(q.windowText(sp), q.scope())
+	if err != nil {
+		return nil, err
+	}
+	x, err := q.compileText(text, q.in.schema, nil, filter.WithConstants(consts), filter.WithNames(names))
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,10 @@ import (
 // every such column to NULL, to learn whether the subquery is correlated
 // at all and its type; a correlated one becomes a column __s<i> of the
 // enclosing block's input, computed per row by running the subquery once
-// per distinct combination of the values it references.
+// per distinct combination of the values it references. The first such
+// column added after the block's WHERE (or QUALIFY) compiled applies that
+// filter before computing its values, so a subquery runs only for the
+// rows the filter keeps (selectQuery.where).
 
 // corrFrame is an enclosing block's input, seen from inside one of its
 // subqueries.
@@ -86,10 +89,25 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 			refIdx = append(refIdx, i)
 		}
 	}
+	// The block's filter, compiled before this column, applies first: the
+	// subquery runs only for the rows it keeps, as in BigQuery (an error
+	// on a row WHERE drops must not fail the query).
+	var where *filter.Scalar
+	if q.where != nil && !q.whereDone {
+		where, q.whereDone = q.where, true
+	}
 	cache := map[string]any{}
 	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
 		need := map[string]bool{}
 		var in2 []string
+		if where != nil {
+			for _, c := range where.Columns() {
+				if !need[strings.ToLower(c)] {
+					need[strings.ToLower(c)] = true
+					in2 = append(in2, c)
+				}
+			}
+		}
 		for _, i := range refIdx {
 			c := in.cols[i].internal
 			if !need[strings.ToLower(c)] {
@@ -119,7 +137,12 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 			}
 			refX[k] = x
 		}
-		return in.scan(ctx, in2, func(rec arrow.RecordBatch, n int) error {
+		return in.scanWhere(ctx, where, in2, func(rec arrow.RecordBatch, n int) error {
+			rec, n, release, err := whereRows(ctx, where, rec, n)
+			if err != nil {
+				return err
+			}
+			defer release()
 			refVals := make([][]any, len(refX))
 			for k, x := range refX {
 				v, err := x.Values(ctx, rec, n)

@@ -65,6 +65,9 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		q.past = func() bool { return done }
 		defer func() { q.past = nil }()
 	}
+	if q.whereDone {
+		where = nil // a correlated column applies it (correlated.go)
+	}
 	var tk *topK
 	if !stream && len(out.order) > 0 && q.topK >= 0 {
 		tk = newTopK(q.topK, out.order)

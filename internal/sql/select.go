@@ -32,6 +32,13 @@ type selectQuery struct {
 	pending    [][]filter.Token
 	pendingAt  map[int]bool
 	winCompile func(Span) (*filter.Scalar, error)
+	// where is the filter the block's rows pass before the select list
+	// sees them (WHERE, then QUALIFY over the windows' relation), once
+	// compiled; whereDone: the first correlated column added after it
+	// applies it, before computing its values (correlated.go), so the
+	// block must not apply it again.
+	where     *filter.Scalar
+	whereDone bool
 }
 
 func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in, q: q} }
@@ -111,6 +118,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		if t := where.Type(); t != "BOOL" && t != "NULL" {
 			return nil, q.errf(sel.Where.pos(), "WHERE clause should return type BOOL, but returns %s", t)
 		}
+		q.where = where
 	}
 	aggregate := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, it := range items {
@@ -161,12 +169,16 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		}
 	}
 	if len(q.windows) > 0 {
+		if q.whereDone {
+			where = nil // a correlated column of a window's argument applies it
+		}
 		q.in = q.windowRelation(q.in, where)
-		where = nil
+		where, q.where, q.whereDone = nil, nil, false
 		if sel.Qualify != nil {
 			if where, err = q.compileQualify(*sel.Qualify, items); err != nil {
 				return nil, err
 			}
+			q.where = where
 		}
 	}
 	var out *output

@@ -13,10 +13,9 @@ import (
 // BigQuery, where `SELECT 1/x FROM t WHERE x != 0` never divides by
 // zero. They were evaluated on the whole batch and the rows dropped
 // afterwards, so the row WHERE excludes failed the query.
-//
-// Not yet: a correlated subquery's column is computed for every input
-// row before WHERE (correlated.go), so an error inside one, such as
-// `(SELECT DIV(8, t.x))` for a row WHERE drops, still fails the query.
+// A correlated subquery's value too (correlated.go): it was computed for
+// every input row before WHERE, so `(SELECT DIV(8, t.x))` failed on the
+// rows WHERE drops.
 func TestWhereBeforeSelectList(t *testing.T) {
 	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{{Name: "x", Type: schema.Integer}, {Name: "s", Type: schema.String}}},
 		rows: [][]any{{int64(0), "a"}, {int64(2), "b"}, {int64(4), "c"}, {int64(0), "d"}}, batch: 3}
@@ -35,6 +34,11 @@ func TestWhereBeforeSelectList(t *testing.T) {
 		{"SELECT s, EXISTS(SELECT 1 FROM t u WHERE u.x < t.x) AS e FROM t WHERE x != 0 AND s != 'x'", "[[b true] [c true]]"},
 		{"SELECT DIV(8, x) AS y, ROW_NUMBER() OVER (ORDER BY s) AS r FROM t WHERE x != 0", "[[4 1] [2 2]]"},
 		{"SELECT x, s FROM t WHERE x = 0 AND s > 'a'", "[[0 d]]"},
+		{"SELECT s, (SELECT DIV(8, t.x)) AS y FROM t WHERE x != 0", "[[b 4] [c 2]]"},
+		{"SELECT (SELECT DIV(8, t.x)) AS y FROM t WHERE x != 0 LIMIT 1", "[[4]]"},
+		{"SELECT s FROM t WHERE x != 0 ORDER BY (SELECT DIV(8, t.x))", "[[c] [b]]"},
+		{"SELECT SUM((SELECT DIV(8, t.x))) AS y FROM t WHERE x != 0", "[[6]]"},
+		{"SELECT s, (SELECT DIV(8, t.x)) AS y FROM t WHERE x != 0 AND EXISTS (SELECT 1 FROM t u WHERE u.x = t.x)", "[[b 4] [c 2]]"},
 	} {
 		checkBothPaths(t, resolve, c.sql, c.want)
 	}
