@@ -25,7 +25,7 @@ const maxStringResult = 1 << 20
 func units(t typ, s string) []string {
 	if t == tBytes {
 		out := make([]string, len(s))
-		for i := range s {
+		for i := 0; i < len(s); i++ { // not range: that steps by rune
 			out[i] = s[i : i+1]
 		}
 		return out
