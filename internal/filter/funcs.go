@@ -421,6 +421,8 @@ func init() {
 	registerJSON()
 	registerMisc()
 	registerFmt()
+	registerSplit()
+	registerJSONArray()
 }
 
 func asciiLower(s string) string {
