@@ -23,13 +23,22 @@ import (
 // A query job creating or replacing its destination table moves its
 // stage table over the name (replace.go), its last change too: it logs
 // the stage table's id first, and Open finds the job done if the
-// destination has that id (a moved table keeps its id).
+// destination has that id (a moved table keeps its id). A statement
+// that builds its table aside (CREATE TABLE AS SELECT, CREATE OR
+// REPLACE TABLE|VIEW) does the same with its target table (commitSwap).
 //
-// An INSERT's outcome is the job's only when the INSERT is its only
-// statement: a script cut after one of its statements did not complete,
-// whatever that statement committed (as in BigQuery, a script's
-// statements each commit on their own). The append to a destination is
-// always a job's last change.
+// A statement's change (commitInsert, commitSwap) is the job's outcome
+// only when it is the job's last change (Last): the last statement of
+// its script, with no query result to write to a destination table
+// after it. Only such a statement logs a record; a script cut after an
+// earlier statement did not complete, whatever that statement
+// committed, and recovers failed: as in BigQuery, a script is not
+// atomic, each of its statements commits on its own and a failed
+// script keeps the changes of the statements before the failure. A
+// recovered script has the statistics it would have had (SCRIPT, its
+// statements, its bytes) but no result rows: the rows of an earlier
+// query it held were in memory. The append to a destination is always
+// a job's last change.
 
 // Kinds of commitRecord.
 const (
@@ -39,12 +48,20 @@ const (
 	// moved over its destination, creating or replacing it; Table is
 	// the stage's id, which the moved table keeps, and Stream is "".
 	commitMove = "move"
+	// commitSwap: a statement's stage table is about to be moved over
+	// its Target (CREATE TABLE AS SELECT, CREATE OR REPLACE
+	// TABLE|VIEW); Table is the stage's id, Stream is "".
+	commitSwap = "swap"
 )
 
-// commitRecord is the stream a job is committing: Kind is commitInsert
-// or commitDestination, Table the engine table's id, Stream the PENDING
-// stream's (or the move of commitMove); the rest is the job's outcome once it is committed (Schema,
-// NumRows, Referenced and Destination: a destination's only).
+// commitRecord is the last change a job is making: Kind is one of the
+// kinds above, Table the engine table's id (the stage's for a move or
+// a swap), Stream the PENDING stream's ("" for a move or a swap),
+// Target the table a swap creates or replaces; the rest is the job's
+// outcome once it is made (Schema, NumRows, Referenced and
+// Destination: a destination's only). Last marks a statement's change
+// that is its job's last (see above): records of a script without it
+// (written before it existed) are not the job's outcome.
 type commitRecord struct {
 	Kind        string         `json:"kind"`
 	Table       string         `json:"table"`
@@ -54,6 +71,8 @@ type commitRecord struct {
 	NumRows     int64          `json:"numRows,omitempty"`
 	Referenced  []TableRef     `json:"referenced,omitempty"`
 	Destination *TableRef      `json:"destination,omitempty"`
+	Target      *TableRef      `json:"target,omitempty"`
+	Last        bool           `json:"last,omitempty"`
 }
 
 // logCommit logs, durably, that a statement of q (job project/q.job) is
@@ -73,6 +92,32 @@ func (s *Store) logCommit(project string, q Query, c *commitRecord) error {
 	s.mu.Unlock()
 	j.commit = c
 	return s.persist(&j)
+}
+
+// logStatementCommit logs c, the change statement stats one of q is
+// about to make, if it is q's job's last change (q.last; see above),
+// with the job's outcome once it is made (q.outcome).
+func (s *Store) logStatementCommit(project string, q Query, c *commitRecord) error {
+	if !q.last {
+		return nil
+	}
+	c.Last, c.Stats = true, q.outcome(c.Stats)
+	return s.logCommit(project, q, c)
+}
+
+// logSwap logs that the statement of q with statistics stats is about
+// to move its stage table, engine table stage, over target (swap).
+func (s *Store) logSwap(project string, q Query, stage string, target TableRef, stats Stats) error {
+	return s.logStatementCommit(project, q, &commitRecord{Kind: commitSwap, Table: stage, Target: &target, Stats: stats})
+}
+
+// outcome is the Stats of q's job once the statement of q with
+// statistics one, its last, is done: one, or a script's.
+func (q Query) outcome(one Stats) Stats {
+	if q.stmts > 1 {
+		return Stats{StatementType: "SCRIPT", NumChildJobs: q.stmts, BytesProcessed: q.spent + one.BytesProcessed}
+	}
+	return one
 }
 
 // destinationIntent is the intent of j's append to its destination d,
@@ -114,13 +159,26 @@ func recoverCommit(cat *catalog.Catalog, db *storage.DB, j *Job) bool {
 	}
 	switch c.Kind {
 	case commitInsert, "": // "": the first records had no kind
-		if sts, err := sql.ParseScript(j.Query.SQL); err != nil || len(sts) != 1 || sts[0].Insert == nil {
+		sts, err := sql.ParseScript(j.Query.SQL)
+		if err != nil || len(sts) == 0 || sts[len(sts)-1].Insert == nil || len(sts) > 1 && !c.Last {
 			return false
 		}
 	case commitDestination:
 		if j.Query.Destination == nil || c.Destination == nil {
 			return false
 		}
+	case commitSwap:
+		// The swap happened if the target is the stage table.
+		d := c.Target
+		if !c.Last || d == nil {
+			return false
+		}
+		t, err := cat.Table(d.Project, d.Dataset, d.Table)
+		if err != nil || t.ID != c.Table {
+			return false
+		}
+		j.Err, j.Stats, j.BytesProcessed = nil, c.Stats, c.Stats.BytesProcessed
+		return true
 	default:
 		return false
 	}

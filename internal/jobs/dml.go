@@ -143,7 +143,7 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 	intent := func(stream string, rows int64) error {
 		done := *stats
 		done.AffectedRows = rows
-		return s.logCommit(project, q, &commitRecord{Kind: commitInsert, Table: ct.ID, Stream: stream, Stats: done})
+		return s.logStatementCommit(project, q, &commitRecord{Kind: commitInsert, Table: ct.ID, Stream: stream, Stats: done})
 	}
 	n, err := s.appendRowsLogged(ctx, ct, groups, intent)
 	if err != nil {

@@ -143,12 +143,16 @@ type Query struct {
 	// spent is the bytes the script's statements before the running one
 	// processed (billable); stage is the job's stage table, and location
 	// its location (replace.go); temps are the script's temporary
-	// tables by name (temp.go); job is the job's id.
+	// tables by name (temp.go); job is the job's id; stmts is how many
+	// statements the script has, and last whether the running one makes
+	// the job's last change (commit.go).
 	spent    int64
 	stage    TableRef
 	location string
 	job      string
 	temps    map[string]TableRef
+	stmts    int
+	last     bool
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the

@@ -79,6 +79,9 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if len(sts) == 1 {
 			sk = sink
 		}
+		// A result held for a destination table is written after the
+		// last statement, which is then not the job's last change.
+		q.stmts, q.last = len(sts), i == len(sts)-1 && (q.Destination == nil || res == nil)
 		r, one, err := s.runStatement(ctx, project, q, st, at, total.BytesProcessed, sk)
 		total.BytesProcessed += one.BytesProcessed
 		if err != nil {
@@ -319,12 +322,19 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 		}
 		stats.AffectedRows = n
 	}
+	done := *stats
+	if replace {
+		done.DDLOperation = "REPLACE"
+	}
+	// The swap is the statement's change: logged before it (commit.go).
+	if err := s.logSwap(project, q, t.ID, ref, done); err != nil {
+		s.dropTable(q.stage)
+		return err
+	}
 	if err := s.swap(ctx, q, ref, replace, exp); err != nil {
 		return err
 	}
-	if replace {
-		stats.DDLOperation = "REPLACE"
-	}
+	*stats = done
 	return nil
 }
 

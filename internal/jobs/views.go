@@ -140,13 +140,20 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	if patch.Expiration != nil {
 		exp = &spec.Expiration
 	}
-	if _, err := s.stageTable(ctx, q, spec); err != nil {
+	t, err := s.stageTable(ctx, q, spec)
+	if err != nil {
+		return err
+	}
+	done := *stats
+	done.DDLOperation = "REPLACE"
+	if err := s.logSwap(project, q, t.ID, ref, done); err != nil {
+		s.dropTable(q.stage)
 		return err
 	}
 	if err := s.swap(ctx, q, ref, true, exp); err != nil {
 		return err
 	}
-	stats.DDLOperation = "REPLACE"
+	*stats = done
 	return nil
 }
 
