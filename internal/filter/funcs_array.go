@@ -8,7 +8,8 @@ import (
 )
 
 // Array functions of GoogleSQL for BigQuery: ARRAY_LENGTH, ARRAY_CONCAT,
-// ARRAY_REVERSE, ARRAY_TO_STRING, GENERATE_ARRAY and GENERATE_DATE_ARRAY.
+// ARRAY_REVERSE, ARRAY_TO_STRING, ARRAY_FIRST, ARRAY_LAST, ARRAY_SLICE,
+// GENERATE_ARRAY, GENERATE_DATE_ARRAY and GENERATE_TIMESTAMP_ARRAY.
 // (ARRAY_INCLUDES and its relatives are GoogleSQL functions BigQuery
 // does not have: Function not found, as there.)
 
@@ -101,6 +102,61 @@ func registerArray() {
 			return value{s: b.String()}, nil
 		})
 	}
+	// ARRAY_FIRST and ARRAY_LAST: NULL for a NULL array, an error for an
+	// empty one (the messages of GoogleSQL's reference rewrite).
+	firstLast := func(first bool) builtin {
+		return func(c *checker, e *Call, args []node) (node, error) {
+			if err := c.arity(e, args, 1, 1); err != nil {
+				return nil, err
+			}
+			t := args[0].typ()
+			if !t.isArray() {
+				return nil, c.noSig(e, args)
+			}
+			return c.sig(e, args, []typ{t}, t.elem(), func(a []value) (value, error) {
+				xs := a[0].a
+				switch {
+				case len(xs) == 0 && first:
+					return value{}, fmt.Errorf("ARRAY_FIRST cannot get the first element of an empty array")
+				case len(xs) == 0:
+					return value{}, fmt.Errorf("ARRAY_LAST cannot get the last element of an empty array")
+				case first:
+					return xs[0], nil
+				}
+				return xs[len(xs)-1], nil
+			})
+		}
+	}
+	builtins["ARRAY_FIRST"] = firstLast(true)
+	builtins["ARRAY_LAST"] = firstLast(false)
+	// ARRAY_SLICE(array, start, end): the elements at offsets start..end,
+	// both included; a negative offset counts from the end (-1 is the
+	// last); offsets beyond the array are clamped (GoogleSQL's reference
+	// rewrite: WHERE offset BETWEEN start AND end).
+	builtins["ARRAY_SLICE"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 3, 3); err != nil {
+			return nil, err
+		}
+		t := args[0].typ()
+		if !t.isArray() {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t, tInt, tInt}, t, func(a []value) (value, error) {
+			xs, n := a[0].a, int64(len(a[0].a))
+			from, to := a[1].i, a[2].i
+			if from < 0 {
+				from += n
+			}
+			if to < 0 {
+				to += n
+			}
+			from, to = max(from, 0), min(to, n-1)
+			if from > to {
+				return value{a: []value{}}, nil
+			}
+			return value{a: append([]value{}, xs[from:to+1]...)}, nil
+		})
+	}
 	builtins["GENERATE_ARRAY"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 2, 3); err != nil {
 			return nil, err
@@ -162,6 +218,52 @@ func registerArray() {
 					break
 				}
 				out = append(out, value{i: d})
+			}
+			return value{a: out}, nil
+		})
+	}
+	// GENERATE_TIMESTAMP_ARRAY(start, end, INTERVAL n part): part one of
+	// MICROSECOND .. DAY (fixed lengths: a DAY is 24 hours).
+	builtins["GENERATE_TIMESTAMP_ARRAY"] = func(c *checker, e *Call, args []node) (node, error) {
+		if len(e.Args) != 3 {
+			return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected 3 arguments but got %d", e.Name, len(e.Args))
+		}
+		iv, ok := e.Args[2].(*Interval)
+		if !ok {
+			return nil, c.errf(e.Args[2].Pos(), "No matching signature for function GENERATE_TIMESTAMP_ARRAY: the third argument must be an INTERVAL")
+		}
+		if _, ok := partMicros[iv.Part]; !ok {
+			return nil, c.errf(iv.P, "Invalid date part %s for GENERATE_TIMESTAMP_ARRAY", iv.Part)
+		}
+		k, err := c.check(iv.X)
+		if err != nil {
+			return nil, err
+		}
+		step, err := c.coerce(k, tInt, "INTERVAL")
+		if err != nil {
+			return nil, err
+		}
+		at, _ := arrayOf(tTimestamp)
+		args = append(args[:2:2], step)
+		return c.sigStrict(e, args, []typ{tTimestamp, tTimestamp, tInt}, at, true, func(a []value) (value, error) {
+			start, end, k := a[0].i, a[1].i, a[2].i
+			if k == 0 {
+				return value{}, fmt.Errorf("Sequence step cannot be 0.")
+			}
+			out := []value{}
+			for i := int64(0); ; i++ {
+				if len(out) >= maxGenerated {
+					return value{}, fmt.Errorf("GENERATE_TIMESTAMP_ARRAY would produce more than %d elements", maxGenerated)
+				}
+				n := i * k
+				if n/k != i { // past any timestamp
+					break
+				}
+				ts, ok := addPart(tTimestamp, start, n, iv.Part)
+				if !ok || (k > 0 && ts > end) || (k < 0 && ts < end) {
+					break
+				}
+				out = append(out, value{i: ts})
 			}
 			return value{a: out}, nil
 		})
