@@ -19,8 +19,9 @@ var (
 		"ANY_VALUE": true, "LOGICAL_AND": true, "LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true,
 		"STDDEV": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
 		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "APPROX_COUNT_DISTINCT": true,
-		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true, "APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true}
-	knownAggs = map[string]bool{"MAX_BY": true, "MIN_BY": true, "HLL_COUNT.MERGE": true,
+		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true, "APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true,
+		"MAX_BY": true, "MIN_BY": true}
+	knownAggs = map[string]bool{"HLL_COUNT.MERGE": true,
 		"GROUPING": true, "ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
 		"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
 		"NTH_VALUE": true}
@@ -54,7 +55,8 @@ type acc struct {
 	sumI  int64
 	sumF  float64
 	sumR  *big.Rat
-	ext   any // MIN/MAX/ANY_VALUE
+	ext   any // MIN/MAX/ANY_VALUE; MAX_BY/MIN_BY: the x
+	by    any // MAX_BY/MIN_BY: the extreme y
 	nan   bool
 	seen  map[string]bool
 	b     bool // LOGICAL_AND/OR
@@ -86,7 +88,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 	}
 	if inner[0].Ident && strings.EqualFold(inner[0].Text, "DISTINCT") {
 		switch a.name {
-		case "ANY_VALUE", "CORR", "COVAR_POP", "COVAR_SAMP", "APPROX_COUNT_DISTINCT":
+		case "ANY_VALUE", "CORR", "COVAR_POP", "COVAR_SAMP", "APPROX_COUNT_DISTINCT", "MAX_BY", "MIN_BY":
 			return nil, q.errf(inner[0].Pos, "Aggregate function %s does not support DISTINCT", a.name)
 		}
 		a.distinct = true
@@ -261,6 +263,10 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		if err := q.checkApprox(a, types, sig); err != nil {
 			return nil, err
 		}
+	case "MAX_BY", "MIN_BY":
+		if err := q.checkBy(a, types, sig); err != nil {
+			return nil, err
+		}
 	case "ARRAY_CONCAT_AGG":
 		if len(a.args) != 1 || typeKind(a.argType) != "ARRAY" && a.argType != "NULL" {
 			return nil, sig("ARRAY_CONCAT_AGG(ARRAY)")
@@ -401,6 +407,10 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 	v := vals[0][i]
 	if a.name == "ARRAY_AGG" && v == nil && !a.ignoreNulls {
 		return a.addValue(s, v, vals, i)
+	}
+	if a.name == "MAX_BY" || a.name == "MIN_BY" {
+		a.addBy(s, vals, i) // a NULL x is a value here
+		return nil
 	}
 	if v == nil && (a.name == "APPROX_TOP_COUNT" || a.name == "APPROX_TOP_SUM" || a.name == "APPROX_QUANTILES" && a.respectNulls) {
 		return a.addApprox(s, v, vals, i, q) // NULL is a value here
@@ -581,7 +591,7 @@ func (a *agg) result(s *acc) any {
 			return math.NaN()
 		}
 		return s.ext
-	case "ANY_VALUE":
+	case "ANY_VALUE", "MAX_BY", "MIN_BY":
 		return s.ext
 	case "LOGICAL_AND", "LOGICAL_OR":
 		if s.count == 0 {
