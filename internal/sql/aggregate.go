@@ -72,13 +72,6 @@ func closing(toks []filter.Token, open int) int {
 // the work of compiling a query.
 var closingScanned atomic.Int64
 
-// group is the state of one GROUP BY key.
-type group struct {
-	keys []any
-	accs []acc
-	set  int // its grouping set (Select.GroupingSets), 0 for a plain GROUP BY
-}
-
 // rewrite replaces, in the span's text, every aggregate call by its
 // column (__a<i>) and every GROUP BY expression that is not a plain name
 // by its column (__g<i>), padding with spaces so positions stay put.
@@ -474,12 +467,12 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		having = x
 	}
 
-	// Scan and group.
+	// Scan and group (groupstate.go).
 	if q.whereDone {
 		where = nil // a correlated column applies it (correlated.go)
 	}
-	index := map[string]*group{}
-	var order []*group
+	gs := newGroupState(post.Fields[:len(groups)], aggs, len(sets) > 1)
+	defer gs.release()
 	scanned := []*filter.Scalar{where}
 	scanned = append(scanned, groupX...)
 	for _, a := range aggs {
@@ -510,67 +503,26 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 				args[j] = append(args[j], vals)
 			}
 		}
-		var kb []byte
 		for i := 0; i < n; i++ {
 			for set := range sets {
-				kb = kb[:0]
-				if len(sets) > 1 {
-					kb = appendKey(kb, int64(set))
+				grp, err := gs.group(keys, i, set, grouped[set])
+				if err != nil {
+					return err
 				}
-				for g := range groupX {
-					if grouped[set][g] {
-						kb = appendKey(kb, keys[g][i])
-					} else {
-						kb = appendKey(kb, nil)
-					}
-				}
-				grp := index[string(kb)]
-				if grp == nil {
-					grp = &group{accs: make([]acc, len(aggs)), set: set}
-					for g := range groupX {
-						if grouped[set][g] {
-							grp.keys = append(grp.keys, keys[g][i])
-						} else {
-							grp.keys = append(grp.keys, nil)
-						}
-					}
-					if err := q.chargeRow(grp.keys, "GROUP BY operations"); err != nil {
+				for j := range aggs {
+					if err := gs.states[j].add(grp, args[j], i, q); err != nil {
 						return err
-					}
-					if err := q.charge(int64(len(kb)+64*len(aggs)+64), "GROUP BY operations"); err != nil {
-						return err
-					}
-					index[string(kb)] = grp
-					order = append(order, grp)
-				}
-				for j, a := range aggs {
-					seen, kept, sketch := len(grp.accs[j].seen), len(grp.accs[j].vals), grp.accs[j].sketchBytes
-					if err := a.add(&grp.accs[j], args[j], i, q); err != nil {
-						return err
-					}
-					if grown := grp.accs[j].sketchBytes - sketch; grown > 0 { // an APPROX_COUNT_DISTINCT sketch grew
-						if err := q.charge(grown, "APPROX_COUNT_DISTINCT operations"); err != nil {
-							return err
-						}
-					}
-					if len(grp.accs[j].seen) > seen { // a new value of a DISTINCT set
-						if err := q.charge(cellBytes(args[j][0][i])+distinctEntryBytes, "DISTINCT aggregate operations"); err != nil {
-							return err
-						}
-					}
-					if len(grp.accs[j].vals) > kept { // a value STRING_AGG keeps (and its ORDER BY keys)
-						if err := q.chargeRow(grp.accs[j].vals[kept].keys, a.name+" operations"); err != nil {
-							return err
-						}
-						if err := q.charge(cellBytes(grp.accs[j].vals[kept].v)+cellBytes(grp.accs[j].vals[kept].x), a.name+" operations"); err != nil {
-							return err
-						}
 					}
 				}
 			}
 		}
-		return nil
+		// What the groups hold now, charged once a batch: the budget
+		// is passed by at most one batch's growth.
+		return gs.charge(q)
 	})
+	if testHookGroupsHeld != nil {
+		testHookGroupsHeld(gs.total())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -580,35 +532,27 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		if len(in) > 0 {
 			continue
 		}
-		found := false
-		for _, grp := range order {
-			found = found || grp.set == set
-		}
-		if !found {
-			order = append(order, &group{accs: make([]acc, len(aggs)), keys: make([]any, len(groups)), set: set})
+		if !gs.hasSet(set) {
+			if _, err := gs.group(nil, 0, set, grouped[set]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// One row per group, evaluated by the expression layer.
-	cell := func(col, row int) any {
-		grp := order[row]
-		if col < len(groups) {
-			return grp.keys[col]
+	n := gs.len()
+	rec, err := gs.record(post.Fields[len(groups):postBase], func(col, row int) any {
+		if col < len(aggs) {
+			return gs.states[col].result(row)
 		}
-		j := col - len(groups)
-		if j < len(aggs) {
-			return aggs[j].result(&grp.accs[j])
-		}
-		if grouped[grp.set][j-len(aggs)] {
+		if grouped[gs.set(row)][col-len(aggs)] {
 			return int64(0)
 		}
 		return int64(1)
-	}
-	rec, err := buildRecord(&schema.Schema{Fields: post.Fields[:postBase]}, len(order), cell)
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer rec.Release()
-	n := len(order)
 	keep := make([]bool, n)
 	for i := range keep {
 		keep[i] = true
@@ -622,11 +566,8 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 					return nil, err
 				}
 			}
-			hrec, err = buildRecord(havingSchema, n, func(col, row int) any {
-				if col < postBase {
-					return cell(col, row)
-				}
-				if v := itemVals[col-postBase]; v != nil {
+			irec, err := buildRecord(&schema.Schema{Fields: havingSchema.Fields[postBase:]}, n, func(col, row int) any {
+				if v := itemVals[col]; v != nil {
 					return v[row]
 				}
 				return nil
@@ -634,6 +575,8 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			if err != nil {
 				return nil, err
 			}
+			hrec = joinRecords(rec, irec)
+			irec.Release()
 			defer hrec.Release()
 		}
 		vals, err := having.Values(ctx, hrec, n)

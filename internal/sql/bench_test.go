@@ -11,6 +11,11 @@ import (
 
 // go test -run '^$' -bench BenchmarkQuery -benchmem ./internal/sql/
 //
+// The executor's memory (issue 16), old against new:
+//
+//	go test -run '^$' -bench 'BenchmarkQuery/q=(grouphigh|distinct|window|windowhigh)$' -benchmem -count 6 ./internal/sql/ > new.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest old.txt new.txt
+//
 // In-memory tables (batches of 8192 rows): the operators' own cost, not
 // the engine's scan.
 func BenchmarkQuery(b *testing.B) {
@@ -29,6 +34,12 @@ func BenchmarkQuery(b *testing.B) {
 		{"agg", "SELECT COUNT(*), SUM(v), MAX(s) FROM a"},
 		{"aggnum", "SELECT COUNT(*), SUM(v), MIN(k), MAX(k) FROM a"}, // bench query's agg: fastagg.go
 		{"group", "SELECT s, COUNT(*), SUM(v) FROM a GROUP BY s"},
+		// High cardinality: one group per row (issue 16's GROUP BY a
+		// high-cardinality key), then COUNT(DISTINCT) of 200,000 values
+		// and ROW_NUMBER over as many partitions as rows.
+		{"grouphigh", "SELECT COUNT(*) FROM (SELECT k, COUNT(*) AS c, SUM(v) AS t, MIN(s) AS m FROM a GROUP BY k)"},
+		{"distinct", "SELECT COUNT(DISTINCT k) FROM a"},
+		{"windowhigh", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn FROM a) WHERE rn = 1"},
 		{"hashjoin", "SELECT COUNT(*) FROM a JOIN b ON a.k = b.k"},
 		{"window", "SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY s ORDER BY v DESC) AS rn FROM a) WHERE rn = 1"},
 		{"orderlimit", "SELECT v FROM a ORDER BY v DESC LIMIT 10"},
