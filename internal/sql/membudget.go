@@ -68,10 +68,12 @@ func rowBytes(row []any) int64 {
 // charge accounts n more bytes held by the query's operators (what:
 // the operator, for the error) and fails the query beyond its budget.
 // Memory is charged when an operator keeps rows (result rows, groups,
-// a join's build side, window partitions). Only a streaming scan
-// releases what it charged (a batch, once the sink has it, sink.go);
-// what the other operators keep is never released: the budget bounds
-// the sum of what they ever held, an upper bound of their peak.
+// a join's build side, window partitions). A streaming scan releases
+// what it charged (a batch, once the sink has it, sink.go), and a window
+// what it held while computing (its partitions' indices and sort keys,
+// the input's parts once concatenated, window.go); what the other
+// operators keep is never released: the budget bounds the sum of what
+// they ever held, an upper bound of their peak.
 func (r *runner) charge(n int64, what string) error {
 	r.mem += n
 	r.peak = max(r.peak, r.mem)
@@ -91,6 +93,11 @@ func (r *runner) chargeRow(row []any, what string) error {
 
 // chargeArrays charges the buffers of kept columns.
 func (r *runner) chargeArrays(cols []arrow.Array, what string) error {
+	return r.charge(arrowBytes(cols), what)
+}
+
+// arrowBytes is what chargeArrays charges for cols.
+func arrowBytes(cols []arrow.Array) int64 {
 	var n int64
 	for _, a := range cols {
 		for _, b := range a.Data().Buffers() {
@@ -100,5 +107,5 @@ func (r *runner) chargeArrays(cols []arrow.Array, what string) error {
 		}
 		n += int64(unsafe.Sizeof(a))
 	}
-	return r.charge(n, what)
+	return n
 }

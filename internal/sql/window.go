@@ -513,8 +513,8 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 					return err
 				}
 				parts[k] = append(parts[k], a)
-				// Held until the windows are computed (twice: the parts,
-				// then their concatenation).
+				// Charged twice: the parts, then their concatenation
+				// (which releases the parts' charge).
 				if err := q.chargeArrays([]arrow.Array{a, a}, "analytic OVER() clauses"); err != nil {
 					return err
 				}
@@ -546,6 +546,12 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 			} else if a, err = array.Concatenate(parts[k], memory.DefaultAllocator); err != nil {
 				return err
 			}
+			// The parts are copied: let them go (and their charge).
+			q.release(arrowBytes(parts[k]))
+			for _, pa := range parts[k] {
+				pa.Release()
+			}
+			parts[k] = nil
 			f.Name, f.Type = c, a.DataType()
 			fields = append(fields, f)
 			arrs = append(arrs, a)
@@ -556,13 +562,21 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 			defer rec.Release()
 		}
 		// The windows' values.
-		wvals := map[string][]any{}
+		wvals := map[string]arrow.Array{}
+		defer func() {
+			for _, a := range wvals {
+				a.Release()
+			}
+		}()
 		for _, w := range q.windows {
-			vals, err := w.compute(ctx, rec, n, q)
+			a, err := w.compute(ctx, rec, n, out.field(out.index(w.col)), q)
 			if err != nil {
 				return err
 			}
-			wvals[strings.ToLower(w.col)] = vals
+			wvals[strings.ToLower(w.col)] = a
+			if err := q.chargeArrays([]arrow.Array{a}, "analytic OVER() clauses"); err != nil {
+				return err
+			}
 		}
 		if n == 0 {
 			return nil
@@ -574,15 +588,8 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 		var ofields []arrow.Field
 		var oarrs []arrow.Array
 		for _, c := range cols {
-			if vals, ok := wvals[strings.ToLower(c)]; ok {
-				sub := &schema.Schema{Fields: []*schema.Field{out.field(out.index(c))}}
-				wr, err := buildRecord(sub, n, func(_, row int) any { return vals[row] })
-				if err != nil {
-					return err
-				}
-				a := wr.Column(0)
+			if a, ok := wvals[strings.ToLower(c)]; ok {
 				a.Retain()
-				wr.Release()
 				ofields = append(ofields, arrow.Field{Name: c, Type: a.DataType(), Nullable: true})
 				oarrs = append(oarrs, a)
 				continue
@@ -605,8 +612,9 @@ func (q *selectQuery) windowRelation(in *relation, where *filter.Scalar) *relati
 	return out
 }
 
-// compute evaluates the window function over the n rows of rec.
-func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *selectQuery) ([]any, error) {
+// compute evaluates the window function over the n rows of rec: a
+// column of the window's type (field f).
+func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *schema.Field, q *selectQuery) (arrow.Array, error) {
 	eval := func(xs []*filter.Scalar) ([][]any, error) {
 		out := make([][]any, len(xs))
 		for k, x := range xs {
@@ -618,13 +626,28 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 		}
 		return out, nil
 	}
-	pk, err := eval(w.partition)
+	// Partitions in order of first row (window_part.go), and the sort
+	// keys; charged while the window is computed.
+	prows, pstart, held, err := w.partitions(ctx, rec, n)
 	if err != nil {
 		return nil, err
 	}
-	ok, err := eval(w.order)
+	okeys, kheld, err := w.sortCols(ctx, rec, n)
 	if err != nil {
 		return nil, err
+	}
+	o := newWinOut(w.name, n)
+	held += kheld + o.bytes()
+	if err := q.charge(held, "analytic OVER() clauses"); err != nil {
+		return nil, err
+	}
+	defer q.release(held)
+	var rangeKeys []any // a RANGE frame's offsets compare the first key's values
+	if w.frame.hasRangeOffset() && len(okeys) > 0 {
+		rangeKeys = make([]any, n)
+		for r := range rangeKeys {
+			rangeKeys[r] = okeys[0].value(r)
+		}
 	}
 	args, err := eval(w.args)
 	if err != nil {
@@ -636,50 +659,38 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 			return nil, err
 		}
 	}
-	// Partitions in order of first row.
-	index := map[string]int{}
-	var parts [][]int
-	var kb []byte
-	for i := 0; i < n; i++ {
-		kb = kb[:0]
-		for k := range pk {
-			kb = appendKey(kb, pk[k][i])
-		}
-		p, seen := index[string(kb)]
-		if !seen {
-			p = len(parts)
-			index[string(kb)] = p
-			parts = append(parts, nil)
-		}
-		parts[p] = append(parts[p], i)
-	}
 	// cmp orders two rows by the window's ORDER BY: NULLs first unless
 	// NULLS LAST (DESC defaults to NULLS LAST), whatever the direction.
 	cmp := func(a, b int) int {
-		for k := range ok {
-			x, y := ok[k][a], ok[k][b]
-			var c int
+		for k, c := range okeys {
+			xn, yn := c.null.has(a), c.null.has(b)
+			var v int
 			switch {
-			case x == nil && y == nil:
-			case x == nil || y == nil:
-				c = -1
-				if (x == nil) == w.nullsLast[k] {
-					c = 1
+			case xn && yn:
+			case xn || yn:
+				v = -1
+				if xn == w.nullsLast[k] {
+					v = 1
 				}
 			default:
-				c = compareValues(x, y)
+				v = c.compare(a, b)
 				if w.desc[k] {
-					c = -c
+					v = -v
 				}
 			}
-			if c != 0 {
-				return c
+			if v != 0 {
+				return v
 			}
 		}
 		return 0
 	}
-	out := make([]any, n)
-	for _, rows := range parts {
+	out := o.vals
+	var rows []int // the partition's rows, sorted (reused)
+	for p := 0; p+1 < len(pstart); p++ {
+		rows = rows[:0]
+		for _, r := range prows[pstart[p]:pstart[p+1]] {
+			rows = append(rows, int(r))
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -711,7 +722,7 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 					hi = i + int(max(min(f.end, int64(m)), -int64(m))) + 1
 				}
 			} else if f.hasRangeOffset() {
-				lo, hi = rangeBounds(f, ok[0], rows, w.desc[0], i, peerStart[i], peerEnd[i])
+				lo, hi = rangeBounds(f, rangeKeys, rows, w.desc[0], i, peerStart[i], peerEnd[i])
 			} else {
 				if !f.startUnb {
 					lo = peerStart[i]
@@ -725,7 +736,7 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 		switch w.name {
 		case "ROW_NUMBER":
 			for i, r := range rows {
-				out[r] = int64(i + 1)
+				o.ints[r] = int64(i + 1)
 			}
 			continue
 		case "RANK", "DENSE_RANK", "PERCENT_RANK", "CUME_DIST":
@@ -736,17 +747,17 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 				}
 				switch w.name {
 				case "RANK":
-					out[r] = int64(peerStart[i] + 1)
+					o.ints[r] = int64(peerStart[i] + 1)
 				case "DENSE_RANK":
-					out[r] = dense
+					o.ints[r] = dense
 				case "PERCENT_RANK":
 					if m == 1 {
-						out[r] = 0.0
+						o.floats[r] = 0.0
 					} else {
-						out[r] = float64(peerStart[i]) / float64(m-1)
+						o.floats[r] = float64(peerStart[i]) / float64(m-1)
 					}
 				case "CUME_DIST":
-					out[r] = float64(peerEnd[i]) / float64(m)
+					o.floats[r] = float64(peerEnd[i]) / float64(m)
 				}
 			}
 			continue
@@ -766,7 +777,7 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 						left++
 					}
 				}
-				out[r] = int64(b)
+				o.ints[r] = int64(b)
 				left--
 			}
 			continue
@@ -860,7 +871,7 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, q *s
 			}
 		}
 	}
-	return out, nil
+	return o.array(f)
 }
 
 // chargeOut charges the window values of rows as they are computed: an
@@ -905,24 +916,17 @@ func (q *selectQuery) windowsOverGroups(ctx context.Context, rec arrow.RecordBat
 	}
 	base := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(n))
 	defer base.Release()
-	wvals := make([][]any, len(q.windows))
+	allF := append([]arrow.Field(nil), fields...)
+	allA := append([]arrow.Array(nil), arrs...)
 	for k, w := range q.windows {
-		v, err := w.compute(ctx, base, n, q)
+		f := post.Fields[postBase+k]
+		a, err := w.compute(ctx, base, n, f, q)
 		if err != nil {
 			return nil, 0, err
 		}
-		wvals[k] = v
-	}
-	wrec, err := buildRecord(&schema.Schema{Fields: post.Fields[postBase:]}, n, func(col, row int) any { return wvals[col][row] })
-	if err != nil {
-		return nil, 0, err
-	}
-	defer wrec.Release()
-	allF := append([]arrow.Field(nil), fields...)
-	allA := append([]arrow.Array(nil), arrs...)
-	for c := 0; c < int(wrec.NumCols()); c++ {
-		allF = append(allF, wrec.Schema().Field(c))
-		allA = append(allA, wrec.Column(c))
+		arrs = append(arrs, a) // released with the others
+		allF = append(allF, arrow.Field{Name: f.Name, Type: a.DataType(), Nullable: true})
+		allA = append(allA, a)
 	}
 	return array.NewRecordBatch(arrow.NewSchema(allF, nil), allA, int64(n)), n, nil
 }
