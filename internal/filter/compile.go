@@ -13,7 +13,7 @@ import (
 // Filter is a compiled row_restriction: the typed expression tree checked
 // against a table schema. It is immutable and safe for concurrent use.
 type Filter struct {
-	src     string
+	src     source
 	root    node
 	columns []string
 }
@@ -34,7 +34,7 @@ func Compile(expr string, s *schema.Schema, opts ...Option) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{src: expr, schema: s, seen: map[string]bool{}}
+	c := &checker{src: source{text: expr}, schema: s, seen: map[string]bool{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -51,11 +51,11 @@ func Compile(expr string, s *schema.Schema, opts ...Option) (*Filter, error) {
 	if root.typ() == tNull {
 		root = &constNode{v: constVec(tBool, nullValue)}
 	}
-	return &Filter{src: expr, root: root, columns: c.cols}, nil
+	return &Filter{src: c.src, root: root, columns: c.cols}, nil
 }
 
 // String returns the expression the filter was compiled from.
-func (f *Filter) String() string { return f.src }
+func (f *Filter) String() string { return f.src.text }
 
 // Columns returns the top-level columns the filter references, in the
 // schema's spelling and in order of first reference: the reader must
@@ -63,7 +63,7 @@ func (f *Filter) String() string { return f.src }
 func (f *Filter) Columns() []string { return append([]string(nil), f.columns...) }
 
 type checker struct {
-	src    string
+	src    source
 	schema *schema.Schema
 	now    time.Time
 	cols   []string
@@ -95,7 +95,7 @@ func WithNames(r NameResolver) Option {
 }
 
 func (c *checker) errf(pos int, format string, args ...any) *Error {
-	return newError(c.src, pos, format, args...)
+	return c.src.errf(pos, format, args...)
 }
 
 // node is a typed expression.

@@ -23,7 +23,7 @@ type evalCtx struct {
 	cx   context.Context // nil: not cancellable (constant folding, Eval)
 	rec  arrow.RecordBatch
 	n    int
-	src  string
+	src  source
 	cols map[string]*vec
 }
 
@@ -41,7 +41,7 @@ func (ctx *evalCtx) check() error {
 }
 
 func (ctx *evalCtx) errf(pos int, format string, args ...any) *Error {
-	return newError(ctx.src, pos, format, args...)
+	return ctx.src.errf(pos, format, args...)
 }
 
 // Eval evaluates the filter over rec and returns the selection: a Boolean

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"strings"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 )
@@ -77,7 +78,10 @@ func init() {
 func isReserved(s string) bool { return reserved[strings.ToUpper(s)] }
 
 type lexer struct {
-	src      string
+	src    string // the text lexed
+	prefix string // what precedes src (source.prefix): tokens' positions count it
+	// pos is the next byte of src; the positions of the tokens next
+	// returns are len(prefix) past theirs in src.
 	pos      int
 	prev     tokKind // kind of the previous token, to read "a.5" as a path
 	prevText string
@@ -95,8 +99,24 @@ func isHex(c byte) bool {
 	return isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
 
+// newLexer lexes src.text, its tokens' positions those of src.
+func newLexer(src source) lexer {
+	lexedBytes.Add(int64(len(src.text)))
+	return lexer{src: src.text, prefix: src.prefix}
+}
+
+// lexedBytes counts the bytes lexers were given, for tests that bound the
+// work of compiling a query (LexedBytes).
+var lexedBytes atomic.Int64
+
+// LexedBytes returns how many bytes of text the expression layer has
+// lexed so far, in all goroutines: a test hook for the query engine's
+// tests that its compile work grows linearly with the query.
+func LexedBytes() int64 { return lexedBytes.Load() }
+
+// errf reports an error at byte pos of l.src.
 func (l *lexer) errf(pos int, format string, args ...any) *Error {
-	return newError(l.src, pos, format, args...)
+	return newErrorIn(l.prefix, l.src, len(l.prefix)+pos, format, args...)
 }
 
 // skipSpace skips whitespace and comments (--, # and /* */).
@@ -138,6 +158,7 @@ func (l *lexer) next() (token, *Error) {
 	if err == nil {
 		l.prev = t.kind
 		l.prevText = t.text
+		t.pos += len(l.prefix)
 	}
 	return t, err
 }

@@ -93,12 +93,12 @@ type Params struct {
 // text outside it blanked, so offsets hold). Without Index, the `?`s are
 // numbered within each compiled text.
 func (p *Params) Index(src string) {
-	p.ordinal = positionsOf(src)
+	p.ordinal = positionsOf(source{text: src})
 }
 
-func positionsOf(src string) map[int]int {
+func positionsOf(src source) map[int]int {
 	out := map[int]int{}
-	l := lexer{src: src}
+	l := newLexer(src)
 	for {
 		t, err := l.next()
 		if err != nil || t.kind == kEOF {

@@ -163,7 +163,7 @@ func (p *parser) typeParams() (string, *Error) {
 			return "", p.errf(t.pos, "Syntax error: Unexpected \">\"")
 		}
 		if depth == 0 {
-			return p.lx.src[start : t.pos+len(t.text)], nil
+			return p.lx.src[start-len(p.lx.prefix) : t.pos-len(p.lx.prefix)+len(t.text)], nil
 		}
 	}
 }

@@ -50,11 +50,14 @@ func Parse(expr string) (Expr, error) { return parse(expr, false) }
 
 // parse parses an expression; query admits the query engine's ARRAY and
 // STRUCT syntax (parse_composite.go).
-func parse(expr string, query bool) (Expr, error) {
-	if len(expr) > MaxLength {
+func parse(expr string, query bool) (Expr, error) { return parseAt(source{text: expr}, query) }
+
+// parseAt parses expr.text, its positions those of expr (source).
+func parseAt(expr source, query bool) (Expr, error) {
+	if len(expr.text) > MaxLength {
 		return nil, &Error{Line: 1, Column: 1, Msg: "row_restriction exceeded maximum allowed length. Maximum bytes allowed: 1048576"}
 	}
-	p := &parser{lx: lexer{src: expr}, query: query}
+	p := &parser{lx: newLexer(expr), query: query}
 	if err := p.advance(); err != nil {
 		return nil, err
 	}
@@ -176,7 +179,7 @@ func depth(e Expr) (int, int, Expr) {
 }
 
 func (p *parser) errf(pos int, format string, args ...any) *Error {
-	return newError(p.lx.src, pos, format, args...)
+	return newErrorIn(p.lx.prefix, p.lx.src, pos, format, args...)
 }
 
 func (p *parser) advance() *Error {

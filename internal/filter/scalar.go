@@ -19,23 +19,23 @@ import (
 // Scalar is a compiled expression of any type, checked against a table
 // schema. It is immutable and safe for concurrent use.
 type Scalar struct {
-	src     string
+	src     source
 	root    node
 	columns []string
 }
 
 // CompileScalar parses expr and type-checks it against s, as Compile does,
 // without requiring a BOOL result. Errors are *Error naming the position
-// in expr (callers embedding an expression in a larger text pass the text
-// with everything before the expression blanked, so positions match).
+// in expr (callers embedding an expression in a larger text pass At, so
+// that positions are the larger text's).
 func CompileScalar(expr string, s *schema.Schema, opts ...Option) (*Scalar, error) {
-	ast, err := parse(expr, true)
-	if err != nil {
-		return nil, err
-	}
-	c := &checker{src: expr, schema: s, seen: map[string]bool{}, query: true}
+	c := &checker{src: source{text: expr}, schema: s, seen: map[string]bool{}, query: true}
 	for _, o := range opts {
 		o(c)
+	}
+	ast, err := parseAt(c.src, true)
+	if err != nil {
+		return nil, err
 	}
 	if c.now.IsZero() {
 		c.now = time.Now()
@@ -44,7 +44,7 @@ func CompileScalar(expr string, s *schema.Schema, opts ...Option) (*Scalar, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Scalar{src: expr, root: root, columns: c.cols}, nil
+	return &Scalar{src: c.src, root: root, columns: c.cols}, nil
 }
 
 // Type is the GoogleSQL name of the expression's type ("INT64", "STRING",
@@ -79,7 +79,7 @@ func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any
 	t := v.t
 	switch t {
 	case tStruct, tArray, tInterval, tRange:
-		return nil, newError(x.src, x.root.pos(), "not supported yet by bqstore: query results of type %s", t)
+		return nil, x.src.errf(x.root.pos(), "not supported yet by bqstore: query results of type %s", t)
 	}
 	out := make([]any, n)
 	if t.comp() != nil {
@@ -153,8 +153,13 @@ type Token struct {
 
 // Tokens splits src into tokens, the last one EOF. The error is an *Error
 // naming the position of the bad token.
-func Tokens(src string) ([]Token, error) {
-	l := lexer{src: src}
+func Tokens(src string) ([]Token, error) { return TokensAt("", src) }
+
+// TokensAt splits src, which follows prefix in a larger text, into
+// tokens whose positions (and errors') are the larger text's, without
+// reading prefix but for an error's line and column.
+func TokensAt(prefix, src string) ([]Token, error) {
+	l := newLexer(source{prefix: prefix, text: src})
 	var out []Token
 	var open []int // the unclosed "(" tokens
 	for {
@@ -185,6 +190,15 @@ func Tokens(src string) ([]Token, error) {
 // NewError returns an *Error for byte offset pos of src.
 func NewError(src string, pos int, format string, args ...any) *Error {
 	return newError(src, pos, format, args...)
+}
+
+// At places the expression CompileScalar compiles after prefix in a larger
+// text (the query engine's statement): the positions of its errors and
+// those a NameResolver is given are offsets in prefix+expr, and errors'
+// lines and columns count prefix's characters, while the expression layer
+// lexes and copies only expr.
+func At(prefix string) Option {
+	return func(c *checker) { c.src.prefix = prefix }
 }
 
 // IsReserved reports whether word is a GoogleSQL reserved keyword.

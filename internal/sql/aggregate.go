@@ -76,10 +76,9 @@ var closingScanned atomic.Int64
 // column (__a<i>) and every GROUP BY expression that is not a plain name
 // by its column (__g<i>), padding with spaces so positions stay put.
 // It returns the text to compile against the post-aggregation schema.
-func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (string, error) {
+func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (exprText, error) {
 	toks := sp.toks
 	var b strings.Builder
-	b.WriteString(q.text(sp.pos(), sp.pos()))
 	last := sp.pos()
 	emit := func(from, to int, name string) {
 		b.WriteString(q.src[last:from])
@@ -101,11 +100,11 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 				// The call's arguments, then each piece of its window
 				// (a named window's is elsewhere in the statement).
 				if _, err := q.rewrite(Span{toks: toks[i+1 : o]}, aggs, groups, groupCol, clause); err != nil {
-					return "", err
+					return exprText{}, err
 				}
 				for _, piece := range spec.pieces {
 					if _, err := q.rewrite(Span{toks: piece}, aggs, groups, groupCol, clause); err != nil {
-						return "", err
+						return exprText{}, err
 					}
 				}
 				if _, ok := q.pendingAt[toks[i].Pos]; !ok {
@@ -123,7 +122,7 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 				_, g, _ = groupingCall(toks, i, q.sel.GroupBy)
 			}
 			if g < 0 {
-				return "", q.errf(toks[i].Pos, "GROUPING must have an argument that exists within the group-by expression list.")
+				return exprText{}, q.errf(toks[i].Pos, "GROUPING must have an argument that exists within the group-by expression list.")
 			}
 			emit(toks[i].Pos, toks[end].End, fmt.Sprintf("__gq%d", g))
 			i = end
@@ -149,7 +148,7 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		name := strings.ToUpper(toks[i].Text)
 		if !aggFuncs[name] {
 			if knownAggs[name] {
-				return "", notSupported(q.src, toks[i].Pos, "aggregate or analytic function "+name)
+				return exprText{}, notSupported(q.src, toks[i].Pos, "aggregate or analytic function "+name)
 			}
 			continue
 		}
@@ -167,7 +166,7 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		if idx < 0 {
 			a, err := q.newAgg(Span{toks: toks[i : end+1]}, clause)
 			if err != nil {
-				return "", err
+				return exprText{}, err
 			}
 			idx = len(*aggs)
 			*aggs = append(*aggs, a)
@@ -176,7 +175,7 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		i = end
 	}
 	b.WriteString(q.src[last:sp.end()])
-	return b.String(), nil
+	return exprText{at: sp.pos(), text: b.String()}, nil
 }
 
 // runAggregate runs a query with GROUP BY, HAVING or aggregate functions:
@@ -234,7 +233,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		var x *filter.Scalar
 		var err error
 		if starCol[g] != "" {
-			x, err = q.compileText(quoteIdent(starCol[g]), q.in.schema, nil)
+			x, err = q.compileText(colText(starCol[g]), q.in.schema, nil)
 		} else {
 			x, err = q.compile(gs)
 		}
@@ -260,13 +259,13 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	// Rewrite the select list, HAVING and ORDER BY over the post schema.
 	var aggs []*agg
-	itemText := make([]string, len(items))
+	itemText := make([]exprText, len(items))
 	for i, it := range items {
 		if it.Star {
 			if !groupedCols[strings.ToLower(it.col)] {
 				return nil, q.errf(it.pos, "SELECT list expression references column %s which is neither grouped nor aggregated", it.Alias)
 			}
-			itemText[i] = quoteIdent(it.col)
+			itemText[i] = colText(it.col)
 			continue
 		}
 		t, err := q.rewrite(it.Expr, &aggs, groups, groupCol, "SELECT list")
@@ -275,14 +274,14 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 		itemText[i] = t
 	}
-	var qualifyText string
+	var qualifyText exprText
 	var err error
 	if sel.Qualify != nil {
 		if qualifyText, err = q.rewrite(*sel.Qualify, &aggs, groups, groupCol, "QUALIFY clause"); err != nil {
 			return nil, err
 		}
 	}
-	var havingText string
+	var havingText exprText
 	if sel.Having != nil {
 		t, err := q.rewrite(*sel.Having, &aggs, groups, groupCol, "HAVING clause")
 		if err != nil {
@@ -292,7 +291,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	out := &output{}
 	type hidden struct {
-		text string
+		text exprText
 		o    OrderItem
 	}
 	orderCol := make([]int, len(q.order))
@@ -340,8 +339,8 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	// compileIn compiles text over the schema s of the groups' columns;
 	// alias, if not nil, resolves a name no input column has (HAVING's
 	// select-list aliases).
-	compileIn := func(text string, clause string, s *schema.Schema, alias func(name string) (string, bool)) (*filter.Scalar, error) {
-		if strings.TrimSpace(text) == "" || strings.HasPrefix(text, "`") {
+	compileIn := func(text exprText, clause string, s *schema.Schema, alias func(name string) (string, bool)) (*filter.Scalar, error) {
+		if strings.TrimSpace(text.text) == "" || text.at == 0 && strings.HasPrefix(text.text, "`") {
 			return q.compileText(text, s, nil) // an expanded star's column
 		}
 		return q.compileText(text, s, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
@@ -368,7 +367,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			return col, used, nil
 		}))
 	}
-	compilePost := func(text string, clause string) (*filter.Scalar, error) {
+	compilePost := func(text exprText, clause string) (*filter.Scalar, error) {
 		return compileIn(text, clause, post, nil)
 	}
 	// Windows over the groups: their arguments and windows compile over

@@ -9,7 +9,7 @@ import (
 
 // The syntax tree of a query. Expressions are kept as spans of the source
 // text: the expression layer (internal/filter) parses and checks them,
-// with the text before the span blanked so that its error positions are
+// told what precedes the span (filter.At) so that its error positions are
 // positions in the statement. Everything else (query structure, FROM
 // items, set operations) is parsed here.
 

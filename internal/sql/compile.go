@@ -8,23 +8,26 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
-// text returns the statement with everything outside [from, to) blanked
-// (each byte a space, newlines kept), so that the expression layer's
-// byte positions are positions in the statement (compileText makes its
-// error columns count the statement's characters again).
-func (r *runner) text(from, to int) string {
-	var b strings.Builder
-	b.Grow(to)
-	for i := range from {
-		if r.src[i] == '\n' {
-			b.WriteByte('\n')
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	b.WriteString(r.src[from:to])
-	return b.String()
+// exprText is an expression's text and its byte offset at in the
+// statement (r.src). Its bytes are the statement's, but where a subquery,
+// an aggregate or window call or a GROUP BY expression was replaced by a
+// name padded with spaces to the same length (substitute, windowText,
+// rewrite), so positions in it are the statement's. compileText tells
+// the expression layer what precedes it (filter.At) instead of handing
+// it the statement blanked up to the expression: that made every
+// expression cost the statement's length, quadratic in a long UNION ALL
+// chain or select list.
+type exprText struct {
+	at   int
+	text string
 }
+
+// text is the statement's [from, to).
+func (r *runner) text(from, to int) exprText { return exprText{at: from, text: r.src[from:to]} }
+
+// colText is the text naming a column (an expanded star's, a USING key):
+// no position of the statement.
+func colText(col string) exprText { return exprText{text: quoteIdent(col)} }
 
 // compile compiles a span against the block's input.
 func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
@@ -33,7 +36,7 @@ func (q *selectQuery) compile(sp Span) (*filter.Scalar, error) {
 		text = q.windowText(sp)
 	}
 	// Subqueries first: a correlated one adds a column to q.in.
-	text, consts, err := q.substitute(text, q.scope())
+	text, consts, err := q.substituteText(text, q.scope())
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func (q *selectQuery) compileQualify(sp Span, items []Item) (*filter.Scalar, err
 		}
 		return col, used, err
 	}
-	text, consts, err := q.substitute(q.windowText(sp), q.scope())
+	text, consts, err := q.substituteText(q.windowText(sp), q.scope())
 	if err != nil {
 		return nil, err
 	}
@@ -95,10 +98,16 @@ func (q *selectQuery) compileQualify(sp Span, items []Item) (*filter.Scalar, err
 	return x, nil
 }
 
-// compileText compiles an expression (the statement's text blanked
-// outside it) against s; its subqueries run in sc (nil: none allowed).
-func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...filter.Option) (*filter.Scalar, error) {
-	text, consts, err := r.substitute(text, sc)
+// substituteText is substitute of an exprText.
+func (r *runner) substituteText(text exprText, sc *scope) (exprText, map[string]filter.Const, error) {
+	t, consts, err := r.substitute(text.text, text.at, sc)
+	return exprText{at: text.at, text: t}, consts, err
+}
+
+// compileText compiles an expression against s; its subqueries run in sc
+// (nil: none allowed).
+func (r *runner) compileText(text exprText, s *schema.Schema, sc *scope, opts ...filter.Option) (*filter.Scalar, error) {
+	text, consts, err := r.substituteText(text, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -110,10 +119,10 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 	}
 	opts = append(opts, filter.WithParams(r.opts.Params))
 	opts = append(opts, r.clock()...)
-	x, err := filter.CompileScalar(text, s, opts...)
+	opts = append(opts, filter.At(r.src[:text.at]))
+	x, err := filter.CompileScalar(text.text, s, opts...)
 	var fe *filter.Error
 	if errors.As(err, &fe) {
-		r.statementColumn(fe, text)
 		// The expression layer speaks of row_restriction here.
 		if rest, ok := strings.CutPrefix(fe.Msg, "row_restriction cannot reference REPEATED field "); ok {
 			name, _, _ := strings.Cut(rest, ":")
@@ -123,23 +132,10 @@ func (r *runner) compileText(text string, s *schema.Schema, sc *scope, opts ...f
 	return x, err
 }
 
-// statementColumn makes the line and column of fe, an error in text (the
-// statement blanked byte for byte before the expression, as text and
-// windowText make it), count the statement's characters in the blanked
-// part, where text has a space for each byte of a multibyte character.
-func (r *runner) statementColumn(fe *filter.Error, text string) {
-	blank := len(text) - len(strings.TrimLeft(text, " \n"))
-	if blank == 0 || blank > len(r.src) || fe.Pos < blank || fe.Pos > len(text) {
-		return
-	}
-	e := filter.NewError(r.src[:blank]+text[blank:], fe.Pos, "")
-	fe.Line, fe.Column = e.Line, e.Column
-}
-
 // compileItem compiles a select-list item against the input.
 func (q *selectQuery) compileItem(it Item) (*filter.Scalar, error) {
 	if it.Star {
-		return q.compileText(quoteIdent(it.col), q.in.schema, nil)
+		return q.compileText(colText(it.col), q.in.schema, nil)
 	}
 	return q.compile(it.Expr)
 }

@@ -131,7 +131,7 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 		}
 		refX := make([]*filter.Scalar, len(refIdx))
 		for k, i := range refIdx {
-			x, err := q.compileText(quoteIdent(in.cols[i].internal), in.schema, nil)
+			x, err := q.compileText(colText(in.cols[i].internal), in.schema, nil)
 			if err != nil {
 				return err
 			}

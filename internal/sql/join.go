@@ -134,11 +134,11 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		}
 	}
 	for k := range j.Using {
-		lx, err := r.compileText(quoteIdent(jr.outName(0, jr.src[k].index)), out.schema, nil)
+		lx, err := r.compileText(colText(jr.outName(0, jr.src[k].index)), out.schema, nil)
 		if err != nil {
 			return nil, err
 		}
-		rx, err := r.compileText(quoteIdent(jr.outName(1, jr.src[k].right)), out.schema, nil)
+		rx, err := r.compileText(colText(jr.outName(1, jr.src[k].right)), out.schema, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -37,15 +37,16 @@ func subqueryEnd(toks []filter.Token, i int) int {
 	return closing(toks, i)
 }
 
-// substitute runs the subqueries of text and returns the text with each
-// replaced by a constant's name, and the constants.
-func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.Const, error) {
-	toks, err := filter.Tokens(text)
+// substitute runs the subqueries of text, at byte offset at of the
+// statement, and returns the text with each replaced by a constant's
+// name, and the constants.
+func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]filter.Const, error) {
+	toks, err := filter.TokensAt(r.src[:at], text)
 	if err != nil {
 		return text, nil, nil // the expression layer reports it
 	}
 	var consts map[string]filter.Const
-	out := []byte(text)
+	out := []byte(text) // out[k-at] is the statement's byte k
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		exists := t.Ident && strings.EqualFold(t.Text, "EXISTS")
@@ -143,12 +144,12 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 			if len(name) > to-from {
 				return "", nil, notSupported(r.src, from, "this subquery")
 			}
-			for k := from; k < to; k++ {
+			for k := from - at; k < to-at; k++ {
 				if out[k] != '\n' {
 					out[k] = ' '
 				}
 			}
-			copy(out[from:], name)
+			copy(out[from-at:], name)
 			i = end
 			continue
 		}
@@ -192,14 +193,14 @@ func (r *runner) substitute(text string, sc *scope) (string, map[string]filter.C
 		if len(repl)+1 > to-from {
 			return "", nil, notSupported(r.src, from, "this subquery")
 		}
-		for k := from; k < to; k++ {
+		for k := from - at; k < to-at; k++ {
 			if out[k] != '\n' {
 				out[k] = ' '
 			}
 		}
-		copy(out[from:], repl)
+		copy(out[from-at:], repl)
 		if kind == "IN" || kind == "scalar" {
-			out[to-1] = ')'
+			out[to-1-at] = ')'
 		}
 		if consts == nil {
 			consts = map[string]filter.Const{}

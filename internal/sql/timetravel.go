@@ -72,8 +72,8 @@ func (r *runner) asOf(sp Span) (time.Time, error) {
 
 // castText is the span's text as CAST(text AS TIMESTAMP), at the span's
 // position.
-func (r *runner) castText(sp Span) string {
-	return r.text(sp.pos(), sp.pos()) + "CAST(" + r.src[sp.pos():sp.end()] + " AS TIMESTAMP)"
+func (r *runner) castText(sp Span) exprText {
+	return exprText{at: sp.pos(), text: "CAST(" + r.src[sp.pos():sp.end()] + " AS TIMESTAMP)"}
 }
 
 // clock is the query's CURRENT_TIMESTAMP option, if Options.Now is set.

@@ -178,7 +178,7 @@ func (r *runner) pruneSuffixes(tables []WildcardTable, prefix string, where *Spa
 		if !onlySuffix(c) {
 			continue
 		}
-		x, err := filter.CompileScalar(r.text(c.pos(), c.end()), sch, filter.WithParams(r.opts.Params))
+		x, err := filter.CompileScalar(r.src[c.pos():c.end()], sch, filter.At(r.src[:c.pos()]), filter.WithParams(r.opts.Params))
 		if err != nil || x.Type() != "BOOL" {
 			continue // the WHERE clause's own compilation reports it
 		}

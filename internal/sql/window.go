@@ -119,9 +119,8 @@ func (q *selectQuery) findWindows(sp Span) error {
 
 // windowText is the span's text with each window call replaced by its
 // column.
-func (q *selectQuery) windowText(sp Span) string {
+func (q *selectQuery) windowText(sp Span) exprText {
 	var b strings.Builder
-	b.WriteString(q.text(sp.pos(), sp.pos()))
 	last := sp.pos()
 	for _, t := range sp.toks {
 		if t.Pos < last {
@@ -139,7 +138,7 @@ func (q *selectQuery) windowText(sp Span) string {
 	if last < sp.end() {
 		b.WriteString(q.src[last:sp.end()])
 	}
-	return b.String()
+	return exprText{at: sp.pos(), text: b.String()}
 }
 
 // newWindow checks one call and its OVER clause.
