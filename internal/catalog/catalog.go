@@ -706,6 +706,11 @@ type TablePatch struct {
 	// TableConstraints, when set, replace the table's member (an empty
 	// value clears it).
 	TimePartitioning, RangePartitioning, Clustering, TableConstraints *json.RawMessage
+	// View, when set, replaces a view's definition (the table must be a
+	// view), and Schema, then required, is its new query's result
+	// schema: it replaces the view's schema whatever the change, since
+	// a view stores no rows that an older schema would have to read.
+	View *View
 }
 
 // UpdateTable applies patch to table p:d.t. A non-empty ifMatch must equal
@@ -737,7 +742,21 @@ func (c *Catalog) UpdateTable(ctx context.Context, p, d, t string, patch TablePa
 	n := old.clone()
 	now := c.now()
 	schemaChanged := false
-	if newSchema != nil {
+	if patch.View != nil {
+		if old.View == nil {
+			return nil, &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("Invalid value for table.view: %s is a table, not a view", old.FullID())}
+		}
+		if newSchema == nil {
+			return nil, fmt.Errorf("catalog: a new view definition of %s without its schema", old.FullID())
+		}
+		v := *patch.View
+		n.View = &v
+		// The last version is edited in place (n.Schemas is n's own
+		// copy): no reader or writer decodes a view's rows.
+		cur := n.Schemas[len(n.Schemas)-1]
+		cur.Schema = newSchema
+		n.Schemas[len(n.Schemas)-1] = cur
+	} else if newSchema != nil {
 		if err := schema.CheckEvolution(old.Schema(), newSchema); err != nil {
 			return nil, &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("Provided Schema does not match Table %s. %s", old.FullID(), err.Error())}
 		}

@@ -138,6 +138,11 @@ type Query struct {
 	// TimeoutMs stops the job (a StoppedError with Timeout) once it has
 	// run this long since it was created (jobTimeoutMs); 0: no limit.
 	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// Priority (INTERACTIVE, BATCH; "": INTERACTIVE) and Labels are
+	// the request's, kept to be echoed in the job resource; they change
+	// nothing in how the job runs.
+	Priority string            `json:"priority,omitempty"`
+	Labels   map[string]string `json:"labels,omitempty"`
 
 	// Not part of the configuration: set while the job runs.
 	// spent is the bytes the script's statements before the running one

@@ -351,7 +351,7 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 	if v := in.View; v != nil {
 		// A view: its schema is its query's result schema.
 		if v.UseLegacySQL == nil || *v.UseLegacySQL {
-			h.writeError(w, r, invalid("Invalid value for table.view.useLegacySql: bqstore runs GoogleSQL only, not legacy SQL: send view.useLegacySql: false (the Go client sends it)"))
+			h.writeError(w, r, legacyView())
 			return
 		}
 		if strings.TrimSpace(v.Query) == "" {
@@ -397,6 +397,13 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, h.tableOut(r, t))
+}
+
+// legacyView is the answer to a view in legacy SQL (BigQuery's default
+// when view.useLegacySql is absent from tables.insert, which is what bq mk
+// --view sends without --use_legacy_sql=false).
+func legacyView() *Error {
+	return invalid("Invalid value for table.view.useLegacySql: bqstore runs GoogleSQL only, not legacy SQL: send view.useLegacySql: false (bq mk --view --use_legacy_sql=false; the Go and Node.js clients send it)")
 }
 
 // tablePatch reads the mutable table members. With full (PUT) an absent
@@ -551,7 +558,39 @@ func (h *Handler) updateTable(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	if patch.Schema != nil {
+	if v := in.View; v != nil {
+		// A new view query: its result schema becomes the view's (bq
+		// update --view, the Go client's ViewQuery, Node's
+		// setMetadata({view})). An absent useLegacySql leaves the
+		// dialect as it is: GoogleSQL, the only one bqstore runs.
+		if v.UseLegacySQL != nil && *v.UseLegacySQL {
+			h.writeError(w, r, legacyView())
+			return
+		}
+		if strings.TrimSpace(v.Query) == "" {
+			h.writeError(w, r, invalid("Required parameter is missing: table.view.query"))
+			return
+		}
+		cur, err := h.cat.Table(p, d, tn)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if cur.View == nil {
+			h.writeError(w, r, invalid("Invalid value for table.view: %s is a table, not a view", cur.FullID()))
+			return
+		}
+		if h.jobs == nil {
+			h.writeError(w, r, notImplementedYet("views"))
+			return
+		}
+		s, err := h.jobs.ViewSchema(r.Context(), p, v.Query)
+		if err != nil {
+			h.writeError(w, r, queryError(err))
+			return
+		}
+		patch.Schema, patch.View = s, &catalog.View{Query: v.Query}
+	} else if patch.Schema != nil {
 		// An invalid schema or an incompatible change is
 		// reported as such by the catalog, before the columns'
 		// defaults are judged.

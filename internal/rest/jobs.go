@@ -351,6 +351,8 @@ type queryOptions struct {
 	create    string
 	write     string
 	timeoutMs int64 // jobTimeoutMs
+	priority  string
+	labels    map[string]string
 }
 
 // startQuery checks a query configuration and starts it as job
@@ -372,7 +374,15 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	if o.timeoutMs < 0 {
 		return jobs.Job{}, invalid("Invalid value for jobTimeoutMs: %d", o.timeoutMs)
 	}
-	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode, TimeoutMs: o.timeoutMs}
+	switch o.priority {
+	case "", "INTERACTIVE", "BATCH":
+	default:
+		return jobs.Job{}, invalid("Invalid value for priority: %q: INTERACTIVE or BATCH", o.priority)
+	}
+	// A BATCH job runs at once, as an INTERACTIVE one: there is no
+	// queue of idle slots to wait for here.
+	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode, TimeoutMs: o.timeoutMs,
+		Priority: o.priority, Labels: o.labels}
 	if len(o.params) > 0 {
 		q.Parameters, _ = json.Marshal(o.params) // decoded from JSON: it encodes
 	}
@@ -451,7 +461,7 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	j, err := h.startQuery(r, p, id, in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
-		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled), timeoutMs: int64(in.JobTimeoutMs)})
+		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled), timeoutMs: int64(in.JobTimeoutMs), labels: in.Labels})
 	if e, ok := err.(*Error); ok && e.Reason == "duplicate" && in.RequestID != "" {
 		j, err = h.jobs.Get(p, id)
 	}
@@ -750,7 +760,8 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 	}
 	j, err := h.startQuery(r, p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
-		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs)})
+		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs),
+		priority: qc.Priority, labels: cfg.Labels})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -773,7 +784,7 @@ func jobResource(j jobs.Job) *jobJSON {
 		ID:           fmt.Sprintf("%s:%s.%s", j.Project, j.Location, j.ID),
 		JobReference: &jobReference{ProjectID: j.Project, JobID: j.ID, Location: j.Location},
 		Configuration: &jobConfiguration{JobType: "QUERY", Query: &queryConfig{
-			Query: j.Query.SQL, UseLegacySQL: &f, Priority: "INTERACTIVE"}},
+			Query: j.Query.SQL, UseLegacySQL: &f, Priority: cmpOr(j.Query.Priority, "INTERACTIVE")}, Labels: j.Query.Labels},
 		Status:     &jobStatus{State: j.State.String()},
 		Statistics: &jobStatistics{CreationTime: schema.Int64(j.Created.UnixMilli())},
 	}

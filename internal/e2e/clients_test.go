@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"testing"
+
+	"cloud.google.com/go/bigquery"
+	"google.golang.org/api/googleapi"
+)
+
+// wantGoogleAPIError fails unless err is a googleapi.Error with code and
+// reason.
+func wantGoogleAPIError(t *testing.T, what string, err error, code int, reason string) {
+	t.Helper()
+	var ge *googleapi.Error
+	if !errors.As(err, &ge) || ge.Code != code || len(ge.Errors) == 0 || ge.Errors[0].Reason != reason {
+		t.Fatalf("%s: %v, want HTTP %d %s", what, err, code, reason)
+	}
+}
+
+// TestViewUpdateOfficialClient: tables.patch with a new view.query (the Go
+// client's Update with ViewQuery, bq update --view, Node's
+// setMetadata({view})) changes what the view reads and its schema, as in
+// BigQuery. Before, the view member of a patch was ignored: the call
+// answered 200 and the view kept its old query.
+func TestViewUpdateOfficialClient(t *testing.T) {
+	e := newEnv(t)
+	runStatement(t, e, "CREATE SCHEMA v")
+	runStatement(t, e, "CREATE TABLE v.t (id INT64, name STRING)")
+	runStatement(t, e, "INSERT INTO v.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+	view := e.bq.Dataset("v").Table("ids")
+	if err := view.Create(e.ctx, &bigquery.TableMetadata{ViewQuery: "SELECT id FROM v.t WHERE id > 1", Description: "d1"}); err != nil {
+		t.Fatal(err)
+	}
+	// The Go client sends {"view": {"query": ...}} and no useLegacySql:
+	// a patch leaves the dialect as it is (GoogleSQL).
+	md, err := view.Update(e.ctx, bigquery.TableMetadataToUpdate{ViewQuery: "SELECT id, name FROM v.t WHERE id < 3"}, "")
+	if err != nil {
+		t.Fatalf("tables.patch of view.query: %v", err)
+	}
+	if md.ViewQuery != "SELECT id, name FROM v.t WHERE id < 3" || md.UseLegacySQL || md.Type != bigquery.ViewTable ||
+		len(md.Schema) != 2 || md.Schema[1].Name != "name" || md.Description != "d1" {
+		t.Fatalf("view after the patch: query %q legacy %v type %v schema %d columns, description %q; want the new query and its two columns",
+			md.ViewQuery, md.UseLegacySQL, md.Type, len(md.Schema), md.Description)
+	}
+	rows, _ := queryRows(t, e, e.bq.Query("SELECT id, name FROM v.ids ORDER BY id"))
+	if want := [][]bigquery.Value{{int64(1), "a"}, {int64(2), "b"}}; !reflect.DeepEqual(rows, want) {
+		t.Fatalf("query of the patched view: %v, want %v", rows, want)
+	}
+	// A query that does not compile is the query's error; the view stays.
+	_, err = view.Update(e.ctx, bigquery.TableMetadataToUpdate{ViewQuery: "SELECT nope FROM v.t"}, "")
+	wantGoogleAPIError(t, "patch with a bad view query", err, http.StatusBadRequest, "invalidQuery")
+	// Legacy SQL is refused as on tables.insert.
+	_, err = view.Update(e.ctx, bigquery.TableMetadataToUpdate{ViewQuery: "SELECT 1", UseLegacySQL: true}, "")
+	wantGoogleAPIError(t, "patch to a legacy SQL view", err, http.StatusBadRequest, "invalid")
+	// A table does not become a view.
+	_, err = e.bq.Dataset("v").Table("t").Update(e.ctx, bigquery.TableMetadataToUpdate{ViewQuery: "SELECT 1 AS x"}, "")
+	wantGoogleAPIError(t, "view.query on a table", err, http.StatusBadRequest, "invalid")
+	md, err = view.Metadata(e.ctx)
+	if err != nil || md.ViewQuery != "SELECT id, name FROM v.t WHERE id < 3" || len(md.Schema) != 2 {
+		t.Fatalf("view after refused patches: %+v %v", md, err)
+	}
+	if tmd, err := e.bq.Dataset("v").Table("t").Metadata(e.ctx); err != nil || tmd.Type != bigquery.RegularTable || tmd.ViewQuery != "" {
+		t.Fatalf("table after a refused view patch: %+v %v", tmd, err)
+	}
+}
+
+// TestQueryJobLabelsPriority: a query job's labels and priority are
+// echoed in its configuration (jobs.insert's answer, jobs.get), as
+// BigQuery does; the Go client's Job.Config reads them from there, bq
+// show -j prints them. Before, every job read INTERACTIVE with no labels.
+func TestQueryJobLabelsPriority(t *testing.T) {
+	e := newEnv(t)
+	q := e.bq.Query("SELECT 1")
+	q.Priority = bigquery.BatchPriority
+	q.Labels = map[string]string{"team": "data", "env": "ci"}
+	job, err := q.Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, j *bigquery.Job) {
+		t.Helper()
+		cfg, err := j.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		qc := cfg.(*bigquery.QueryConfig)
+		if qc.Priority != bigquery.BatchPriority || !reflect.DeepEqual(qc.Labels, q.Labels) {
+			t.Fatalf("%s: priority %q labels %v, want BATCH and %v", what, qc.Priority, qc.Labels, q.Labels)
+		}
+	}
+	check("jobs.insert", job)
+	if _, err := job.Wait(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	j, err := e.bq.JobFromID(e.ctx, job.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("jobs.get", j)
+	// The default stays INTERACTIVE, no labels.
+	j2, err := e.bq.Query("SELECT 2").Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := j2.Config()
+	if qc := cfg.(*bigquery.QueryConfig); qc.Priority != bigquery.InteractivePriority || len(qc.Labels) != 0 {
+		t.Fatalf("default: priority %q labels %v", qc.Priority, qc.Labels)
+	}
+	// An unknown priority is BigQuery's 400 invalid.
+	bad := e.bq.Query("SELECT 1")
+	bad.Priority = "SOON"
+	_, err = bad.Run(e.ctx)
+	wantGoogleAPIError(t, "priority SOON", err, http.StatusBadRequest, "invalid")
+}
