@@ -70,7 +70,8 @@ func notServedMethod(r *http.Request) (name string, verb bool) {
 	path := r.URL.EscapedPath()
 	if rest, ok := strings.CutPrefix(path, uploadPrefix); ok {
 		if r.Method == http.MethodPost && matchPath("/projects/*/jobs", rest) {
-			return "jobs.insert", false
+			// bq prints the message alone: say what the upload was for.
+			return "load jobs (jobs.insert with a media upload: bq load of a local file)", false
 		}
 		return "", false
 	}

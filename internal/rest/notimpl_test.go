@@ -20,7 +20,8 @@ func TestNotImplemented(t *testing.T) {
 		code         int
 		want         string // the method named, or the 404 message
 	}{
-		{"POST", "/upload/bigquery/v2/projects/p/jobs?uploadType=multipart", 501, "jobs.insert"},
+		// bq load of a local file: the method and what it is for.
+		{"POST", "/upload/bigquery/v2/projects/p/jobs?uploadType=multipart", 501, "load jobs (jobs.insert with a media upload: bq load of a local file)"},
 		{"GET", "/projects/p/serviceAccount", 501, "projects.getServiceAccount"},
 		{"POST", "/projects/p/datasets/d:undelete", 501, "datasets.undelete"},
 		{"POST", "/projects/p/datasets/d/tables/t:getIamPolicy", 501, "tables.getIamPolicy"},
