@@ -9,6 +9,7 @@ import (
 
 	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/schema"
+	"github.com/bqstore/bqstore/internal/storage"
 )
 
 // A query job's destinationTable. The query runs to the end (its rows
@@ -17,7 +18,9 @@ import (
 //
 //   - missing: CREATE_NEVER fails (notFound); CREATE_IF_NEEDED creates it
 //     with the result's schema;
-//   - WRITE_EMPTY: a table with rows fails (duplicate, "Already Exists");
+//   - WRITE_EMPTY: a table with rows fails (duplicate, "Already Exists"),
+//     checked again by the commit itself (storage.BatchCommitIfEmpty), so
+//     that two jobs cannot both find the table empty and both append;
 //   - WRITE_APPEND: the result's columns must be the table's (names and
 //     types, in order; the table may have more columns, NULLABLE);
 //   - WRITE_TRUNCATE: the table is replaced by one with the result's
@@ -66,17 +69,25 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema
 				return TableRef{}, err
 			}
 			// One PENDING stream: the rows are appended all at once.
-			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID))
+			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID), false)
 		case WriteTruncate:
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
 			if err != nil {
 				return TableRef{}, err
 			}
+			notEmpty := &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
 			if n > 0 {
-				return TableRef{}, &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
+				return TableRef{}, notEmpty
 			}
-			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID))
+			// Rows may come between this check and the commit (another
+			// job, an INSERT, the Write API): the commit checks again,
+			// in the same step as it commits.
+			err = s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID), true)
+			if errors.Is(err, storage.ErrTableNotEmpty) {
+				return TableRef{}, notEmpty
+			}
+			return d, err
 		}
 	}
 	// A new table, or WRITE_TRUNCATE: built aside and swapped in

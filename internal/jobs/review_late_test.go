@@ -136,6 +136,33 @@ func TestReviewLateCTASCrashAfterSwap(t *testing.T) {
 	}
 }
 
+// TestReviewLateWriteEmptyRace: two WRITE_EMPTY jobs into one empty
+// destination: both check it empty, then both append. BigQuery's
+// WRITE_EMPTY writes only to an empty table: one of them must fail
+// ("Already Exists"), and the table holds one job's rows. Job B runs
+// whole while job A is between its check and its commit.
+func TestReviewLateWriteEmptyRace(t *testing.T) {
+	s, cat := newEngineStore(t)
+	fillTable(t, cat, s.opts.DB, "src", 3)
+	fillTable(t, cat, s.opts.DB, "dst", 0)
+	dest := TableRef{Project: "p", Dataset: "d", Table: "dst"}
+	var b Job
+	ran := false
+	s.opts.rowsCommit = func(after bool) error {
+		if after || ran {
+			return nil
+		}
+		ran = true
+		b = runJob(t, s, "B", Query{SQL: "SELECT x, s FROM d.src", DefaultProject: "p", Destination: &dest, WriteDisposition: WriteEmpty})
+		return nil
+	}
+	a := runJob(t, s, "A", Query{SQL: "SELECT x, s FROM d.src", DefaultProject: "p", Destination: &dest, WriteDisposition: WriteEmpty})
+	n := tableRows(t, s, cat, "dst")
+	if (a.Err == nil) == (b.Err == nil) || n != 3 {
+		t.Fatalf("two WRITE_EMPTY jobs: A err %v, B err %v, dst has %d rows (want one job failed, 3 rows)", a.Err, b.Err, n)
+	}
+}
+
 // TestReviewLateScriptEndingInInsertCrash: a script whose last
 // statement is an INSERT, cut by a crash right after that INSERT's
 // commit, has made every change it would make, yet recovers failed

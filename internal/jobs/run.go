@@ -219,13 +219,15 @@ func anonRef(project, location, id string) TableRef {
 // through one PENDING stream, committed once every row is durable: the
 // table shows all of them or none. from's columns are ct's first ones.
 func (s *Store) copyRows(ctx context.Context, from TableRef, ct *catalog.Table) error {
-	return s.copyRowsLogged(ctx, from, ct, nil)
+	return s.copyRowsLogged(ctx, from, ct, nil, false)
 }
 
 // copyRowsLogged is copyRows calling intent (if not nil) with the stream
 // and its rows right before the commit; an error from it fails the copy,
-// nothing committed.
-func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.Table, intent func(stream string, rows int64) error) error {
+// nothing committed. With ifEmpty the commit is made only if ct has no
+// rows then (storage.BatchCommitIfEmpty: the check and the commit are
+// one step), else it fails with storage.ErrTableNotEmpty.
+func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.Table, intent func(stream string, rows int64) error, ifEmpty bool) error {
 	src, err := s.cat.Table(from.Project, from.Dataset, from.Table)
 	if err != nil {
 		return err
@@ -281,7 +283,11 @@ func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.T
 			return err
 		}
 	}
-	_, serrs, err := st.BatchCommit(ctx, []string{info.ID})
+	commit := st.BatchCommit
+	if ifEmpty {
+		commit = st.BatchCommitIfEmpty
+	}
+	_, serrs, err := commit(ctx, []string{info.ID})
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,10 @@ var (
 	// torn tail it cut) and every call on it fails with a
 	// *QuarantineError, while the other tables serve.
 	ErrQuarantined = base.ErrQuarantined
+	// ErrTableNotEmpty: BatchCommitIfEmpty found rows in the table.
+	// Only internal/jobs uses it (a WRITE_EMPTY destination); no wire
+	// method reaches it.
+	ErrTableNotEmpty = errors.New("storage: table not empty")
 )
 
 // StreamError is one stream's reason for refusing a batch commit.

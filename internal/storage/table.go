@@ -622,6 +622,22 @@ func (t *Table) Flush(ctx context.Context, id string, offset int64) (int64, erro
 // record) and returns the commit time. If any stream cannot be committed,
 // errs says why for each and nothing is committed.
 func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, []StreamError, error) {
+	return t.batchCommit(ctx, streams, false)
+}
+
+// BatchCommitIfEmpty is BatchCommit made only if the table holds no rows
+// (BigQuery's WRITE_EMPTY): none visible, none admitted to become
+// visible (an append to the default or a COMMITTED stream, a flush, a
+// commit, not yet durable). The check and the commit's admission are
+// one step under the table's lock: no append, flush or commit comes
+// between them. A table with rows commits nothing and the error is
+// ErrTableNotEmpty (the streams stay finalized). The commit's record is
+// BatchCommit's.
+func (t *Table) BatchCommitIfEmpty(ctx context.Context, streams []string) (time.Time, []StreamError, error) {
+	return t.batchCommit(ctx, streams, true)
+}
+
+func (t *Table) batchCommit(ctx context.Context, streams []string, ifEmpty bool) (time.Time, []StreamError, error) {
 	if len(streams) == 0 {
 		return time.Time{}, nil, fmt.Errorf("storage: batch commit: no streams: %w", ErrInvalidArgument)
 	}
@@ -640,6 +656,10 @@ func (t *Table) BatchCommit(ctx context.Context, streams []string) (time.Time, [
 			// reported with the expired ones.
 			errs = append(errs, StreamError{Stream: id, Err: fmt.Errorf("stream %q: %w", id, ErrStreamNotFound)})
 		}
+	}
+	if len(errs) == 0 && ifEmpty && t.hasRowsLocked() {
+		t.mu.Unlock()
+		return time.Time{}, nil, fmt.Errorf("storage: batch commit: table %q: %w", t.id, ErrTableNotEmpty)
 	}
 	if len(errs) == 0 {
 		for _, e := range t.mu.admit.Commit(streams, 0) {

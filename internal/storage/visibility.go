@@ -125,3 +125,26 @@ func (t *Table) Stats() (rows, bytes int64) {
 	defer t.mu.Unlock()
 	return t.mu.numRows, t.mu.numBytes
 }
+
+// hasRowsLocked reports whether the table has rows visible now
+// (numRows: the records applied) or admitted to become visible (the
+// admission state: rows of the default or a COMMITTED stream, a
+// BUFFERED stream's flush, a PENDING stream's commit). A stream GC
+// collected had its rows counted in numRows.
+// REQUIRES: t.mu held.
+func (t *Table) hasRowsLocked() bool {
+	a := t.mu.admit
+	if t.mu.numRows > 0 || a.DefaultNext > 0 {
+		return true
+	}
+	has := false
+	a.Range(func(st *stream.Stream) {
+		switch {
+		case st.Type == stream.Committed && st.Next > 0,
+			st.Type == stream.Pending && st.State == stream.CommittedState && st.Next > 0,
+			st.Type == stream.Buffered && st.Flushed() > 0:
+			has = true
+		}
+	})
+	return has
+}
