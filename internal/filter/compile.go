@@ -197,10 +197,16 @@ func (c *checker) column(e *Ident) (node, error) {
 			return nil, err
 		}
 		if k, ok := c.consts[strings.ToLower(col)]; ok && !k.Set && len(k.Values) == 1 {
-			if used != len(e.Parts) {
-				return nil, c.errf(e.P, "not supported yet by bqstore: fields of a STRUCT of an enclosing query")
+			x, err := c.constNodeOf(k.Type, k.Values[0], e.P)
+			// The rest of the path: fields of a STRUCT of an enclosing
+			// query (a correlated t.rec.f).
+			for _, name := range e.Parts[used:] {
+				if err != nil {
+					break
+				}
+				x, err = c.field(x, name, e.P)
 			}
-			return c.constNodeOf(k.Type, k.Values[0], e.P)
+			return x, err
 		}
 		e = &Ident{Parts: append([]string{col}, e.Parts[used:]...), P: e.P}
 	}

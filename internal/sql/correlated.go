@@ -13,10 +13,12 @@ import (
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
-// Correlated subqueries (scalar and EXISTS) in the select list, WHERE,
-// GROUP BY, ORDER BY and aggregate arguments of a SELECT block: a name a
-// subquery cannot resolve in its own FROM resolves in the enclosing
-// block's input (a correlation frame) to a constant. A first run binds
+// Correlated subqueries (scalar, EXISTS, IN and ARRAY) in the select
+// list, WHERE, GROUP BY, ORDER BY, QUALIFY, window and aggregate
+// arguments of a SELECT block: a name a subquery cannot resolve in its
+// own FROM (or in UNNEST(expr) as its FROM item) resolves in the
+// enclosing block's input (a correlation frame) to a constant, of any
+// type (an ARRAY column of the outer row is unnested by the subquery). A first run binds
 // every such column to NULL, to learn whether the subquery is correlated
 // at all and its type; a correlated one becomes a column __s<i> of the
 // enclosing block's input, computed per row by running the subquery once
@@ -45,10 +47,6 @@ func (r *runner) outerResolve(parts []string, pos int) (string, int, bool, error
 		if err != nil {
 			continue
 		}
-		fd := f.rel.field(i)
-		if fd.EffectiveMode() == schema.Repeated || canonical(fd.Type) == schema.Record || used != len(parts) {
-			return "", 0, true, notSupported(r.src, pos, "correlated references to ARRAY or STRUCT columns")
-		}
 		f.refs[i] = true
 		return outerName(k, i), used, true, nil
 	}
@@ -64,11 +62,7 @@ func (r *runner) outerConsts() map[string]filter.Const {
 	out := map[string]filter.Const{}
 	for k, f := range r.corr {
 		for i := range f.rel.cols {
-			fd := f.rel.field(i)
-			if fd.EffectiveMode() == schema.Repeated || canonical(fd.Type) == schema.Record {
-				continue
-			}
-			out[outerName(k, i)] = filter.Const{Type: typeName(fd), Values: []any{f.bind[i]}}
+			out[outerName(k, i)] = filter.Const{Type: filter.FieldTypeName(f.rel.field(i)), Values: []any{f.bind[i]}}
 		}
 	}
 	return out
@@ -233,6 +227,13 @@ func (q *selectQuery) runCorrelated(ctx context.Context, sub *Query, e *env, kin
 	}
 	if kind == "EXISTS" {
 		return len(rs.rows) > 0, nil
+	}
+	if kind == "ARRAY" {
+		k, err := q.arraySubquery(rs, sub.Pos)
+		if err != nil {
+			return nil, err
+		}
+		return k.Values[0], nil
 	}
 	if kind == "IN" {
 		set := inSet{typ: rs.types[0], vals: make([]any, len(rs.rows))}

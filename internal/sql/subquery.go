@@ -13,8 +13,8 @@ import (
 // run before the expression is compiled; its text is replaced by a name
 // of the same length (padded with spaces, so positions hold) that the
 // expression layer resolves to the value (filter.WithConstants). A
-// subquery that names a column of the enclosing query (correlated)
-// answers "not supported yet".
+// subquery that names a column of the enclosing block (correlated)
+// becomes a column of that block's input (correlated.go).
 
 // scope is what an expression's subqueries see: the WITH entries, and
 // the enclosing query's input (to recognise correlated references).
@@ -110,9 +110,6 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 		}
 		subPos := toks[open+1].Pos
 		if frame != nil && len(frame.refs) > 0 {
-			if kind == "ARRAY" {
-				return "", nil, notSupported(r.src, toks[i-1].Pos, "correlated ARRAY subqueries")
-			}
 			if sc.q == nil || sc.outer != sc.q.in {
 				return "", nil, notSupported(r.src, subPos, "correlated subqueries here")
 			}
@@ -120,13 +117,20 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 				return "", nil, r.errf(subPos, "Scalar subquery cannot have more than one column unless using SELECT AS STRUCT to build STRUCT values")
 			}
 			typ := "BOOL"
-			if kind == "scalar" {
+			from, to := toks[i].Pos, toks[end].End
+			switch kind {
+			case "scalar":
 				typ = rs.types[0]
 				if typ == "NULL" {
 					typ = "INT64"
 				}
+			case "ARRAY":
+				k, err := r.arraySubquery(rs, subPos)
+				if err != nil {
+					return "", nil, err
+				}
+				typ, from = k.Type, toks[i-1].Pos // the replaced text starts at ARRAY
 			}
-			from, to := toks[i].Pos, toks[end].End
 			var in *inPred
 			if kind == "IN" {
 				// x [NOT] IN (correlated): the column is the whole

@@ -26,7 +26,15 @@ import (
 // an ARRAY of STRUCT: their fields, as columns qualified by the alias),
 // then WITH OFFSET's position.
 func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
-	x, err := r.compileText(r.text(u.Expr.pos(), u.Expr.end()), &schema.Schema{}, &scope{env: e})
+	// Inside a subquery, the expression may name the enclosing blocks'
+	// columns (correlated: UNNEST(t.arr) of the outer row's array).
+	outer := func(parts []string, pos int) (string, int, error) {
+		if col, used, ok, err := r.outerResolve(parts, pos); ok {
+			return col, used, err
+		}
+		return "", 0, r.errf(pos, "Unrecognized name: %s", parts[0])
+	}
+	x, err := r.compileText(r.text(u.Expr.pos(), u.Expr.end()), &schema.Schema{}, &scope{env: e}, filter.WithNames(outer))
 	if err != nil {
 		return nil, err
 	}
