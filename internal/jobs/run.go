@@ -164,7 +164,8 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 		return out, rec, err
 	}
 	if !sink.began() {
-		// A script's last query: its rows were held until the end.
+		// A result whose rows were held (none with an engine today:
+		// the result's query, a script's too, writes to the sink).
 		if err := sink.Begin(ctx, res.Schema); err != nil {
 			return out, nil, err
 		}

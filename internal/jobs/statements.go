@@ -54,8 +54,11 @@ type DatasetRef struct{ Project, Dataset string }
 // statement reads at snapshot time at; later ones at their start, so that
 // they see what earlier ones did.
 //
-// A script of one query hands its rows to sink (nil: none) as they are
-// produced (sql.Options.Sink); a longer script's result is held.
+// The result's query (a lone query, or a script's last) hands its rows
+// to sink (nil: none) as they are produced (sql.Options.Sink), so a
+// script's result streams as a query's does; a script's other queries
+// hand theirs to a sink that drops them (they are no one's result), so
+// that they hold no more than the result's query.
 func (s *Store) runScript(ctx context.Context, project string, q Query, at time.Time, sink sql.Sink) (*sql.Result, Stats, error) {
 	sts, err := sql.ParseScript(q.SQL)
 	if err != nil {
@@ -69,14 +72,20 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if q.Params != nil {
 		q.Params.Index(q.SQL) // the ?s are numbered over the whole script
 	}
+	last := -1 // the result's statement
+	for i, st := range sts {
+		if st.Type == "SELECT" {
+			last = i
+		}
+	}
 	var res *sql.Result
 	var stats, total Stats
 	for i, st := range sts {
 		if i > 0 {
 			at = s.opts.Clock()
 		}
-		var sk sql.Sink
-		if len(sts) == 1 {
+		var sk sql.Sink = dropRows{}
+		if i == last {
 			sk = sink
 		}
 		// A result held for a destination table is written after the
@@ -689,3 +698,10 @@ func (s *Store) alterSchema(ctx context.Context, project string, a *sql.AlterTab
 	stats.DDLOperation = "ALTER"
 	return nil
 }
+
+// dropRows is the sink of a script's query that is not its result: the
+// rows go nowhere.
+type dropRows struct{}
+
+func (dropRows) Begin(context.Context, *schema.Schema) error { return nil }
+func (dropRows) Write(context.Context, [][]any) error        { return nil }

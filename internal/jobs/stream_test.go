@@ -162,3 +162,55 @@ func TestQueryCancelledMidwayNoRows(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptResultStreams: a script's result (its last query) streams
+// into the anonymous table as a lone query's does, and its other
+// queries' rows are not held either: a script whose queries scan far
+// more rows than the memory budget holds runs (before, every query of a
+// script held its rows and the script failed with resourcesExceeded).
+// A script that fails after its result streamed leaves no anonymous
+// table behind.
+func TestScriptResultStreams(t *testing.T) {
+	const n = 100_000
+	s, cat, db := engineStore(t, Options{MaxMemory: 2 << 20})
+	fillTable(t, cat, db, "big", n)
+	script := "SELECT s FROM d.big; CREATE TABLE d.t2 (a INT64); SELECT x, s FROM d.big WHERE x >= 10; INSERT INTO d.t2 VALUES (1)"
+	if _, err := s.Insert("p", "script", "US", Query{SQL: script}); err != nil {
+		t.Fatal(err)
+	}
+	j := wait(t, s, "script")
+	if j.Err != nil {
+		t.Fatalf("a script of two scans of %d rows under a 2 MiB budget: %v", n, j.Err)
+	}
+	if j.NumRows != n-10 || j.Stats.StatementType != "SCRIPT" {
+		t.Fatalf("NumRows %d, statement type %s; want %d, SCRIPT", j.NumRows, j.Stats.StatementType, n-10)
+	}
+	rows := readAll(t, s, j)
+	if len(rows) != n-10 {
+		t.Fatalf("%d rows read back, want %d", len(rows), n-10)
+	}
+	for i, row := range rows {
+		if x := int64(i + 10); row[0] != x || row[1] != fmt.Sprintf("row-%d", x) {
+			t.Fatalf("row %d: %v", i, row)
+		}
+	}
+	// The result's query fails midway; then a result streamed and a
+	// later statement failed: no result, no anonymous table.
+	if _, err := s.Insert("p", "fails", "US", Query{SQL: "SELECT x FROM d.big; SELECT CAST('late' AS INT64) FROM d.big WHERE x = 5"}); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "fails"); j.Err == nil || !strings.Contains(j.Err.Error(), "late") {
+		t.Fatalf("a script whose last query fails: %v", j.Err)
+	}
+	if _, err := s.Insert("p", "fails2", "US", Query{SQL: "SELECT x FROM d.big; INSERT INTO d.nosuch VALUES (1)"}); err != nil {
+		t.Fatal(err)
+	}
+	j = wait(t, s, "fails2")
+	if j.Err == nil {
+		t.Fatal("a script inserting into a missing table succeeded")
+	}
+	ref := anonRef("p", "US", "fails2")
+	if _, err := cat.Table(ref.Project, ref.Dataset, ref.Table); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("the anonymous table of a failed script: %v, want not found", err)
+	}
+}
