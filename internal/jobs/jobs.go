@@ -470,6 +470,18 @@ func (s *Store) Get(project, id string) (Job, error) {
 	return s.Wait(context.Background(), project, id, 0)
 }
 
+// GetIn is Get of the job project/id in location: BigQuery names a job
+// by project, location and id, so a job that ran in another location
+// (compared ignoring case) is ErrNotFound; "" finds the job wherever it
+// ran.
+func (s *Store) GetIn(project, location, id string) (Job, error) {
+	j, err := s.Get(project, id)
+	if err == nil && location != "" && !strings.EqualFold(location, j.Location) {
+		return Job{}, ErrNotFound
+	}
+	return j, err
+}
+
 // Cancel asks the job project/id to stop: a PENDING or RUNNING job ends
 // DONE with a StoppedError (once its goroutine sees it); a DONE job is
 // unchanged. It returns the job as it is.

@@ -635,13 +635,14 @@ func jobNotFound(r *http.Request, p, id string) *Error {
 	return &Error{Code: http.StatusNotFound, Reason: "notFound", Msg: fmt.Sprintf("Not found: Job %s:%s.%s", p, loc, id)}
 }
 
-// jobFromPath returns the job the path names.
+// jobFromPath returns the job the path names, in the request's location
+// if it names one.
 func (h *Handler) jobFromPath(r *http.Request) (jobs.Job, error) {
 	p, id := r.PathValue("projectId"), r.PathValue("jobId")
 	if err := checkProject(p); err != nil {
 		return jobs.Job{}, err
 	}
-	j, err := h.jobs.Get(p, id)
+	j, err := h.jobs.GetIn(p, r.URL.Query().Get("location"), id)
 	if err != nil {
 		return j, jobNotFound(r, p, id)
 	}
