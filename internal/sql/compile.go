@@ -107,6 +107,11 @@ func (r *runner) substituteText(text exprText, sc *scope) (exprText, map[string]
 // compileText compiles an expression against s; its subqueries run in sc
 // (nil: none allowed).
 func (r *runner) compileText(text exprText, s *schema.Schema, sc *scope, opts ...filter.Option) (*filter.Scalar, error) {
+	// A cancelled query stops compiling at its next expression: a wide
+	// select list is compiled before anything is read.
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
 	text, consts, err := r.substituteText(text, sc)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -97,5 +98,45 @@ func TestCompileLinear(t *testing.T) {
 		if 2*lexed[1] > 5*lexed[0] || 2*alloc[1] > 5*alloc[0] {
 			t.Errorf("%s: from %d to %d bytes, lexed bytes %d -> %d, allocated %d -> %d: not linear", c.shape, size[0], size[1], lexed[0], lexed[1], alloc[0], alloc[1])
 		}
+	}
+}
+
+// TestCompileCancel: compiling a long query stops once its context is
+// done, at the next SELECT block or expression: the compile did not look
+// at the context, so a cancelled job went on compiling all of a
+// 3,000-column select list, or every branch of a 2,000-branch UNION ALL
+// (which a sink's probe compiles before reading anything).
+func TestCompileCancel(t *testing.T) {
+	for _, c := range []struct {
+		name, q string
+		sink    bool // a top-level UNION ALL with a sink compiles every branch before reading (streamUnion's probe)
+	}{
+		{"union", wideQueries(2000)["union"], true},
+		{"select", wideQueries(3000)["select"], false},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		inner := wideResolver()
+		// The first table opened cancels the query, as a client's
+		// jobs.cancel would while it compiles.
+		resolve := func(ctx context.Context, name TableName) (Table, error) {
+			cancel()
+			return inner(ctx, name)
+		}
+		opts := Options{}
+		if c.sink {
+			opts.Sink = &sinkRecorder{}
+		}
+		before := filter.LexedBytes()
+		_, err := Run(ctx, c.q, resolve, opts)
+		// The statement is lexed whole once, by the parser, before
+		// anything runs; after that, a few expressions at most.
+		lexed := filter.LexedBytes() - before - int64(len(c.q))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", c.name, err)
+		}
+		if lexed > int64(len(c.q))/100 {
+			t.Errorf("%s: lexed %d bytes of a %d-byte query after it was cancelled", c.name, lexed, len(c.q))
+		}
+		cancel()
 	}
 }

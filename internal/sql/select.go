@@ -46,6 +46,11 @@ func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in, q:
 // selectBlock runs one SELECT; q (nil inside a set operation) holds the
 // ORDER BY and LIMIT that apply to it.
 func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query) (*rowset, error) {
+	// A long UNION ALL chain stops at its next branch once cancelled
+	// (compileText checks again per expression).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if sel.Where != nil {
 		r.markPrunable(sel.From, sel.Where)
 	}
