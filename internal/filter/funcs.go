@@ -423,6 +423,7 @@ func init() {
 	registerFmt()
 	registerSplit()
 	registerJSONArray()
+	registerHLL()
 }
 
 func asciiLower(s string) string {

@@ -187,6 +187,9 @@ func (l *lexer) scan() (token, *Error) {
 		for l.pos < len(l.src) && isIdentChar(l.src[l.pos]) {
 			l.pos++
 		}
+		if !afterDot {
+			l.dottedFunc(start)
+		}
 		text := l.src[start:l.pos]
 		return token{kind: kIdent, pos: start, text: text, val: text}, nil
 	case c == '`':
@@ -232,6 +235,31 @@ func (l *lexer) scan() (token, *Error) {
 		return token{}, l.errf(start, "Syntax error: Illegal input character (invalid UTF-8)")
 	}
 	return token{}, l.errf(start, "Syntax error: Illegal input character %q", string(r))
+}
+
+// dottedFuncs are the prefixes of GoogleSQL's dotted function names
+// (HLL_COUNT.INIT, ...).
+var dottedFuncs = map[string]bool{"HLL_COUNT": true}
+
+// dottedFunc extends the identifier at start to a dotted function name,
+// prefix.name, when a call follows (HLL_COUNT.INIT(x)): one identifier
+// token, so that callers see one function name as for any other call.
+func (l *lexer) dottedFunc(start int) {
+	if !dottedFuncs[strings.ToUpper(l.src[start:l.pos])] || l.pos+1 >= len(l.src) ||
+		l.src[l.pos] != '.' || !isIdentStart(l.src[l.pos+1]) {
+		return
+	}
+	end := l.pos + 1
+	for end < len(l.src) && isIdentChar(l.src[end]) {
+		end++
+	}
+	j := end
+	for j < len(l.src) && (l.src[j] == ' ' || l.src[j] == '\t' || l.src[j] == '\n' || l.src[j] == '\r') {
+		j++
+	}
+	if j < len(l.src) && l.src[j] == '(' {
+		l.pos = end
+	}
 }
 
 func afterIdent(k tokKind) bool { return k == kIdent || k == kQIdent }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/hll"
 )
 
 // aggFuncs are the aggregate functions served; knownAggs the other
@@ -20,8 +21,8 @@ var (
 		"STDDEV": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
 		"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "APPROX_COUNT_DISTINCT": true,
 		"ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true, "APPROX_QUANTILES": true, "APPROX_TOP_COUNT": true, "APPROX_TOP_SUM": true,
-		"MAX_BY": true, "MIN_BY": true}
-	knownAggs = map[string]bool{"HLL_COUNT.MERGE": true,
+		"MAX_BY": true, "MIN_BY": true, "HLL_COUNT.INIT": true, "HLL_COUNT.MERGE": true, "HLL_COUNT.MERGE_PARTIAL": true}
+	knownAggs = map[string]bool{
 		"GROUPING": true, "ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
 		"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
 		"NTH_VALUE": true}
@@ -66,7 +67,8 @@ type acc struct {
 	vals                  []aggVal // STRING_AGG, ARRAY_AGG, ARRAY_CONCAT_AGG
 	// APPROX_COUNT_DISTINCT's HyperLogLog++ sketch and the bytes it has
 	// grown to (what the memory budget is charged).
-	sketch      *hll
+	sketch      *hll.Sketch
+	sketchType  byte // HLL_COUNT: the type code of the values counted
 	sketchBytes int64
 	tops        map[string]int // APPROX_TOP_COUNT/SUM: value key -> index in vals
 }
@@ -88,7 +90,8 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 	}
 	if inner[0].Ident && strings.EqualFold(inner[0].Text, "DISTINCT") {
 		switch a.name {
-		case "ANY_VALUE", "CORR", "COVAR_POP", "COVAR_SAMP", "APPROX_COUNT_DISTINCT", "MAX_BY", "MIN_BY":
+		case "ANY_VALUE", "CORR", "COVAR_POP", "COVAR_SAMP", "APPROX_COUNT_DISTINCT", "MAX_BY", "MIN_BY",
+			"HLL_COUNT.MERGE", "HLL_COUNT.MERGE_PARTIAL":
 			return nil, q.errf(inner[0].Pos, "Aggregate function %s does not support DISTINCT", a.name)
 		}
 		a.distinct = true
@@ -267,6 +270,10 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		if err := q.checkBy(a, types, sig); err != nil {
 			return nil, err
 		}
+	case "HLL_COUNT.INIT", "HLL_COUNT.MERGE", "HLL_COUNT.MERGE_PARTIAL":
+		if err := q.checkHLL(a, types, sig); err != nil {
+			return nil, err
+		}
 	case "ARRAY_CONCAT_AGG":
 		if len(a.args) != 1 || typeKind(a.argType) != "ARRAY" && a.argType != "NULL" {
 			return nil, sig("ARRAY_CONCAT_AGG(ARRAY)")
@@ -433,9 +440,9 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		s.count++
 	case "APPROX_COUNT_DISTINCT":
 		if s.sketch == nil {
-			s.sketch = &hll{}
+			s.sketch = &hll.Sketch{}
 		}
-		s.sketchBytes += s.sketch.add(filter.Fingerprint64(appendKey(nil, v)))
+		s.sketchBytes += s.sketch.Add(filter.Fingerprint64(appendKey(nil, v)))
 	case "COUNTIF":
 		if v == true {
 			s.count++
@@ -528,6 +535,8 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		s.cxy += dx * (y - s.my)
 	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
 		return a.addValue(s, v, vals, i)
+	case "HLL_COUNT.INIT", "HLL_COUNT.MERGE", "HLL_COUNT.MERGE_PARTIAL":
+		return a.addHLL(s, v, q)
 	case "APPROX_QUANTILES", "APPROX_TOP_COUNT", "APPROX_TOP_SUM":
 		return a.addApprox(s, v, vals, i, q)
 	case "STRING_AGG":
@@ -566,7 +575,7 @@ func (a *agg) result(s *acc) any {
 		if s.sketch == nil {
 			return int64(0)
 		}
-		return s.sketch.estimate()
+		return s.sketch.Estimate()
 	case "SUM":
 		if s.count == 0 {
 			return nil
@@ -641,6 +650,8 @@ func (a *agg) result(s *acc) any {
 		return s.cxy / math.Sqrt(s.m2x*s.m2y)
 	case "APPROX_QUANTILES", "APPROX_TOP_COUNT", "APPROX_TOP_SUM":
 		return a.approxResult(s)
+	case "HLL_COUNT.INIT", "HLL_COUNT.MERGE", "HLL_COUNT.MERGE_PARTIAL":
+		return a.hllResult(s)
 	case "ARRAY_AGG", "ARRAY_CONCAT_AGG":
 		vals := a.sorted(s.vals)
 		if a.limit >= 0 && int64(len(vals)) > a.limit {
