@@ -12,8 +12,9 @@
 // of the rows or none) and records DONE with the outcome. Wait waits for
 // DONE up to a timeout (jobs.query and getQueryResults' timeoutMs).
 //
-// Goroutines: one per job from Insert until DONE, owned by the Store;
-// Close cancels them and waits. Locks: Store.mu guards the job table only
+// Goroutines: one per job from Insert until DONE, and the sweep that
+// forgets expired jobs (startSweep), owned by the Store; Close cancels
+// them and waits. Locks: Store.mu guards the job table only
 // and is never held across the log, the catalog or the engine.
 //
 // A job RUNNING when the server stopped (a crash) is DONE with a
@@ -28,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +54,10 @@ const (
 	MaxJobs   = 1000
 	// MaxRunning is how many queries run at once; more jobs wait PENDING.
 	MaxRunning = 4
+	// SweepInterval is how often the Store forgets the jobs past
+	// Retention (and drops their anonymous tables) besides at Open and
+	// Insert: a server that gets no new jobs forgets them too.
+	SweepInterval = time.Minute
 )
 
 var (
@@ -257,6 +263,10 @@ type Options struct {
 	// afterResultAppend, if set, is called by a job each time it has
 	// appended rows of its result (sink.go; tests cancel there).
 	afterResultAppend func(id string)
+	// sweepTick, if set, replaces the sweep's ticker (tests send on
+	// it: once a second send on an unbuffered channel is received, the
+	// sweep of the first is done).
+	sweepTick <-chan time.Time
 	// rowsCommit, if set, is called by an INSERT or a copy to a
 	// destination table right before (after false) and right after
 	// (after true) it commits its rows (tests take a crash image of the
@@ -319,6 +329,7 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 	s.bgCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.jobs = map[key]*entry{}
 	if opts.Dir == "" {
+		s.startSweep()
 		return s, nil
 	}
 	now := opts.Clock()
@@ -363,7 +374,43 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 	for _, t := range drop {
 		s.dropTable(t)
 	}
+	s.startSweep()
 	return s, nil
+}
+
+// startSweep starts the sweep's goroutine (owned by the Store: Close
+// stops it and waits for it), which every SweepInterval forgets the jobs
+// past Retention and drops their anonymous tables.
+func (s *Store) startSweep() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		pprof.Do(s.bgCtx, pprof.Labels("bqstore", "jobs-sweep"), func(ctx context.Context) {
+			tick := s.opts.sweepTick
+			if tick == nil {
+				t := time.NewTicker(SweepInterval)
+				defer t.Stop()
+				tick = t.C
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick:
+				}
+				s.sweep()
+			}
+		})
+	}()
+}
+
+// sweep forgets the jobs past Retention (and the oldest done ones
+// beyond MaxJobs), as Insert does.
+func (s *Store) sweep() {
+	s.mu.Lock()
+	victims := s.expireLocked(s.opts.Clock())
+	s.mu.Unlock()
+	s.forget(victims)
 }
 
 // anonymous reports whether j's result is in its anonymous table.
