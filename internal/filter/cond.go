@@ -64,40 +64,58 @@ func (c *checker) cond(p int, conds, results []node, els node, noSig func() *Err
 }
 
 func (n *condNode) eval(ctx *evalCtx) (*vec, error) {
-	// branch[i] is the index of the result row i takes; len(results) is
-	// the ELSE.
+	// branch[i] is the index of the result row i takes; len(n.conds) is
+	// the ELSE. open[i] is true while no condition has decided row i: a
+	// condition is evaluated only on those rows (evalRows), so an error
+	// in a later WHEN does not fire for a row an earlier WHEN decided.
+	els := len(n.conds)
 	branch := make([]int, ctx.n)
-	undecided := len(n.conds)
+	open := make([]bool, ctx.n)
 	for i := range branch {
-		branch[i] = undecided
+		branch[i] = els
+		open[i] = true
 	}
-	for j := len(n.conds) - 1; j >= 0; j-- {
-		cv, err := n.conds[j].eval(ctx)
+	undecided := ctx.n
+	for j, cond := range n.conds {
+		if undecided == 0 {
+			break
+		}
+		cv, err := evalRows(ctx, cond, open, undecided)
 		if err != nil {
 			return nil, err
 		}
-		for i := range branch {
-			if !cv.isNull(i) && cv.b[cv.idx(i)] {
+		for i, o := range open {
+			if o && !cv.isNull(i) && cv.b[cv.idx(i)] {
 				branch[i] = j
+				open[i] = false
+				undecided--
 			}
 		}
 	}
-	out := newVec(n.t, ctx.n)
-	for j := 0; j <= len(n.conds); j++ {
+	var out *vec
+	keep := make([]bool, ctx.n)
+	for j := 0; j <= els; j++ {
 		res := n.els
-		if j < len(n.conds) {
+		if j < els {
 			res = n.results[j]
 		}
-		keep := make([]bool, ctx.n)
-		any := false
+		kept := 0
 		for i, b := range branch {
 			keep[i] = b == j
-			any = any || keep[i]
+			if keep[i] {
+				kept++
+			}
 		}
-		if !any {
+		if kept == 0 {
 			continue
 		}
 		if res == nil {
+			if kept == ctx.n {
+				return constVec(n.t, nullValue), nil
+			}
+			if out == nil {
+				out = newVec(n.t, ctx.n)
+			}
 			for i, k := range keep {
 				if k {
 					out.set(i, nullValue)
@@ -105,11 +123,15 @@ func (n *condNode) eval(ctx *evalCtx) (*vec, error) {
 			}
 			continue
 		}
-		v, err := res.eval(ctx)
+		v, err := evalRows(ctx, res, keep, kept)
 		if err != nil {
-			if v, err = evalSubset(ctx, res, keep, err); err != nil {
-				return nil, err
-			}
+			return nil, err
+		}
+		if kept == ctx.n {
+			return v, nil // every row takes this result
+		}
+		if out == nil {
+			out = newVec(n.t, ctx.n)
 		}
 		for i, k := range keep {
 			if k {
@@ -117,7 +139,78 @@ func (n *condNode) eval(ctx *evalCtx) (*vec, error) {
 			}
 		}
 	}
+	if out == nil { // no rows
+		out = newVec(n.t, ctx.n)
+	}
 	return out, nil
+}
+
+// coalesceNode is COALESCE (and IFNULL): each row takes its first
+// non-NULL argument. An argument is evaluated only on the rows whose
+// earlier arguments were all NULL: BigQuery does not evaluate the rest
+// ("the remaining expressions aren't evaluated").
+type coalesceNode struct {
+	args []node // coerced to t
+	t    typ
+	p    int
+}
+
+func (n *coalesceNode) typ() typ { return n.t }
+func (n *coalesceNode) pos() int { return n.p }
+
+func (n *coalesceNode) eval(ctx *evalCtx) (*vec, error) {
+	open := make([]bool, ctx.n) // rows whose arguments so far were NULL
+	for i := range open {
+		open[i] = true
+	}
+	undecided := ctx.n
+	var out *vec
+	for _, a := range n.args {
+		if undecided == 0 {
+			break
+		}
+		v, err := evalRows(ctx, a, open, undecided)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil && !v.hasNulls() {
+			return v, nil // the first argument decides every row
+		}
+		if out == nil {
+			out = newVec(n.t, ctx.n)
+		}
+		for i, o := range open {
+			if o && !v.isNull(i) {
+				out.set(i, v.get(i))
+				open[i] = false
+				undecided--
+			}
+		}
+	}
+	if out == nil {
+		return newVec(n.t, ctx.n), nil // no rows
+	}
+	if undecided > 0 {
+		for i, o := range open {
+			if o {
+				out.set(i, nullValue)
+			}
+		}
+	}
+	return out, nil
+}
+
+// evalRows evaluates n for the rows of the batch where keep is true (kept
+// of them); the other rows of the result are unspecified. The whole batch
+// is evaluated first, the common case being that it evaluates without
+// error; only when that fails is n evaluated again on the kept rows alone,
+// whose error is then the row's own.
+func evalRows(ctx *evalCtx, n node, keep []bool, kept int) (*vec, error) {
+	v, err := n.eval(ctx)
+	if err == nil || kept == ctx.n {
+		return v, err
+	}
+	return evalSubset(ctx, n, keep, err)
 }
 
 // evalSubset evaluates n on the rows of the batch where keep is true (err
@@ -130,8 +223,16 @@ func evalSubset(ctx *evalCtx, n node, keep []bool, err error) (*vec, error) {
 			kept++
 		}
 	}
-	if ctx.rec == nil || kept == ctx.n {
+	if kept == ctx.n {
 		return nil, err
+	}
+	if ctx.rec == nil {
+		// n reads no column: the kept rows are any kept of them.
+		sv, err := n.eval(&evalCtx{cx: ctx.cx, n: kept, src: ctx.src, cols: map[string]*vec{}})
+		if err != nil {
+			return nil, err
+		}
+		return spread(n.typ(), sv, keep), nil
 	}
 	bb := array.NewBooleanBuilder(memory.DefaultAllocator)
 	bb.AppendValues(keep, nil)
@@ -148,7 +249,13 @@ func evalSubset(ctx *evalCtx, n node, keep []bool, err error) (*vec, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := newVec(n.typ(), ctx.n)
+	return spread(n.typ(), sv, keep), nil
+}
+
+// spread places the values of sv (one per kept row) at the kept rows of a
+// vector of len(keep) rows whose other rows are NULL.
+func spread(t typ, sv *vec, keep []bool) *vec {
+	out := newVec(t, len(keep))
 	j := 0
 	for i, k := range keep {
 		if !k {
@@ -158,5 +265,5 @@ func evalSubset(ctx *evalCtx, n node, keep []bool, err error) (*vec, error) {
 		out.set(i, sv.get(j))
 		j++
 	}
-	return out, nil
+	return out
 }

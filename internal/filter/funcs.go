@@ -557,14 +557,17 @@ func registerConditional() {
 				}
 				t = st
 			}
-			return c.sigStrict(e, args, repeatT(t, len(args)), t, false, func(a []value) (value, error) {
-				for _, v := range a {
-					if !v.null {
-						return v, nil
-					}
+			if t == tNull {
+				return &constNode{v: constVec(tNull, nullValue), p: e.P}, nil
+			}
+			for i := range args {
+				a, err := c.coerce(args[i], t, "function "+e.Name)
+				if err != nil {
+					return nil, c.noSig(e, args)
 				}
-				return nullValue, nil
-			})
+				args[i] = a
+			}
+			return c.fold(&coalesceNode{args: args, t: t, p: e.P}, args...)
 		}
 	}
 	builtins["IFNULL"] = coalesce("IFNULL", 2, 2)

@@ -631,11 +631,22 @@ var reviewSDivTable = map[string]string{"t": "x:INTEGER\n0\n2"}
 // "division by zero". Suspect: the CASE node's eval in internal/filter
 // (cond.go).
 func TestReviewSCaseWhenEvaluatesLaterConditions(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-lazy: remove this line with the fix")
 	reviewSCheck(t, reviewSDivTable, "SELECT x, CASE WHEN x = 0 THEN 'zero' WHEN DIV(10, x) > 1 THEN 'big' END AS a FROM t ORDER BY x",
 		"x:INTEGER a:STRING\n0 | zero\n2 | big\n")
 	reviewSCheck(t, reviewSDivTable, "SELECT x, CASE x WHEN 0 THEN 'zero' WHEN DIV(10, x) THEN 'five' END AS a FROM t ORDER BY x",
 		"x:INTEGER a:STRING\n0 | zero\n2 | NULL\n")
+	// fix-lazy: each WHEN sees only the rows no earlier WHEN decided (the
+	// fourth WHEN would divide by zero on x = 1, decided by the third),
+	// and a condition still fails on a row that reaches it.
+	tbl := map[string]string{"t": "x:INTEGER\n0\n1\n2\nNULL"}
+	reviewSCheck(t, tbl, "SELECT x, CASE WHEN x IS NULL THEN -1 WHEN x = 0 THEN 0 WHEN DIV(10, x) = 10 THEN 10 WHEN DIV(10, x - 1) > 0 THEN 99 END AS a FROM t ORDER BY x",
+		"x:INTEGER a:INTEGER\nNULL | -1\n0 | 0\n1 | 10\n2 | 99\n")
+	if got := reviewSQuery(t, tbl, "SELECT CASE WHEN x = 0 THEN 0 WHEN DIV(10, x - 2) > 0 THEN 1 END AS a FROM t"); !strings.HasPrefix(got, "error: division by zero") {
+		t.Errorf("a WHEN reached by x = 2 divides by zero: got %s", got)
+	}
+	// IF's branches were already evaluated on their own rows only.
+	reviewSCheck(t, tbl, "SELECT x, IF(x = 0, 0, DIV(10, x)) AS a, IF(x != 0, DIV(10, x), -1) AS b FROM t ORDER BY x",
+		"x:INTEGER a:INTEGER b:INTEGER\nNULL | NULL | -1\n0 | 0 | -1\n1 | 10 | 10\n2 | 5 | 5\n")
 }
 
 // TestReviewSConstantFoldingUntakenBranch: IF, CASE, COALESCE and IFNULL
@@ -675,9 +686,16 @@ func TestReviewSConstantFoldingUntakenBranch(t *testing.T) {
 // "division by zero". Suspect: coalesce's node in internal/filter
 // (funcs.go coalesce / cond.go), which, unlike IF's, does not mask rows.
 func TestReviewSCoalesceEvaluatesLaterArguments(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-lazy: remove this line with the fix")
 	reviewSCheck(t, reviewSDivTable, "SELECT x, COALESCE(x, DIV(10, x - x)) AS a, IFNULL(x, DIV(10, x - x)) AS b FROM t ORDER BY x",
 		"x:INTEGER a:INTEGER b:INTEGER\n0 | 0 | 0\n2 | 2 | 2\n")
+	// fix-lazy: an argument is evaluated on the rows whose earlier
+	// arguments were all NULL, and there it still fails.
+	tbl := map[string]string{"t": "x:INTEGER y:INTEGER\n0 | 0\nNULL | 2\nNULL | NULL"}
+	reviewSCheck(t, tbl, "SELECT y, COALESCE(x, DIV(10, y), -1) AS a FROM t ORDER BY y",
+		"y:INTEGER a:INTEGER\nNULL | -1\n0 | 0\n2 | 5\n")
+	if got := reviewSQuery(t, tbl, "SELECT COALESCE(x, DIV(10, y - y)) AS a FROM t WHERE y IS NOT NULL"); !strings.HasPrefix(got, "error: division by zero") {
+		t.Errorf("COALESCE's second argument on the row x = NULL, y = 2 divides by zero: got %s", got)
+	}
 }
 
 // TestReviewSGroupByAliasColumnAmbiguous: a GROUP BY name that is both a
