@@ -99,3 +99,22 @@ func TestReplaceAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestReplaceCreatedMeanwhile: CREATE OR REPLACE TABLE ... AS SELECT of
+// a name that was free when the statement started and that another job
+// took before its swap replaces that table (OR REPLACE) instead of
+// failing "Already Exists".
+func TestReplaceCreatedMeanwhile(t *testing.T) {
+	s, _ := newEngineStore(t)
+	s.opts.beforeReplace = func() {
+		s.opts.beforeReplace = nil
+		mustRun(t, s, "other", "CREATE TABLE d.m (x INT64)")
+	}
+	j := runJob(t, s, "ctas", Query{SQL: "CREATE OR REPLACE TABLE d.m AS SELECT 'a' AS s"})
+	if j.Err != nil {
+		t.Fatalf("CREATE OR REPLACE of a table created meanwhile: %v", j.Err)
+	}
+	if got := fmt.Sprint(readAll(t, s, mustRun(t, s, "r", "SELECT s FROM d.m"))); got != "[[a]]" {
+		t.Fatalf("d.m is %s, want the statement's table", got)
+	}
+}

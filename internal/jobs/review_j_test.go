@@ -117,7 +117,6 @@ func TestReviewJTempTableReferenced(t *testing.T) {
 // createTable (statements.go) -> swap(replace=false): the catalog's
 // "exists" error is not turned into a SKIP when ct.IfNotExists.
 func TestReviewJCreateIfNotExistsRace(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs2: remove this line with the fix")
 	s, _ := newEngineStore(t)
 	var other Job
 	s.opts.beforeReplace = func() {
@@ -130,6 +129,13 @@ func TestReviewJCreateIfNotExistsRace(t *testing.T) {
 	}
 	if j.Err != nil {
 		t.Fatalf("CREATE TABLE IF NOT EXISTS failed with %v; want success (SKIP or CREATE)", j.Err)
+	}
+	// The other job's (empty) table stays: the statement had no effect.
+	if j.Stats.DDLOperation != "SKIP" {
+		t.Errorf("ddlOperationPerformed %q, want SKIP", j.Stats.DDLOperation)
+	}
+	if got := fmt.Sprint(readAll(t, s, mustRun(t, s, "r", "SELECT COUNT(*) FROM d.n"))); got != "[[0]]" {
+		t.Errorf("d.n has %s rows, want the other job's empty table", got)
 	}
 }
 
@@ -437,7 +443,6 @@ func TestReviewJSelfReferencingView(t *testing.T) {
 // the interleaving, correct code passes; the jobs are released together
 // from BeforeRun to make the race likely.
 func TestReviewJConcurrentIfNotExists(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs2: remove this line with the fix")
 	const n = 4
 	for _, stmt := range []string{
 		"CREATE TABLE IF NOT EXISTS d.n%d (a INT64)",

@@ -306,7 +306,7 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	if !replace && ct.Query == "" {
 		// Nothing to write: the create is one catalog change.
 		_, err := s.cat.CreateTable(ctx, spec)
-		return err
+		return skipExisting(err, ct.IfNotExists, stats)
 	}
 	// A replace, or rows to write: built aside and swapped in
 	// (replace.go), so that readers see the old table (or none) until
@@ -340,11 +340,27 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 		s.dropTable(q.stage)
 		return err
 	}
-	if err := s.swap(ctx, q, ref, replace, exp); err != nil {
-		return err
+	// A table created since the check above: OR REPLACE replaces it,
+	// IF NOT EXISTS leaves it (the stage dropped by swap).
+	if err := s.swap(ctx, q, ref, ct.OrReplace, exp); err != nil {
+		stats.AffectedRows = 0
+		return skipExisting(err, ct.IfNotExists, stats)
 	}
 	*stats = done
 	return nil
+}
+
+// skipExisting is the outcome of a CREATE ... IF NOT EXISTS (ifNotExists)
+// whose create failed with err: a table or dataset created by another
+// job since the statement checked the name is the statement's SKIP
+// (BigQuery: "If any table exists with the same name, the CREATE
+// statement has no effect"), not an error.
+func skipExisting(err error, ifNotExists bool, stats *Stats) error {
+	if err != nil && ifNotExists && errors.Is(err, catalog.ErrExists) {
+		stats.DDLOperation = "SKIP"
+		return nil
+	}
+	return err
 }
 
 // alreadyExists is the error of creating table ref that exists.
@@ -527,7 +543,7 @@ func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *s
 		}
 	}
 	if _, err := s.cat.CreateDataset(ctx, ds); err != nil {
-		return err
+		return skipExisting(err, cs.IfNotExists, stats)
 	}
 	stats.DDLOperation = "CREATE"
 	return nil

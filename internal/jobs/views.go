@@ -132,7 +132,7 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	stats.DDLOperation = "CREATE"
 	if !exists || !cv.OrReplace {
 		_, err = s.cat.CreateTable(ctx, spec)
-		return err
+		return skipExisting(err, cv.IfNotExists, stats)
 	}
 	// Built aside and swapped in (replace.go): readers find the old
 	// view until the new one replaces it.
