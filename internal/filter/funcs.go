@@ -424,6 +424,7 @@ func init() {
 	registerSplit()
 	registerJSONArray()
 	registerHLL()
+	registerJSONMut()
 }
 
 func asciiLower(s string) string {

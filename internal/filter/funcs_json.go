@@ -275,6 +275,26 @@ func timeIn(us int64, loc *time.Location) (string, int) {
 	return time.UnixMicro(us).In(loc).Zone()
 }
 
+// isJSONable reports whether TO_JSON takes values of type t.
+func isJSONable(t typ) bool {
+	if ct := t.comp(); ct != nil {
+		if ct.kind == tArray {
+			return isJSONable(ct.elem)
+		}
+		for _, f := range ct.fields {
+			if !isJSONable(f.t) {
+				return false
+			}
+		}
+		return true
+	}
+	switch t {
+	case tGeo, tStruct, tArray, tInterval, tRange:
+		return false
+	}
+	return true
+}
+
 func jsonTypeName(v any) string {
 	switch v.(type) {
 	case nil:
@@ -317,25 +337,7 @@ func registerJSON() {
 			return value{s: s}, nil
 		})
 	}
-	var jsonable func(t typ) bool
-	jsonable = func(t typ) bool {
-		if ct := t.comp(); ct != nil {
-			if ct.kind == tArray {
-				return jsonable(ct.elem)
-			}
-			for _, f := range ct.fields {
-				if !jsonable(f.t) {
-					return false
-				}
-			}
-			return true
-		}
-		switch t {
-		case tGeo, tStruct, tArray, tInterval, tRange:
-			return false
-		}
-		return true
-	}
+	jsonable := isJSONable
 	builtins["TO_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 1, 1); err != nil {
 			return nil, err
