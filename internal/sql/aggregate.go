@@ -339,12 +339,16 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	// compileIn compiles text over the schema s of the groups' columns;
 	// alias, if not nil, resolves a name no input column has (HAVING's
 	// select-list aliases).
+	// Correlated subqueries among them are columns of the groups' record
+	// (correlated_groups.go).
+	gc := &groupCorr{q: q, grouped: groupedCols, keys: post}
 	compileIn := func(text exprText, clause string, s *schema.Schema, alias func(name string) (string, bool)) (*filter.Scalar, error) {
 		if strings.TrimSpace(text.text) == "" || text.at == 0 && strings.HasPrefix(text.text, "`") {
 			return q.compileText(text, s, nil) // an expanded star's column
 		}
-		return q.compileText(text, s, &scope{env: q.env, outer: q.in}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
-			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g") || strings.HasPrefix(parts[0], "__w")) {
+		s = gc.schemaFor(s, clause)
+		return q.compileText(text, s, &scope{env: q.env, outer: q.in, groups: gc}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
+			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g") || strings.HasPrefix(parts[0], "__w") || strings.HasPrefix(parts[0], "__p")) {
 				return parts[0], 1, nil
 			}
 			i, used, err := q.in.resolve(q.src, parts, pos)
@@ -376,6 +380,8 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	q.winCompile = func(sp Span) (*filter.Scalar, error) {
 		saved := q.winCompile
 		q.winCompile = nil
+		gc.off = true
+		defer func() { gc.off = false }()
 		t, err := q.rewrite(sp, &aggs, groups, groupCol, "analytic function")
 		q.winCompile = saved
 		if err != nil {
@@ -552,6 +558,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		return nil, err
 	}
 	defer rec.Release()
+	rec, release, err := gc.with(ctx, rec, n)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	keep := make([]bool, n)
 	for i := range keep {
 		keep[i] = true
@@ -591,6 +602,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			return nil, err
 		}
 		defer rec.Release()
+		// The kept groups' subquery columns (from the cache).
+		if rec, release, err = gc.with(ctx, rec, n); err != nil {
+			return nil, err
+		}
+		defer release()
 		keep = make([]bool, n)
 		for i := range keep {
 			keep[i] = true

@@ -15,7 +15,8 @@ import (
 
 // Correlated subqueries (scalar, EXISTS, IN and ARRAY) in the select
 // list, WHERE, GROUP BY, ORDER BY, QUALIFY, window and aggregate
-// arguments of a SELECT block: a name a subquery cannot resolve in its
+// arguments of a SELECT block (over the groups of an aggregation:
+// correlated_groups.go): a name a subquery cannot resolve in its
 // own FROM (or in UNNEST(expr) as its FROM item) resolves in the
 // enclosing block's input (a correlation frame) to a constant, of any
 // type (an ARRAY column of the outer row is unnested by the subquery). A first run binds
@@ -33,6 +34,7 @@ type corrFrame struct {
 	rel  *relation
 	bind map[int]any  // column -> its value for this run (nil: probing, NULL)
 	refs map[int]bool // columns the subquery referenced
+	pos  map[int]int  // where it first named each (for errors)
 }
 
 // outerName is the constant's name for column i of frame k.
@@ -48,6 +50,9 @@ func (r *runner) outerResolve(parts []string, pos int) (string, int, bool, error
 			continue
 		}
 		f.refs[i] = true
+		if _, ok := f.pos[i]; !ok && f.pos != nil {
+			f.pos[i] = pos
+		}
 		return outerName(k, i), used, true, nil
 	}
 	return "", 0, false, nil

@@ -115,12 +115,22 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		add(c, right.field(i), joinCol{side: 1, index: i})
 	}
 	jr.out = out
-	names := filter.WithNames(out.names(r.src))
+	// Inside a subquery, ON may name the enclosing blocks' columns.
+	inner := out.names(r.src)
+	names := filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		col, used, err := inner(parts, pos)
+		if err != nil {
+			if c, u, ok, err2 := r.outerResolve(parts, pos); ok {
+				return c, u, err2
+			}
+		}
+		return col, used, err
+	})
 	if j.On != nil {
 		if at, ok := findAgg(j.On.toks); ok {
 			return nil, r.errf(at, "Aggregate function %s not allowed in JOIN ON clause", strings.ToUpper(j.On.toks[indexAt(j.On.toks, at)].Text))
 		}
-		if jr.on, err = r.compileText(r.text(j.On.pos(), j.On.end()), out.schema, &scope{env: e, outer: out}, names); err != nil {
+		if jr.on, err = r.compileText(r.text(j.On.pos(), j.On.end()), out.schema, &scope{env: e, outer: out, join: true}, names); err != nil {
 			return nil, err
 		}
 		if t := jr.on.Type(); t != "BOOL" && t != "NULL" {

@@ -22,6 +22,14 @@ type scope struct {
 	env   *env
 	outer *relation
 	q     *selectQuery // the block, when a correlated subquery may add a column to its input
+	// groups, when the expression is over the groups of an aggregation
+	// of outer's rows: a correlated subquery becomes a column of the
+	// groups' record (correlated_groups.go).
+	groups *groupCorr
+	// join: the expression is a JOIN's ON condition, where BigQuery
+	// refuses IN and EXISTS subqueries and correlated ones that read a
+	// table.
+	join bool
 }
 
 // subqueryEnd returns the index of the parenthesis closing a subquery
@@ -84,6 +92,10 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 		case i > 0 && toks[i-1].Ident && strings.EqualFold(toks[i-1].Text, "ARRAY"):
 			kind = "ARRAY"
 		}
+		if sc.join && (kind == "IN" || kind == "EXISTS") {
+			// BigQuery's answers (invalidQuery), correlated or not.
+			return "", nil, r.errf(toks[i].Pos, "%s subquery not supported inside join predicate", kind)
+		}
 		p := &parser{src: r.src, toks: append(append([]filter.Token(nil), toks[:end]...), filter.Token{Pos: toks[end].Pos, End: toks[end].Pos, EOF: true}), i: open + 1, params: r.opts.Params}
 		q, err := p.query()
 		if err != nil {
@@ -96,7 +108,7 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 		// a correlated subquery references some.
 		var frame *corrFrame
 		if sc.outer != nil {
-			frame = &corrFrame{rel: sc.outer, refs: map[int]bool{}}
+			frame = &corrFrame{rel: sc.outer, refs: map[int]bool{}, pos: map[int]int{}}
 			r.corr = append(r.corr, frame)
 		}
 		r.exprSub++
@@ -110,7 +122,13 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 		}
 		subPos := toks[open+1].Pos
 		if frame != nil && len(frame.refs) > 0 {
-			if sc.q == nil || sc.outer != sc.q.in {
+			if sc.join {
+				if readsTable(q) {
+					return "", nil, r.errf(subPos, "Unsupported subquery with table in join predicate")
+				}
+				return "", nil, notSupported(r.src, subPos, "correlated subqueries in a JOIN's ON condition")
+			}
+			if sc.groups == nil && (sc.q == nil || sc.outer != sc.q.in) {
 				return "", nil, notSupported(r.src, subPos, "correlated subqueries here")
 			}
 			if kind == "scalar" && len(rs.types) != 1 {
@@ -132,7 +150,7 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 				typ, from = k.Type, toks[i-1].Pos // the replaced text starts at ARRAY
 			}
 			var in *inPred
-			if kind == "IN" {
+			if kind == "IN" && sc.groups == nil {
 				// x [NOT] IN (correlated): the column is the whole
 				// predicate's value, x evaluated per row (correlated.go).
 				if len(rs.types) != 1 {
@@ -143,8 +161,15 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 					return "", nil, err
 				}
 			}
-			name := sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs, in)
-			sc.outer = sc.q.in
+			var name string
+			if sc.groups != nil {
+				if name, err = sc.groups.add(q, sc.env, kind, typ, frame, subPos); err != nil {
+					return "", nil, err
+				}
+			} else {
+				name = sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs, in)
+				sc.outer = sc.q.in
+			}
 			if len(name) > to-from {
 				return "", nil, notSupported(r.src, from, "this subquery")
 			}
@@ -226,4 +251,34 @@ func (r *runner) correlated(err error, sc *scope) error {
 		return &filter.Error{Pos: fe.Pos, Line: fe.Line, Column: fe.Column, Msg: "not supported yet by bqstore: correlated subqueries (a reference to " + name + " of the enclosing query)"}
 	}
 	return err
+}
+
+// readsTable reports whether a query reads a table (or a WITH entry) in
+// a FROM clause, its own or a FROM subquery's; UNNEST reads none.
+func readsTable(q *Query) bool {
+	var body func(b queryBody) bool
+	var from func(f FromItem) bool
+	from = func(f FromItem) bool {
+		switch f := f.(type) {
+		case *TableRef:
+			return true
+		case *SubqueryRef:
+			return readsTable(f.Q)
+		case *JoinRef:
+			return from(f.Left) || from(f.Right)
+		}
+		return false
+	}
+	body = func(b queryBody) bool {
+		switch b := b.(type) {
+		case *Select:
+			return from(b.From)
+		case *Query:
+			return readsTable(b)
+		case *SetOp:
+			return body(b.Left) || body(b.Right)
+		}
+		return false
+	}
+	return body(q.Body)
 }
