@@ -337,12 +337,13 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		post.Fields = append(post.Fields, &schema.Field{Name: fmt.Sprintf("__gq%d", g), Type: schema.Integer, Mode: schema.Nullable})
 	}
 	// compileIn compiles text over the schema s of the groups' columns;
-	// alias, if not nil, resolves a name no input column has (HAVING's
-	// select-list aliases).
+	// first, if not nil, resolves a name before the input's columns do
+	// (ORDER BY's select-list aliases, orderalias.go); alias, if not nil,
+	// one no input column has (HAVING's select-list aliases).
 	// Correlated subqueries among them are columns of the groups' record
 	// (correlated_groups.go).
 	gc := &groupCorr{q: q, grouped: groupedCols, keys: post}
-	compileIn := func(text exprText, clause string, s *schema.Schema, alias func(name string) (string, bool)) (*filter.Scalar, error) {
+	compileIn := func(text exprText, clause string, s *schema.Schema, first, alias func(name string) (string, bool)) (*filter.Scalar, error) {
 		if strings.TrimSpace(text.text) == "" || text.at == 0 && strings.HasPrefix(text.text, "`") {
 			return q.compileText(text, s, nil) // an expanded star's column
 		}
@@ -350,6 +351,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		return q.compileText(text, s, &scope{env: q.env, outer: q.in, groups: gc}, filter.WithNames(func(parts []string, pos int) (string, int, error) {
 			if len(parts[0]) > 3 && (strings.HasPrefix(parts[0], "__a") || strings.HasPrefix(parts[0], "__g") || strings.HasPrefix(parts[0], "__w") || strings.HasPrefix(parts[0], "__p")) {
 				return parts[0], 1, nil
+			}
+			if first != nil {
+				if col, ok := first(parts[0]); ok {
+					return col, 1, nil
+				}
 			}
 			i, used, err := q.in.resolve(q.src, parts, pos)
 			if err != nil {
@@ -372,7 +378,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}))
 	}
 	compilePost := func(text exprText, clause string) (*filter.Scalar, error) {
-		return compileIn(text, clause, post, nil)
+		return compileIn(text, clause, post, nil, nil)
 	}
 	// Windows over the groups: their arguments and windows compile over
 	// the groups' columns; their values become columns __w<pos>.
@@ -423,10 +429,23 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		out.types = append(out.types, x.Type())
 		_ = i
 	}
+	// ORDER BY expressions may name select-list aliases (orderalias.go).
+	aliases := orderAliases(items)
+	aliased := map[int]bool{}
 	for _, h := range hiddens {
-		x, err := compilePost(h.text, "ORDER BY clause")
+		used := map[string]bool{}
+		x, err := compileIn(h.text, "ORDER BY clause", aliasSchema(post, out.types), func(name string) (string, bool) {
+			k, ok := aliases[strings.ToLower(name)]
+			if ok {
+				used[aliasColumn(k)] = true
+			}
+			return aliasColumn(k), ok
+		}, nil)
 		if err != nil {
 			return nil, err
+		}
+		if len(used) > 0 {
+			aliased[len(exprs)] = true
 		}
 		exprs = append(exprs, x)
 	}
@@ -456,7 +475,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		for k := range items {
 			havingSchema.Fields = append(havingSchema.Fields, &schema.Field{Name: fmt.Sprintf("__h%d", k), Type: bqType(exprs[k].Type()), Mode: schema.Nullable})
 		}
-		x, err := compileIn(havingText, "HAVING clause", havingSchema, func(name string) (string, bool) {
+		x, err := compileIn(havingText, "HAVING clause", havingSchema, nil, func(name string) (string, bool) {
 			k, ok := aliasCol[strings.ToLower(name)]
 			if ok && !slices.Contains(havingItems, k) {
 				havingItems = append(havingItems, k)
@@ -618,8 +637,20 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		}
 	}
 	cols := make([][]any, len(exprs))
+	var arec arrow.RecordBatch // rec with the items' values, for aliased
 	for j, x := range exprs {
-		if cols[j], err = x.Values(ctx, rec, n); err != nil {
+		in := rec
+		if aliased[j] {
+			if arec == nil {
+				var release func()
+				if arec, release, err = withAliases(rec, n, out.types, cols[:len(items)]); err != nil {
+					return nil, err
+				}
+				defer release()
+			}
+			in = arec
+		}
+		if cols[j], err = x.Values(ctx, in, n); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,6 +26,10 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		exprs = append(exprs, x)
 		out.types = append(out.types, x.Type())
 	}
+	// aliased are the ORDER BY expressions naming select-list aliases
+	// (orderalias.go), which read the columns aliasCols.
+	aliased := map[int]bool{}
+	aliasCols := map[string]bool{}
 	for _, o := range q.order {
 		col, err := q.resolveOrder(o, items)
 		if err != nil {
@@ -34,12 +39,18 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			if q.sel.Distinct {
 				return nil, q.errf(o.Expr.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
 			}
-			x, err := q.compile(o.Expr)
+			x, used, err := q.compileOrder(o.Expr, items, out.types)
 			if err != nil {
 				return nil, err
 			}
 			col = len(exprs)
 			exprs = append(exprs, x)
+			if len(used) > 0 {
+				aliased[col] = true
+				for c := range used {
+					aliasCols[c] = true
+				}
+			}
 		}
 		t := exprs[col].Type()
 		if err := checkOrderable(q.runner, o.Expr, t); err != nil {
@@ -73,7 +84,11 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		tk = newTopK(q.topK, out.order)
 	}
 	all := append([]*filter.Scalar{where}, exprs...)
-	err := q.scan(ctx, all, func(rec arrow.RecordBatch, n int) error {
+	read := referenced(all)
+	if len(aliasCols) > 0 {
+		read = slices.DeleteFunc(read, func(c string) bool { return aliasCols[c] })
+	}
+	err := q.in.scanPast(ctx, where, q.past, read, func(rec arrow.RecordBatch, n int) error {
 		if done {
 			// Past LIMIT: the scan goes on only to count the bytes of
 			// the columns read, which BigQuery bills whole.
@@ -85,8 +100,20 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		}
 		defer release()
 		cols := make([][]any, len(exprs))
+		var arec arrow.RecordBatch // rec with the items' values, for aliased
 		for j, x := range exprs {
-			vals, err := x.Values(ctx, rec, n)
+			in := rec
+			if aliased[j] {
+				if arec == nil {
+					var release func()
+					if arec, release, err = withAliases(rec, n, out.types, cols[:len(items)]); err != nil {
+						return err
+					}
+					defer release()
+				}
+				in = arec
+			}
+			vals, err := x.Values(ctx, in, n)
 			if err != nil {
 				return err
 			}
