@@ -12,9 +12,10 @@ import (
 	"github.com/bqstore/bqstore/internal/storage"
 )
 
-// A query job's destinationTable. The query runs to the end (its rows
-// committed to the job's anonymous table, run.go) before the destination
-// is touched, so a failed query leaves it as it was; then:
+// A query job's destinationTable. Once the query's result schema is
+// known (before its first row), the destination is checked and its rows
+// go there, once, through a PENDING stream committed only when the query
+// has succeeded, so a failed query leaves the destination as it was:
 //
 //   - missing: CREATE_NEVER fails (notFound); CREATE_IF_NEEDED creates it
 //     with the result's schema;
@@ -44,50 +45,59 @@ func ValidDisposition(v string, create bool) bool {
 	return v == "" || v == WriteTruncate || v == WriteAppend || v == WriteEmpty
 }
 
-// writeDestination writes the result (schema sch, rows in the committed
-// table rows) to j's destination table per its dispositions and returns
-// the table.
-func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema, rows TableRef) (TableRef, error) {
+// destination is where a query job with a destinationTable writes its
+// rows, chosen when the result's schema is known (resultSink.Begin):
+// the destination itself for WRITE_APPEND and WRITE_EMPTY of an existing
+// table, else the job's stage table, swapped in at the end. The rows are
+// written once, there; the job's result is the destination
+// (getQueryResults reads it, as BigQuery's does).
+type destination struct {
+	d       TableRef
+	name    string         // d as errors print it
+	ct      *catalog.Table // the table the rows go to: d's, or the stage
+	stage   bool           // ct is the stage, swapped in at the end
+	ifEmpty bool           // WRITE_EMPTY: the commit checks d is still empty
+	exists  bool           // d exists (the stage replaces it)
+	exp     *time.Time     // the replaced table's expiration
+}
+
+// openDestination checks j's destination against the result's schema
+// sch per its dispositions and returns where the rows go.
+func (s *Store) openDestination(ctx context.Context, j *Job, sch *schema.Schema) (*destination, error) {
 	q := j.Query
 	d := *q.Destination
 	name := fmt.Sprintf("%s:%s.%s", d.Project, d.Dataset, d.Table)
 	ct, err := s.cat.Table(d.Project, d.Dataset, d.Table)
 	exists := err == nil
 	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
-		return TableRef{}, err
+		return nil, err
 	}
 	if exists && ct.View != nil {
-		return TableRef{}, &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Cannot write to a view: %s", name)}
+		return nil, &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Cannot write to a view: %s", name)}
 	}
 	if !exists && q.CreateDisposition == CreateNever {
-		return TableRef{}, &DestinationError{Reason: "notFound", Msg: "Not found: Table " + name}
+		return nil, &DestinationError{Reason: "notFound", Msg: "Not found: Table " + name}
 	}
 	if exists {
 		switch q.WriteDisposition {
 		case WriteAppend:
 			if err := appendable(ct.Schema(), sch, name); err != nil {
-				return TableRef{}, err
+				return nil, err
 			}
-			// One PENDING stream: the rows are appended all at once.
-			return d, s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID), false)
+			return &destination{d: d, name: name, ct: ct, exists: true}, nil
 		case WriteTruncate:
 		default: // WRITE_EMPTY
 			n, err := s.numRows(ct)
 			if err != nil {
-				return TableRef{}, err
+				return nil, err
 			}
-			notEmpty := &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
 			if n > 0 {
-				return TableRef{}, notEmpty
+				return nil, notEmpty(name)
 			}
 			// Rows may come between this check and the commit (another
 			// job, an INSERT, the Write API): the commit checks again,
 			// in the same step as it commits.
-			err = s.copyRowsLogged(ctx, rows, ct, s.destinationIntent(j, d, ct.ID), true)
-			if errors.Is(err, storage.ErrTableNotEmpty) {
-				return TableRef{}, notEmpty
-			}
-			return d, err
+			return &destination{d: d, name: name, ct: ct, exists: true, ifEmpty: true}, nil
 		}
 	}
 	// A new table, or WRITE_TRUNCATE: built aside and swapped in
@@ -103,27 +113,48 @@ func (s *Store) writeDestination(ctx context.Context, j *Job, sch *schema.Schema
 	}
 	staged, err := s.stageTable(ctx, q, spec)
 	if err != nil {
-		return TableRef{}, err
+		return nil, err
 	}
-	if err := s.copyRows(ctx, rows, staged); err != nil {
+	return &destination{d: d, name: name, ct: staged, stage: true, exists: exists, exp: exp}, nil
+}
+
+func notEmpty(name string) error {
+	return &DestinationError{Reason: "duplicate", Msg: "Already Exists: Table " + name}
+}
+
+// finish makes the rows of stream (rows of them, appended to t.ct's
+// engine table st) the destination's: it commits the stream into the
+// destination, or into the stage and swaps the stage in. j holds the
+// job's outcome but Destination (what the commit record logs).
+func (s *Store) finishDestination(ctx context.Context, j *Job, t *destination, st *storage.Table, stream string, rows int64) error {
+	q := j.Query
+	if !t.stage {
+		// One PENDING stream: the rows are appended all at once.
+		err := s.commitStream(ctx, st, stream, rows, s.destinationIntent(j, t.d, t.ct.ID), t.ifEmpty)
+		if errors.Is(err, storage.ErrTableNotEmpty) {
+			return notEmpty(t.name)
+		}
+		return err
+	}
+	if err := s.commitStream(ctx, st, stream, rows, nil, false); err != nil {
 		s.dropTable(q.stage)
-		return TableRef{}, err
+		return err
 	}
 	// The move is the job's last change: logged before it (commit.go).
-	if err := s.logCommit(j.Project, q, destinationRecord(j, d, commitMove, staged.ID, "")); err != nil {
+	if err := s.logCommit(j.Project, q, destinationRecord(j, t.d, commitMove, t.ct.ID, "")); err != nil {
 		s.dropTable(q.stage)
-		return TableRef{}, err
+		return err
 	}
-	if err := s.swap(ctx, q, d, exists, exp); err != nil {
+	if err := s.swap(ctx, q, t.d, t.exists, t.exp); err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
-			return TableRef{}, &DestinationError{Reason: "notFound", Msg: fmt.Sprintf("Not found: Dataset %s:%s", d.Project, d.Dataset)}
+			return &DestinationError{Reason: "notFound", Msg: fmt.Sprintf("Not found: Dataset %s:%s", t.d.Project, t.d.Dataset)}
 		}
-		return TableRef{}, err
+		return err
 	}
 	if h := s.opts.afterMove; h != nil {
 		h()
 	}
-	return d, nil
+	return nil
 }
 
 // appendable checks that rows of schema got can be appended to a table of

@@ -55,3 +55,49 @@ func TestWriteEmptyRaceInsert(t *testing.T) {
 		t.Fatalf("dst has %d rows, want 1", n)
 	}
 }
+
+// TestDestinationWrittenOnce: a query with a destinationTable writes its
+// rows once, to the destination (through its stage for a new or
+// truncated table), not first to an anonymous table and then again from
+// there: the engine appends as many rows as the result has, for every
+// disposition (it appended twice as many), and the job leaves no
+// anonymous table.
+func TestDestinationWrittenOnce(t *testing.T) {
+	const n = 5000
+	s, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "big", n)
+	fillTable(t, cat, db, "app", 3)
+	fillTable(t, cat, db, "trunc", 3)
+	for _, c := range []struct {
+		id, table, disp string
+		want            int64 // rows of the destination after
+	}{
+		{"append", "app", WriteAppend, n + 3},
+		{"truncate", "trunc", WriteTruncate, n},
+		{"create", "fresh", "", n},
+		{"empty", "fresh2", WriteEmpty, n},
+	} {
+		before := db.Metrics().AppendedRows
+		dst := &TableRef{Project: "p", Dataset: "d", Table: c.table}
+		if _, err := s.Insert("p", c.id, "US", Query{SQL: "SELECT x, s FROM d.big", Destination: dst, WriteDisposition: c.disp}); err != nil {
+			t.Fatal(err)
+		}
+		j := wait(t, s, c.id)
+		if j.Err != nil {
+			t.Fatalf("%s: %v", c.id, j.Err)
+		}
+		if got := db.Metrics().AppendedRows - before; got != n {
+			t.Errorf("%s: the engine appended %d rows for a result of %d", c.id, got, n)
+		}
+		if j.Destination != *dst || j.NumRows != n {
+			t.Errorf("%s: destination %v, %d rows", c.id, j.Destination, j.NumRows)
+		}
+		if rows := readAll(t, s, j); int64(len(rows)) != c.want {
+			t.Errorf("%s: getQueryResults reads %d rows of the destination, want %d", c.id, len(rows), c.want)
+		}
+		ref := anonRef("p", "US", c.id)
+		if _, err := cat.Table(ref.Project, ref.Dataset, ref.Table); !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("%s: anonymous table: %v, want not found", c.id, err)
+		}
+	}
+}

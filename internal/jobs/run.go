@@ -115,9 +115,9 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 // script) and writes the rows of the last query, if any. It returns the
 // result's fields of a Job, and the rows when there is no engine.
 //
-// With an engine, a query's rows stream into the job's anonymous table
-// (resultSink) as the executor produces them, committed only once the
-// query succeeded; a destinationTable is then written from it.
+// With an engine, a query's rows stream into the job's anonymous table,
+// or its destinationTable (resultSink), as the executor produces them,
+// committed only once the query succeeded.
 func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBatch, err error) {
 	j.Query.stage, j.Query.location, j.Query.job = stageRef(j.Project, j.Location, j.ID), j.Location, j.ID
 	q := j.Query
@@ -174,19 +174,14 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 		}
 		res.Rows = nil
 	}
+	// The job's outcome but its destination, which a commit to a
+	// destination table logs before it (commit.go).
+	j.Schema, j.NumRows, j.Stats, j.BytesProcessed, j.Referenced = out.Schema, out.NumRows, out.Stats, out.BytesProcessed, out.Referenced
 	if err := sink.commit(ctx); err != nil {
 		return out, nil, err
 	}
-	if q.Destination == nil {
-		out.Destination = sink.ref
-		return out, nil, nil
-	}
-	// The job's outcome but its destination, which an append to the
-	// destination logs before its commit (commit.go).
-	j.Schema, j.NumRows, j.Stats, j.BytesProcessed, j.Referenced = out.Schema, out.NumRows, out.Stats, out.BytesProcessed, out.Referenced
-	out.Destination, err = s.writeDestination(ctx, &j, res.Schema, sink.ref)
-	sink.abort() // the anonymous table was the way there: done with it
-	return out, nil, err
+	out.Destination = sink.ref
+	return out, nil, nil
 }
 
 // resolveRef is the full name of a table the query named.
@@ -216,66 +211,17 @@ func anonRef(project, location, id string) TableRef {
 	return TableRef{Project: project, Dataset: AnonDataset(project, location), Table: "anon" + hex.EncodeToString(h[:])}
 }
 
-// copyRows appends the rows of table from to the engine table of ct
-// through one PENDING stream, committed once every row is durable: the
-// table shows all of them or none. from's columns are ct's first ones.
-func (s *Store) copyRows(ctx context.Context, from TableRef, ct *catalog.Table) error {
-	return s.copyRowsLogged(ctx, from, ct, nil, false)
-}
-
-// copyRowsLogged is copyRows calling intent (if not nil) with the stream
-// and its rows right before the commit; an error from it fails the copy,
-// nothing committed. With ifEmpty the commit is made only if ct has no
-// rows then (storage.BatchCommitIfEmpty: the check and the commit are
-// one step), else it fails with storage.ErrTableNotEmpty.
-func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.Table, intent func(stream string, rows int64) error, ifEmpty bool) error {
-	src, err := s.cat.Table(from.Project, from.Dataset, from.Table)
-	if err != nil {
-		return err
-	}
-	sst, err := s.opts.DB.Table(src.ID)
-	if err != nil {
-		return err
-	}
-	snap, err := sst.Snapshot(time.Time{})
-	if err != nil {
-		return err
-	}
-	defer snap.Release()
-	cols := make([]int, snap.Schema().NumFields())
-	for i := range cols {
-		cols[i] = i
-	}
-	st, err := s.opts.DB.Table(ct.ID)
-	if err != nil {
-		return err
-	}
-	sv := ct.Schemas[len(ct.Schemas)-1].Version
-	info, err := st.CreateStream(ctx, storage.StreamPending)
-	if err != nil {
-		return err
-	}
-	var off int64
-	for _, c := range snap.Chunks() {
-		if c.NumRows == 0 {
-			continue
-		}
-		rec, err := snap.ReadChunk(ctx, c, 0, c.NumRows, cols)
-		if err != nil {
-			return err
-		}
-		_, err = st.Append(ctx, storage.AppendRequest{Stream: info.ID, Offset: off, Batch: rec, SchemaVersion: sv})
-		rec.Release()
-		if err != nil {
-			return err
-		}
-		off += c.NumRows
-	}
-	if _, err := st.Finalize(ctx, info.ID); err != nil {
+// commitStream finalizes stream (rows of them) of engine table st and
+// commits it, calling intent (if not nil) with the stream and its rows
+// right before the commit (an error from it fails the commit, nothing
+// committed); ifEmpty commits only into an empty table
+// (storage.ErrTableNotEmpty).
+func (s *Store) commitStream(ctx context.Context, st *storage.Table, stream string, rows int64, intent func(stream string, rows int64) error, ifEmpty bool) error {
+	if _, err := st.Finalize(ctx, stream); err != nil {
 		return err
 	}
 	if intent != nil {
-		if err := intent(info.ID, off); err != nil {
+		if err := intent(stream, rows); err != nil {
 			return err
 		}
 	}
@@ -288,7 +234,7 @@ func (s *Store) copyRowsLogged(ctx context.Context, from TableRef, ct *catalog.T
 	if ifEmpty {
 		commit = st.BatchCommitIfEmpty
 	}
-	_, serrs, err := commit(ctx, []string{info.ID})
+	_, serrs, err := commit(ctx, []string{stream})
 	if err != nil {
 		return err
 	}

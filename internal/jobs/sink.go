@@ -12,17 +12,18 @@ import (
 )
 
 // resultSink writes a query's rows, as the executor produces them, to the
-// job's anonymous table through one PENDING stream (sql.Sink). Nothing is
-// visible until commit: a query that fails or is cancelled midway
-// leaves no rows anywhere (abort drops the table). A destinationTable is
-// written from the committed anonymous table once the query is done
-// (destination.go), so it too is touched only by a query that succeeded.
+// job's anonymous table, or to its destinationTable (destination.go),
+// through one PENDING stream (sql.Sink). Nothing is visible until
+// commit: a query that fails or is cancelled midway leaves no rows
+// anywhere (abort drops the anonymous table or the stage; an append's
+// stream is never committed).
 //
 // It is used by the job's goroutine only.
 type resultSink struct {
 	s   *Store
 	j   *Job
-	ref TableRef
+	ref TableRef     // the result's table: the anonymous one, or the destination
+	dst *destination // nil: the anonymous table
 
 	schema *schema.Schema
 	ct     *catalog.Table
@@ -47,6 +48,14 @@ func (r *resultSink) Begin(ctx context.Context, sch *schema.Schema) error {
 		return fmt.Errorf("jobs: a query result began twice")
 	}
 	s, j, ref := r.s, r.j, r.ref
+	if j.Query.Destination != nil {
+		dst, err := s.openDestination(ctx, j, sch)
+		if err != nil {
+			return err
+		}
+		r.dst, r.ref = dst, dst.d
+		return r.open(ctx, dst.ct, sch)
+	}
 	_, err := s.cat.CreateDataset(ctx, catalog.Dataset{ProjectID: ref.Project, DatasetID: ref.Dataset, Location: j.Location,
 		Description: "Anonymous query results (hidden; each table expires with its job)"})
 	if err != nil && !errors.Is(err, catalog.ErrExists) {
@@ -60,8 +69,14 @@ func (r *resultSink) Begin(ctx context.Context, sch *schema.Schema) error {
 	if err != nil {
 		return err
 	}
+	return r.open(ctx, ct, sch)
+}
+
+// open opens the PENDING stream of table ct the rows of schema sch go to.
+func (r *resultSink) open(ctx context.Context, ct *catalog.Table, sch *schema.Schema) error {
 	r.ct, r.schema = ct, sch
-	if r.st, err = s.opts.DB.Table(ct.ID); err != nil {
+	var err error
+	if r.st, err = r.s.opts.DB.Table(ct.ID); err != nil {
 		return err
 	}
 	r.sv = ct.Schemas[len(ct.Schemas)-1].Version
@@ -122,9 +137,15 @@ func (r *resultSink) append(ctx context.Context, rows [][]any) error {
 	return nil
 }
 
-// commit makes the rows visible, all at once.
+// commit makes the rows visible, all at once: the anonymous table's, or
+// the destination's (destination.go).
 func (r *resultSink) commit(ctx context.Context) error {
 	if err := r.flush(ctx); err != nil {
+		return err
+	}
+	if r.dst != nil {
+		err := r.s.finishDestination(ctx, r.j, r.dst, r.st, r.stream, r.rows)
+		r.ct = nil // done: nothing for abort to drop
 		return err
 	}
 	if _, err := r.st.Finalize(ctx, r.stream); err != nil {
@@ -140,11 +161,18 @@ func (r *resultSink) commit(ctx context.Context) error {
 	return nil
 }
 
-// abort drops the anonymous table, if the query got as far as creating
-// it, with its uncommitted rows.
+// abort drops the anonymous table or the destination's stage, if the
+// query got as far as creating it, with its uncommitted rows; rows
+// appended to a destination table stay in their stream, never committed.
 func (r *resultSink) abort() {
-	if r != nil && r.ct != nil {
-		r.s.dropTable(r.ref)
-		r.ct = nil
+	if r == nil || r.ct == nil {
+		return
 	}
+	switch {
+	case r.dst == nil:
+		r.s.dropTable(r.ref)
+	case r.dst.stage:
+		r.s.dropTable(r.j.Query.stage)
+	}
+	r.ct = nil
 }
