@@ -1,8 +1,9 @@
 // CAST(x AS type FORMAT format [AT TIME ZONE zone]) between STRING and
 // DATE, DATETIME, TIME and TIMESTAMP, with GoogleSQL's CAST format
 // elements (YYYY, MM, MON, MONTH, DD, DDD, D, DAY, DY, HH, HH12, HH24, MI,
-// SS, SSSSS, FF1-FF9, AM/PM, A.M./P.M., TZH, TZM). The numeric and BYTES
-// format models are not supported yet.
+// SS, SSSSS, FF1-FF9, AM/PM, A.M./P.M., TZH, TZM). BYTES formats are
+// cast_format_bytes.go's; the numeric format models are not supported
+// yet.
 
 package filter
 
@@ -301,6 +302,10 @@ func (c *checker) castFormat(e *Cast, x node, to typ) (node, error) {
 	case from == tNull && (isTime(to) || to == tString):
 		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
 	case isTime(from) && to == tString, from == tString && isTime(to):
+	case from == tBytes && to == tString, from == tString && to == tBytes:
+		return c.castFormatBytes(e, x, to)
+	case from == tNull && to == tBytes:
+		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
 	default:
 		return nil, c.errf(e.P, "not supported yet by bqstore: CAST from %s to %s with FORMAT", from, to)
 	}
