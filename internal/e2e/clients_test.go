@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 
 	"cloud.google.com/go/bigquery"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
 )
 
 // wantGoogleAPIError fails unless err is a googleapi.Error with code and
@@ -114,4 +116,85 @@ func TestQueryJobLabelsPriority(t *testing.T) {
 	bad.Priority = "SOON"
 	_, err = bad.Run(e.ctx)
 	wantGoogleAPIError(t, "priority SOON", err, http.StatusBadRequest, "invalid")
+}
+
+// TestQueryJobsListOfficialClient: the Go client's job calls a user makes
+// first: JobIDConfig with AddJobIDSuffix, Location, job.Wait and
+// LastStatus statistics (QueryStatistics: StatementType, Schema,
+// TotalBytesProcessed, NumDMLAffectedRows for an INSERT), RowIterator
+// TotalRows on both read paths, and client.Jobs() listing with its State
+// and MinCreationTime filters.
+func TestQueryJobsListOfficialClient(t *testing.T) {
+	e := newEnv(t)
+	e.fillSimple("t_jl", 30) // ids 0..29
+	q := e.bq.Query("SELECT id, name FROM d.t_jl WHERE id >= @lo ORDER BY id")
+	q.Parameters = []bigquery.QueryParameter{{Name: "lo", Value: 20}}
+	q.JobIDConfig = bigquery.JobIDConfig{JobID: "mine", AddJobIDSuffix: true}
+	q.Location = "US"
+	job, err := q.Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(job.ID()) <= len("mine-") || job.ID()[:5] != "mine-" || job.Location() != "US" {
+		t.Fatalf("job %q in %q, want mine-<suffix> in US", job.ID(), job.Location())
+	}
+	st, err := job.Wait(e.ctx)
+	if err != nil || st.Err() != nil {
+		t.Fatalf("Wait: %v %v", err, st)
+	}
+	qs, ok := st.Statistics.Details.(*bigquery.QueryStatistics)
+	// 30 ids and 30 names ("row": 2 + 3 bytes each) read.
+	if !ok || qs.StatementType != "SELECT" || len(qs.Schema) != 2 || st.Statistics.TotalBytesProcessed != 30*8+30*5 {
+		t.Fatalf("statistics: %+v %+v", st.Statistics, qs)
+	}
+	it, err := job.Read(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row []bigquery.Value
+	if err := it.Next(&row); err != nil || it.TotalRows != 10 || row[0] != int64(20) {
+		t.Fatalf("job.Read: %v, TotalRows %d, first row %v; want 10 rows from 20", err, it.TotalRows, row)
+	}
+	// The jobs.query path.
+	it, err = e.bq.Query("SELECT id FROM d.t_jl WHERE id < 7").Read(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := it.Next(&row); err != nil || it.TotalRows != 7 {
+		t.Fatalf("Query.Read: %v, TotalRows %d, want 7", err, it.TotalRows)
+	}
+	ins, err := e.bq.Query("INSERT INTO d.t_jl (id, name) VALUES (100, 'a'), (101, 'b')").Run(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ins.Wait(e.ctx); err != nil || st.Err() != nil {
+		t.Fatalf("INSERT: %v %v", err, st)
+	} else if qs := st.Statistics.Details.(*bigquery.QueryStatistics); qs.StatementType != "INSERT" || qs.NumDMLAffectedRows != 2 {
+		t.Fatalf("INSERT statistics: %s, %d rows", qs.StatementType, qs.NumDMLAffectedRows)
+	}
+
+	list := func(state bigquery.State) map[string]bool {
+		t.Helper()
+		jit := e.bq.Jobs(e.ctx)
+		jit.State = state
+		jit.MinCreationTime = time.Now().Add(-time.Hour)
+		ids := map[string]bool{}
+		for {
+			j, err := jit.Next()
+			if errors.Is(err, iterator.Done) {
+				return ids
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[j.ID()] = j.LastStatus().State == bigquery.Done
+		}
+	}
+	done := list(bigquery.Done)
+	if !done[job.ID()] || !done[ins.ID()] || len(done) != 3 {
+		t.Fatalf("Jobs(State: Done): %v, want the 3 jobs run, DONE", done)
+	}
+	if running := list(bigquery.Running); len(running) != 0 {
+		t.Fatalf("Jobs(State: Running): %v, want none", running)
+	}
 }
