@@ -27,6 +27,11 @@ type MoveSpec struct {
 	// dataset's default table expiration from now (none without one), as
 	// for a new table.
 	Expiration *time.Time
+	// IfMatch, if not "", is the etag the table replaced must have, in
+	// the same change (a replace conditional on the table being the
+	// version its replacement was computed from); a missing table or
+	// another etag is ErrPrecondition, and nothing changes.
+	IfMatch string
 }
 
 // MoveTable gives table p:d.t the name to (a table of an existing dataset)
@@ -57,6 +62,9 @@ func (c *Catalog) MoveTable(ctx context.Context, p, d, t string, to TableName, s
 	old, exists := next.tables[k]
 	if exists && old.ID == src.ID {
 		return src.clone(), nil // moved onto itself
+	}
+	if spec.IfMatch != "" && (!exists || old.ETag != spec.IfMatch) {
+		return nil, &Error{Kind: ErrPrecondition, Msg: fmt.Sprintf("Precondition check failed: table %s:%s.%s changed", to.ProjectID, to.DatasetID, to.TableID)}
 	}
 	if exists && !spec.Replace {
 		return nil, &Error{Kind: ErrExists, Msg: fmt.Sprintf("Already Exists: Table %s:%s.%s", to.ProjectID, to.DatasetID, to.TableID)}

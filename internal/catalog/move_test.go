@@ -35,7 +35,16 @@ func TestMoveTable(t *testing.T) {
 	rec.take()
 	_, err = c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "t"}, MoveSpec{})
 	wantKind(t, err, ErrExists, "Already Exists: Table p:d.t")
-	moved, err := c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "t"}, MoveSpec{Replace: true})
+	// A replace conditional on another etag, or on a missing table,
+	// changes nothing.
+	_, err = c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "t"}, MoveSpec{Replace: true, IfMatch: old.ETag + "x"})
+	wantKind(t, err, ErrPrecondition, "Precondition check failed: table p:d.t changed")
+	_, err = c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "nope"}, MoveSpec{Replace: true, IfMatch: old.ETag})
+	wantKind(t, err, ErrPrecondition, "Precondition check failed: table p:d.nope changed")
+	if ev := rec.take(); ev != "" {
+		t.Fatalf("observer after refused moves: %q", ev)
+	}
+	moved, err := c.MoveTable(ctx, "p", "_stage", "s", TableName{"p", "d", "t"}, MoveSpec{Replace: true, IfMatch: old.ETag})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -690,7 +690,7 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 		snap.Release()
 		return nil, fmt.Errorf("jobs: table %s has no schema version %d", ct.ID, snap.SchemaVersion())
 	}
-	return &table{snap: snap, schema: full}, nil
+	return &table{snap: snap, schema: full, ref: TableRef{p, d, n.Table}, id: ct.ID, etag: ct.ETag}, nil
 }
 
 // wildcard lists the tables (not views) a wildcard table name matches:
@@ -741,6 +741,10 @@ func snapshotTimeError(p, d, t string, at, created, now time.Time, err error) er
 type table struct {
 	snap   *storage.Snapshot
 	schema *schema.Schema
+	// ref names the table read; id and etag are its catalog entry's
+	// (replace.go: reads).
+	ref      TableRef
+	id, etag string
 }
 
 func (t *table) Schema() *schema.Schema { return t.schema }

@@ -77,7 +77,7 @@ type jobRecord struct {
 
 // errRecord is a job's error, of one of the kinds the API layer maps.
 type errRecord struct {
-	Kind     string `json:"kind"` // query, table, billed, stopped, backend, and other kinds' names
+	Kind     string `json:"kind"` // query, table, billed, stopped, destination, conflict, backend
 	Msg      string `json:"msg"`
 	Pos      int    `json:"pos,omitempty"`
 	Line     int    `json:"line,omitempty"`
@@ -113,6 +113,10 @@ func encodeErr(err error) *errRecord {
 	case errors.As(err, &de):
 		return &errRecord{Kind: "destination", Msg: de.Msg, Reason: de.Reason}
 	}
+	var ce *ConcurrentUpdateError
+	if errors.As(err, &ce) {
+		return &errRecord{Kind: "conflict", Msg: ce.Msg}
+	}
 	var bk *BackendError
 	if errors.As(err, &bk) {
 		return &errRecord{Kind: "backend", Msg: bk.Msg}
@@ -137,6 +141,8 @@ func (r *errRecord) decode() error {
 		return &StoppedError{Msg: r.Msg, Timeout: r.Reason == "timeout"}
 	case "destination":
 		return &DestinationError{Msg: r.Msg, Reason: r.Reason}
+	case "conflict":
+		return &ConcurrentUpdateError{Msg: r.Msg}
 	}
 	return &BackendError{Msg: r.Msg}
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/bqstore/bqstore/internal/catalog"
@@ -23,6 +25,83 @@ import (
 // stage table of a RUNNING job, which Open drops (as it drops the job's
 // anonymous table); a crash after it leaves the old table's tombstone,
 // whose storage the server's start-up drops.
+
+// A replace of a table the job read (CREATE OR REPLACE TABLE t AS
+// SELECT ... FROM t, a query over t with destination t and
+// WRITE_TRUNCATE: a rewrite in place) is conditional: the table must
+// still be what the job's query read when the stage moves over it, else
+// a change committed in between (an INSERT, the Write API's rows, an
+// ALTER TABLE) would vanish with it, its writer told it succeeded. So
+// the job remembers each table it read (its catalog id and etag, the
+// rows and schema version of its snapshot: reads, in its context), and
+// at the swap it fences the table's writes in the engine
+// (storage.Table.Fence: the writes taken before are applied, later ones
+// wait), checks that the rows and schema version are still those read,
+// and moves the stage with catalog.MoveSpec.IfMatch, the etag read: the
+// catalog checks it in the same change. The move drops the old table
+// before the fence is released, so a write held there fails as one
+// after the drop. A table changed since the read fails the job with
+// BigQuery's 400 invalidQuery "Could not serialize access to table ...
+// due to concurrent update" (ConcurrentUpdateError), the table as it
+// was: running the job again reads the change. A table read AS OF a
+// time (FOR SYSTEM_TIME AS OF) is not a read of its current state and
+// sets no condition.
+
+// ConcurrentUpdateError is a statement that replaces a table it read,
+// failed because the table changed in between (see above). On the wire
+// it is BigQuery's 400 invalidQuery.
+type ConcurrentUpdateError struct{ Msg string }
+
+func (e *ConcurrentUpdateError) Error() string { return e.Msg }
+
+func concurrentUpdate(ref TableRef) error {
+	return &ConcurrentUpdateError{Msg: fmt.Sprintf("Could not serialize access to table %s:%s.%s due to concurrent update", ref.Project, ref.Dataset, ref.Table)}
+}
+
+// tableRead is a table as a job read it: its catalog entry's id and
+// etag, the rows and schema version of the snapshot.
+type tableRead struct {
+	id, etag string
+	rows     int64
+	version  int
+}
+
+// reads are the tables a job read, by name; the last read of a name
+// wins (a later statement of a script reads what the earlier ones did).
+type reads struct {
+	mu sync.Mutex
+	m  map[TableRef]tableRead
+}
+
+type readsKey struct{}
+
+// withReads is ctx recording the tables its queries read.
+func withReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readsKey{}, &reads{m: map[TableRef]tableRead{}})
+}
+
+// recordRead records the read of t in ctx's reads, if any.
+func recordRead(ctx context.Context, t *table) {
+	r, _ := ctx.Value(readsKey{}).(*reads)
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.m[t.ref] = tableRead{id: t.id, etag: t.etag, rows: t.snap.NumRows(), version: t.snap.SchemaVersion()}
+	r.mu.Unlock()
+}
+
+// readOf is the read of table ref recorded in ctx.
+func readOf(ctx context.Context, ref TableRef) (tableRead, bool) {
+	r, _ := ctx.Value(readsKey{}).(*reads)
+	if r == nil {
+		return tableRead{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr, ok := r.m[ref]
+	return tr, ok
+}
 
 // stageRef is the stage table of job project/id: "stage" and 40 hex
 // digits, in AnonDataset.
@@ -58,14 +137,52 @@ func (s *Store) swap(ctx context.Context, q Query, ref TableRef, replace bool, e
 	}
 	err := ctx.Err()
 	if err == nil {
-		_, err = s.cat.MoveTable(ctx, q.stage.Project, q.stage.Dataset, q.stage.Table,
-			catalog.TableName{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table},
-			catalog.MoveSpec{Replace: replace, Expiration: exp})
+		err = s.move(ctx, q, ref, catalog.MoveSpec{Replace: replace, Expiration: exp})
 	}
 	if err != nil {
 		// After a move whose observer failed, the stage name is free
 		// and this drops nothing.
 		s.dropTable(q.stage)
+	}
+	return err
+}
+
+// move moves q's stage table to ref per spec; a replace of a table the
+// job read is conditional on its being unchanged (see above).
+func (s *Store) move(ctx context.Context, q Query, ref TableRef, spec catalog.MoveSpec) error {
+	read, ok := readOf(ctx, ref)
+	if ok && spec.Replace && s.opts.DB != nil {
+		ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+		if isNotFound(err) || err == nil && ct.ID != read.id {
+			return concurrentUpdate(ref) // dropped, or replaced
+		}
+		if err != nil {
+			return err
+		}
+		st, err := s.opts.DB.Table(ct.ID)
+		if err != nil {
+			return err
+		}
+		release, err := st.Fence(ctx)
+		if err != nil {
+			return err
+		}
+		defer release() // after the move's drop of the old table
+		snap, err := st.Snapshot(time.Time{})
+		if err != nil {
+			return err
+		}
+		rows, version := snap.NumRows(), snap.SchemaVersion()
+		snap.Release()
+		if rows != read.rows || version != read.version {
+			return concurrentUpdate(ref)
+		}
+		spec.IfMatch = read.etag
+	}
+	_, err := s.cat.MoveTable(ctx, q.stage.Project, q.stage.Dataset, q.stage.Table,
+		catalog.TableName{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table}, spec)
+	if spec.IfMatch != "" && errors.Is(err, catalog.ErrPrecondition) {
+		return concurrentUpdate(ref)
 	}
 	return err
 }

@@ -118,3 +118,13 @@ func TestReplaceCreatedMeanwhile(t *testing.T) {
 		t.Fatalf("d.m is %s, want the statement's table", got)
 	}
 }
+
+// TestConcurrentUpdateLogged: a job's conflict error is logged as such
+// (not as an internal error) and reads back with its message.
+func TestConcurrentUpdateLogged(t *testing.T) {
+	err := concurrentUpdate(TableRef{"p", "d", "t"})
+	var ce *ConcurrentUpdateError
+	if back := encodeErr(err).decode(); !errors.As(back, &ce) || back.Error() != "Could not serialize access to table p:d.t due to concurrent update" {
+		t.Fatalf("logged and read back: %#v", back)
+	}
+}

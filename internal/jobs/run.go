@@ -120,6 +120,7 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 // committed only once the query succeeded.
 func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBatch, err error) {
 	j.Query.stage, j.Query.location, j.Query.job = stageRef(j.Project, j.Location, j.ID), j.Location, j.ID
+	ctx = withReads(ctx) // what a replace of a table the job read checks (replace.go)
 	q := j.Query
 	var sink *resultSink
 	var ssink sql.Sink // nil without an engine (not a nil *resultSink)

@@ -167,7 +167,11 @@ func (s *Store) queryTo(ctx context.Context, project string, q Query, text strin
 				return s.openView(ctx, ct, at)
 			}
 		}
-		return s.open(project, q, n, at)
+		t, err := s.open(project, q, n, at)
+		if tb, ok := t.(*table); ok && n.AsOf.IsZero() {
+			recordRead(ctx, tb)
+		}
+		return t, err
 	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink,
 		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
 			return s.wildcard(project, q, n)

@@ -279,7 +279,11 @@ func queryError(err error) *Error {
 	var bk *jobs.BackendError
 	var de *jobs.DestinationError
 	var re *sql.ResourcesError
+	var ce *jobs.ConcurrentUpdateError
 	switch {
+	case errors.As(err, &ce):
+		// As BigQuery answers a write conflicting with another.
+		return &Error{Code: http.StatusBadRequest, Reason: "invalidQuery", Msg: ce.Msg, Location: "q", LocationType: "parameter"}
 	case errors.As(err, &re):
 		// BigQuery's error table: resourcesExceeded is HTTP 400.
 		return &Error{Code: http.StatusBadRequest, Reason: "resourcesExceeded", Msg: re.Error()}

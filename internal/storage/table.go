@@ -87,6 +87,9 @@ type Table struct {
 		// inflight is the timestamp of the oldest stamped record not yet
 		// applied (0: none).
 		inflight int64
+		// fenced holds new requests (usableLocked waits on applied)
+		// until its Fence is released (fence.go).
+		fenced bool
 	}
 	applied *sync.Cond // L = &mu; signalled when inflight drops
 
@@ -171,9 +174,14 @@ func (t *Table) enqueueLocked(o *op) {
 	}
 }
 
-// usableLocked reports why the table cannot take a request.
+// usableLocked reports why the table cannot take a request; while the
+// table is fenced (fence.go) it waits, releasing t.mu, until the fence
+// is released or the table dropped or closed.
 // REQUIRES: t.mu held.
 func (t *Table) usableLocked() error {
+	for t.mu.fenced && !t.mu.dropped && !t.mu.closed && t.mu.failErr == nil {
+		t.applied.Wait()
+	}
 	switch {
 	case t.mu.dropped:
 		return fmt.Errorf("storage: table %q: %w", t.id, ErrTableNotFound)
