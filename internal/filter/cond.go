@@ -25,20 +25,54 @@ type condNode struct {
 func (n *condNode) typ() typ { return n.t }
 func (n *condNode) pos() int { return n.p }
 
+// commonSupertype is the supertype of the nodes (nil ones left out) as
+// GoogleSQL's conversion rules find it ("Supertypes", "Literal
+// coercion"): the non-literals' supertype first, then the most specific
+// type the literals and parameters coerce to (a STRING literal to DATE,
+// DATETIME, TIME or TIMESTAMP, an INT64 one to NUMERIC or FLOAT64); with
+// literals only, theirs. tNull when all are untyped NULLs. Taken in the
+// arguments' order, IF(c, '2020-01-01', date_col) fixed STRING at the
+// literal and then found no supertype with DATE.
+func (c *checker) commonSupertype(nodes []node) (typ, bool) {
+	literal := func(n node) bool {
+		k, ok := n.(*constNode)
+		return ok && (k.lit || k.param || k.typ() == tNull)
+	}
+	var acc node // of the supertype so far; a literal while only literals were seen
+	for _, lits := range []bool{false, true} {
+		for _, n := range nodes {
+			if n == nil || literal(n) != lits {
+				continue
+			}
+			if acc == nil {
+				acc = n
+				continue
+			}
+			st, ok := c.supertype(acc, n)
+			if !ok {
+				return 0, false
+			}
+			switch st {
+			case acc.typ():
+			case n.typ():
+				acc = n
+			default:
+				acc = &constNode{v: constVec(st, nullValue)}
+			}
+		}
+	}
+	if acc == nil {
+		return tNull, true
+	}
+	return acc.typ(), true
+}
+
 // cond checks the branches of a CASE or IF: the results get their common
 // supertype.
 func (c *checker) cond(p int, conds, results []node, els node, noSig func() *Error) (node, error) {
-	t := tNull
-	all := append(append([]node(nil), results...), els)
-	for _, r := range all {
-		if r == nil {
-			continue
-		}
-		st, ok := c.supertype(&constNode{v: constVec(t, nullValue)}, r)
-		if !ok {
-			return nil, noSig()
-		}
-		t = st
+	t, ok := c.commonSupertype(append(append([]node(nil), results...), els))
+	if !ok {
+		return nil, noSig()
 	}
 	if t == tNull {
 		t = tInt

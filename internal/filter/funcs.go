@@ -550,13 +550,9 @@ func registerConditional() {
 			if err := c.arity(e, args, min, max); err != nil {
 				return nil, err
 			}
-			t := tNull
-			for _, a := range args {
-				st, ok := c.supertype(&constNode{v: constVec(t, nullValue)}, a)
-				if !ok {
-					return nil, c.noSig(e, args)
-				}
-				t = st
+			t, ok := c.commonSupertype(args)
+			if !ok {
+				return nil, c.noSig(e, args)
 			}
 			if t == tNull {
 				return &constNode{v: constVec(tNull, nullValue), p: e.P}, nil
