@@ -36,9 +36,9 @@ import (
 // atomic, each of its statements commits on its own and a failed
 // script keeps the changes of the statements before the failure. A
 // recovered script has the statistics it would have had (SCRIPT, its
-// statements, its bytes) but no result rows: the rows of an earlier
-// query it held were in memory. The append to a destination is always
-// a job's last change.
+// statements, its bytes) but no result rows: its result query's rows,
+// never committed to its anonymous table, are dropped with it. The
+// append to a destination is always a job's last change.
 
 // Kinds of commitRecord.
 const (
