@@ -2,8 +2,7 @@
 // DATE, DATETIME, TIME and TIMESTAMP, with GoogleSQL's CAST format
 // elements (YYYY, MM, MON, MONTH, DD, DDD, D, DAY, DY, HH, HH12, HH24, MI,
 // SS, SSSSS, FF1-FF9, AM/PM, A.M./P.M., TZH, TZM). BYTES formats are
-// cast_format_bytes.go's; the numeric format models are not supported
-// yet.
+// cast_format_bytes.go's, numeric ones cast_format_num.go's.
 
 package filter
 
@@ -304,6 +303,8 @@ func (c *checker) castFormat(e *Cast, x node, to typ) (node, error) {
 	case isTime(from) && to == tString, from == tString && isTime(to):
 	case from == tBytes && to == tString, from == tString && to == tBytes:
 		return c.castFormatBytes(e, x, to)
+	case isNumeric(from) && to == tString:
+		return c.castFormatNumber(e, x)
 	case from == tNull && to == tBytes:
 		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
 	default:
