@@ -78,6 +78,11 @@ type checker struct {
 	// where ARRAY and STRUCT values exist (a row_restriction keeps its
 	// scalar-only language).
 	query bool
+	// lazy counts the conditional expressions (IF, CASE, COALESCE,
+	// IFNULL) whose operands are being checked: a constant there that
+	// fails to fold may be one no row evaluates, so fold defers its
+	// error to evaluation (errNode) instead of failing the check.
+	lazy int
 }
 
 // NameResolver maps a name path as written (a.b.c, at byte offset pos of
@@ -120,6 +125,25 @@ func (n *constNode) eval(*evalCtx) (*vec, error) { return n.v, nil }
 
 func isConst(n node) bool { _, ok := n.(*constNode); return ok }
 
+// errNode is a constant expression whose evaluation fails, inside a
+// conditional expression (see fold): it fails when evaluated on any row.
+// It is not constant, so nothing folds over it.
+type errNode struct {
+	err error
+	t   typ
+	p   int
+}
+
+func (n *errNode) typ() typ { return n.t }
+func (n *errNode) pos() int { return n.p }
+
+func (n *errNode) eval(ctx *evalCtx) (*vec, error) {
+	if ctx.n == 0 {
+		return newVec(n.t, 0), nil
+	}
+	return nil, n.err
+}
+
 func constValue(n node) (value, bool) {
 	if k, ok := n.(*constNode); ok {
 		return k.v.get(0), true
@@ -127,7 +151,11 @@ func constValue(n node) (value, bool) {
 	return value{}, false
 }
 
-// fold evaluates n once when all of its inputs are constant.
+// fold evaluates n once when all of its inputs are constant. Its error
+// fails the check, unless n is an operand of a conditional expression
+// (c.lazy): BigQuery evaluates only the branch a row takes, so IF(TRUE,
+// 1, DIV(1, 0)) is 1; there the error becomes an errNode, raised only if
+// evaluated.
 func (c *checker) fold(n node, kids ...node) (node, error) {
 	for _, k := range kids {
 		if !isConst(k) {
@@ -135,6 +163,9 @@ func (c *checker) fold(n node, kids ...node) (node, error) {
 		}
 	}
 	v, err := n.eval(&evalCtx{n: 1, src: c.src})
+	if err != nil && c.lazy > 0 {
+		return &errNode{err: err, t: n.typ(), p: n.pos()}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -835,6 +866,8 @@ func (c *checker) bitwise(op string, l, r node, p int) (node, error) {
 }
 
 func (c *checker) caseExpr(e *Case) (node, error) {
+	c.lazy++
+	defer func() { c.lazy-- }()
 	var operand node
 	if e.Operand != nil {
 		var err error

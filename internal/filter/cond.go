@@ -89,12 +89,39 @@ func (c *checker) cond(p int, conds, results []node, els node, noSig func() *Err
 			return nil, noSig()
 		}
 	}
+	// Constant conditions pick the result now: the others are never
+	// evaluated, so a failing constant among them (an errNode) is not
+	// raised, and IF(@d = 0, NULL, DIV(10, @d)) stays a constant.
+	for j, cd := range conds {
+		v, ok := constValue(cd)
+		if !ok {
+			break
+		}
+		if !v.null && v.b {
+			return unliteral(results[j]), nil
+		}
+		if j == len(conds)-1 {
+			if els == nil {
+				return &constNode{v: constVec(t, nullValue), p: p}, nil
+			}
+			return unliteral(els), nil
+		}
+	}
 	n := &condNode{conds: conds, results: results, els: els, t: t, p: p}
 	kids := append(append([]node(nil), conds...), results...)
 	if els != nil {
 		kids = append(kids, els)
 	}
 	return c.fold(n, kids...)
+}
+
+// unliteral is n as the result of an expression: a literal's or a
+// parameter's constant no longer coerces as a literal does.
+func unliteral(n node) node {
+	if k, ok := n.(*constNode); ok && (k.lit || k.param) {
+		return &constNode{v: k.v, p: k.p}
+	}
+	return n
 }
 
 func (n *condNode) eval(ctx *evalCtx) (*vec, error) {

@@ -77,6 +77,10 @@ func (c *checker) call(e *Call) (node, error) {
 		}
 		return nil, c.errf(e.P, "Function not found: %s", strings.ToLower(e.Name))
 	}
+	if lazyArgs[e.Name] {
+		c.lazy++
+		defer func() { c.lazy-- }()
+	}
 	// Arguments that are not expressions: INTERVAL and date parts.
 	args := make([]node, len(e.Args))
 	for i, a := range e.Args {
@@ -107,6 +111,10 @@ func (c *checker) call(e *Call) (node, error) {
 	}
 	return b(c, e, args)
 }
+
+// lazyArgs are the functions that evaluate some of their arguments only
+// on some rows (see checker.lazy).
+var lazyArgs = map[string]bool{"IF": true, "COALESCE": true, "IFNULL": true}
 
 // noSafe are the functions whose SAFE. form GoogleSQL rejects.
 var noSafe = map[string]bool{"CURRENT_DATE": true, "CURRENT_DATETIME": true, "CURRENT_TIME": true,

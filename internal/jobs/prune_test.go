@@ -30,10 +30,10 @@ func TestQueryPrunes(t *testing.T) {
 		return res
 	}
 	for _, c := range []struct{ pruned, whole string }{
-		{"SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE x < 5000", "SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE IF(TRUE, x, 0) < 5000"},
-		{"SELECT x, s FROM d.big WHERE x BETWEEN 90000 AND 90003", "SELECT x, s FROM d.big WHERE IF(TRUE, x, 0) BETWEEN 90000 AND 90003"},
-		{"SELECT s FROM d.big WHERE x > 1000000", "SELECT s FROM d.big WHERE IF(TRUE, x, 0) > 1000000"},
-		{"SELECT x FROM d.big WHERE s = 'row-7' AND x < 10", "SELECT x FROM d.big WHERE IF(TRUE, s, '') = 'row-7' AND IF(TRUE, x, 0) < 10"},
+		{"SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE x < 5000", "SELECT COUNT(*), SUM(x), MAX(s) FROM d.big WHERE IF(x IS NULL, 0, x) < 5000"},
+		{"SELECT x, s FROM d.big WHERE x BETWEEN 90000 AND 90003", "SELECT x, s FROM d.big WHERE IF(x IS NULL, 0, x) BETWEEN 90000 AND 90003"},
+		{"SELECT s FROM d.big WHERE x > 1000000", "SELECT s FROM d.big WHERE IF(x IS NULL, 0, x) > 1000000"},
+		{"SELECT x FROM d.big WHERE s = 'row-7' AND x < 10", "SELECT x FROM d.big WHERE IF(s IS NULL, '', s) = 'row-7' AND IF(x IS NULL, 0, x) < 10"},
 	} {
 		p, w := run(c.pruned), run(c.whole)
 		if p.PrunedBatches < 20 || w.PrunedBatches != 0 {

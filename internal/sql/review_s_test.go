@@ -663,7 +663,6 @@ func TestReviewSCaseWhenEvaluatesLaterConditions(t *testing.T) {
 // (called bottom-up on DIV before the IF is known) and the correlated
 // subquery's constant substitution in internal/sql.
 func TestReviewSConstantFoldingUntakenBranch(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-lazy: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT IF(TRUE, 1, DIV(1, 0)) AS a, CASE WHEN TRUE THEN 1 ELSE DIV(1, 0) END AS b, COALESCE(1, DIV(1, 0)) AS c, IFNULL(1, DIV(1, 0)) AS d",
 		"a:INTEGER b:INTEGER c:INTEGER d:INTEGER\n1 | 1 | 1 | 1\n")
 	reviewSCheck(t, reviewSDivTable, "SELECT x, (SELECT IF(x = 0, 0, DIV(10, x))) AS a FROM t ORDER BY x",
@@ -676,6 +675,23 @@ func TestReviewSConstantFoldingUntakenBranch(t *testing.T) {
 		t.Errorf("%s with @d = 0: %v, want one row, NULL", q, err)
 	} else if got := fmt.Sprint(res.Rows); got != "[[<nil>]]" {
 		t.Errorf("%s with @d = 0: %s, want [[<nil>]]", q, got)
+	}
+	// fix-lazy: nested and later untaken branches, and a constant
+	// condition deciding nothing on rows of a table.
+	reviewSCheck(t, reviewSDivTable, "SELECT x, CASE WHEN FALSE THEN DIV(1, 0) + 1 WHEN NULL THEN DIV(2, 0) WHEN 1 = 1 THEN x END AS a, "+
+		"COALESCE(x, IF(FALSE, DIV(1, 0), -1), DIV(3, 0)) AS b, IF(x = 0, 0, IF(x > 0, 1, DIV(1, 0))) AS c FROM t ORDER BY x",
+		"x:INTEGER a:INTEGER b:INTEGER c:INTEGER\n0 | 0 | 0 | 0\n2 | 2 | 2 | 1\n")
+	// A failing constant still fails where a row takes it, or outside
+	// any conditional.
+	for _, q := range []string{
+		"SELECT IF(TRUE, DIV(1, 0), 1) AS a",
+		"SELECT x, IF(x = 0, 0, DIV(10, 0)) AS a FROM t",
+		"SELECT COALESCE(NULL, DIV(1, 0)) AS a",
+		"SELECT DIV(1, 0) AS a",
+	} {
+		if got := reviewSQuery(t, reviewSDivTable, q); !strings.HasPrefix(got, "error: division by zero") {
+			t.Errorf("%s\ngot:\n%swant division by zero", q, got)
+		}
 	}
 }
 
