@@ -182,8 +182,10 @@ type runner struct {
 	ctx  context.Context
 	nsub int // subqueries substituted so far (their constants' names)
 	// corr are the enclosing blocks' inputs of the subquery being run,
-	// outermost first (correlated.go).
-	corr []*corrFrame
+	// outermost first (correlated.go); corrScans what the runs of
+	// subqueries read of each table reference (correlated_scan.go).
+	corr      []*corrFrame
+	corrScans map[*TableRef]*corrScan
 	// defining are the WITH entries whose definitions are running,
 	// innermost last; exprSub counts the expression subqueries running
 	// (recursive.go).
@@ -203,6 +205,7 @@ type runner struct {
 const maxQueryDepth = 200
 
 func (r *runner) close() {
+	r.releaseCorrScans()
 	for _, t := range r.tables {
 		t.Close()
 	}
@@ -316,6 +319,9 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		t, err := r.open(ctx, name)
 		if err != nil {
 			return nil, err
+		}
+		if len(r.corr) > 0 {
+			return r.corrTableRelation(f, t, qual), nil // correlated_scan.go
 		}
 		return r.tableRelation(t, qual), nil
 	case *SubqueryRef:
