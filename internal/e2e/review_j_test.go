@@ -30,7 +30,6 @@ import (
 // deterministically, for ALTER, DROP, CREATE VIEW and CREATE SCHEMA
 // too.)
 func TestReviewJDDLKill9(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs2: remove this line with the fix")
 	cycles, rng := crashRun(t, 6, 7)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -27,6 +27,8 @@ import (
 // that builds its table aside (CREATE TABLE AS SELECT, CREATE OR
 // REPLACE TABLE|VIEW) does the same with its target table (commitSwap).
 //
+// A DDL statement logs its catalog change the same way (ddlcommit.go).
+//
 // A statement's change (commitInsert, commitSwap) is the job's outcome
 // only when it is the job's last change (Last): the last statement of
 // its script, with no query result to write to a destination table
@@ -73,6 +75,9 @@ type commitRecord struct {
 	Destination *TableRef      `json:"destination,omitempty"`
 	Target      *TableRef      `json:"target,omitempty"`
 	Last        bool           `json:"last,omitempty"`
+	// Dataset and ETag: a DDL statement's (ddlcommit.go).
+	Dataset *DatasetRef `json:"dataset,omitempty"`
+	ETag    string      `json:"etag,omitempty"`
 }
 
 // logCommit logs, durably, that a statement of q (job project/q.job) is
@@ -140,6 +145,9 @@ func destinationRecord(j *Job, d TableRef, kind, table, stream string) *commitRe
 // whether it did.
 func recoverCommit(cat *catalog.Catalog, db *storage.DB, j *Job) bool {
 	c := j.commit
+	if c != nil && ddlKinds[c.Kind] {
+		return recoverDDL(cat, j)
+	}
 	if c == nil || db == nil {
 		return false
 	}

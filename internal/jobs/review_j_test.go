@@ -237,20 +237,38 @@ func TestReviewJDryRunDML(t *testing.T) {
 // job must not say it did not happen when it did. Suspect: Open's
 // recovery (jobs.go, recoverCommit) knows only INSERT, destination and
 // move commits; CREATE TABLE (no AS), CREATE VIEW, ALTER, DROP, CREATE
-// and DROP SCHEMA log no intent. The crash image is the jobs log as it
-// was while the job ran (BeforeRun), which is what a kill -9 anywhere
-// between the catalog commit and the DONE record leaves.
+// and DROP SCHEMA log no intent.
+//
+// fix-jobs2: the crash image was the jobs log as it was at BeforeRun,
+// before the job did anything, next to the catalog after the change;
+// that was what a kill -9 between the catalog commit and the DONE record
+// left while nothing was logged in between. A DDL statement now logs its
+// intent (ddlcommit.go) before its catalog change, so the image is taken
+// where the finding's crash is: at the write of the job's DONE record,
+// after the change. The recovered job must have the outcome the job had
+// (no error, the same ddlOperationPerformed and statementType).
 func TestReviewJDDLCrashBeforeDone(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs2: remove this line with the fix")
 	for _, c := range []struct{ setup, ddl string }{
 		{"", "CREATE TABLE d.n (a INT64)"},
 		{"CREATE TABLE d.n (a INT64)", "ALTER TABLE d.n ADD COLUMN c STRING"},
+		{"CREATE TABLE d.n (a INT64)", "ALTER TABLE d.n SET OPTIONS(description = 'x')"},
+		{"CREATE TABLE d.n (a INT64)", "ALTER TABLE d.n RENAME TO m"},
 		{"CREATE TABLE d.n (a INT64)", "DROP TABLE d.n"},
+		{"CREATE VIEW d.v AS SELECT 1 AS a", "DROP VIEW d.v"},
 		{"", "CREATE SCHEMA d2"},
+		{"CREATE SCHEMA d2", "DROP SCHEMA d2"},
+		{"CREATE SCHEMA d2", "ALTER SCHEMA d2 SET OPTIONS(description = 'x')"},
 		{"", "CREATE VIEW d.v AS SELECT 1 AS a"},
+		{"", "CREATE TABLE d.a (x INT64); CREATE TABLE d.b (x INT64)"},
 	} {
 		_, cat, db := engineStore(t, Options{})
-		fs := vfs.NewMem()
+		mem := vfs.NewMem()
+		var crashed *vfs.MemFS
+		fs := gateFS{MemFS: mem, hold: func(p []byte) {
+			if crashed == nil && bytes.Contains(p, []byte(`"id":"ddl"`)) && bytes.Contains(p, []byte(`"state":"DONE"`)) {
+				crashed = mem.CrashClone(nil) // the DONE record not written
+			}
+		}}
 		s, err := Open(cat, Options{FS: fs, Dir: "jobs", DB: db})
 		if err != nil {
 			t.Fatal(err)
@@ -258,14 +276,11 @@ func TestReviewJDDLCrashBeforeDone(t *testing.T) {
 		if c.setup != "" {
 			mustRun(t, s, "setup", c.setup)
 		}
-		var crashed *vfs.MemFS
-		s.opts.BeforeRun = func(ctx context.Context, project, id string) {
-			if id == "ddl" {
-				crashed = fs.CrashClone(nil)
-			}
-		}
-		mustRun(t, s, "ddl", c.ddl)
+		live := mustRun(t, s, "ddl", c.ddl)
 		s.Close()
+		if crashed == nil {
+			t.Fatalf("%s: no DONE record written", c.ddl)
+		}
 		s2, err := Open(cat, Options{FS: crashed, Dir: "jobs", DB: db})
 		if err != nil {
 			t.Fatal(err)
@@ -277,6 +292,8 @@ func TestReviewJDDLCrashBeforeDone(t *testing.T) {
 		if j.Err != nil {
 			rerun := runJob(t, s2, "rerun", Query{SQL: c.ddl})
 			t.Errorf("%s: its change is durable, the recovered job says %q; the rerun it asks for: %v", c.ddl, j.Err, rerun.Err)
+		} else if j.Stats.DDLOperation != live.Stats.DDLOperation || j.Stats.StatementType != live.Stats.StatementType || j.Stats.NumChildJobs != live.Stats.NumChildJobs {
+			t.Errorf("%s: recovered with statistics %+v, the job had %+v", c.ddl, j.Stats, live.Stats)
 		}
 		s2.Close()
 	}

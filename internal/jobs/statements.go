@@ -308,7 +308,13 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 		return s.alreadyExists(ref)
 	}
 	if !replace && ct.Query == "" {
-		// Nothing to write: the create is one catalog change.
+		// Nothing to write: the create is one catalog change, logged
+		// before it (ddlcommit.go).
+		if !ct.Temp {
+			if err := s.logDDL(project, q, &commitRecord{Kind: commitCreate, Target: &ref}, *stats); err != nil {
+				return err
+			}
+		}
 		_, err := s.cat.CreateTable(ctx, spec)
 		return skipExisting(err, ct.IfNotExists, stats)
 	}
@@ -380,6 +386,13 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 			p = project
 		}
 		stats.DDLTargetDataset = &DatasetRef{Project: p, Dataset: d.Name.Dataset}
+		if _, err := s.cat.Dataset(p, d.Name.Dataset); err == nil {
+			done := *stats
+			done.DDLOperation = "DROP"
+			if err := s.logDDL(project, q, &commitRecord{Kind: commitDrop, Dataset: stats.DDLTargetDataset}, done); err != nil {
+				return err
+			}
+		}
 		err := s.cat.DeleteDataset(ctx, p, d.Name.Dataset, d.Cascade)
 		switch {
 		case err == nil:
@@ -402,6 +415,13 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 			return &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: View %s:%s.%s", ref.Project, ref.Dataset, ref.Table)}
 		}
 	}
+	if cur, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil {
+		done := *stats
+		done.DDLOperation = "DROP"
+		if err := s.logDDL(project, q, &commitRecord{Kind: commitDrop, Table: cur.ID, Target: &ref}, done); err != nil {
+			return err
+		}
+	}
 	err = s.cat.DeleteTable(ctx, ref.Project, ref.Dataset, ref.Table)
 	switch {
 	case err == nil:
@@ -416,7 +436,7 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql.Statement, stats *Stats) error {
 	a := st.AlterTable
 	if a.What == "SCHEMA" {
-		return s.alterSchema(ctx, project, a, stats)
+		return s.alterSchema(ctx, project, q, a, stats)
 	}
 	ref, err := qualify(project, q, a.Name)
 	if err != nil {
@@ -435,7 +455,7 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 		return notViewError(q.SQL, a.Name.Pos, cur, cur.View != nil)
 	}
 	if len(a.Actions) == 1 && a.Actions[0].RenameTo != nil {
-		return s.renameTable(ctx, q, cur, a.Actions[0], stats)
+		return s.renameTable(ctx, project, q, cur, a.Actions[0], stats)
 	}
 	var patch catalog.TablePatch
 	constraints := cur.TableConstraints
@@ -496,6 +516,11 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 	if added {
 		patch.Schema = &schema.Schema{Fields: fields}
 	}
+	done := *stats
+	done.DDLOperation = "ALTER"
+	if err := s.logDDL(project, q, &commitRecord{Kind: commitAlter, Target: &ref, ETag: cur.ETag}, done); err != nil {
+		return err
+	}
 	if _, err := s.cat.UpdateTable(ctx, ref.Project, ref.Dataset, ref.Table, patch, ""); err != nil {
 		return err
 	}
@@ -505,12 +530,17 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 
 // renameTable runs ALTER TABLE t RENAME TO name: a move in its dataset
 // (catalog.MoveTable: the table keeps its id, rows and metadata).
-func (s *Store) renameTable(ctx context.Context, q Query, cur *catalog.Table, act sql.AlterAction, stats *Stats) error {
+func (s *Store) renameTable(ctx context.Context, project string, q Query, cur *catalog.Table, act sql.AlterAction, stats *Stats) error {
 	n := act.RenameTo
 	if (n.Dataset != "" && n.Dataset != cur.DatasetID) || (n.Project != "" && n.Project != cur.ProjectID) {
 		return filter.NewError(q.SQL, n.Pos, "ALTER TABLE RENAME TO cannot move table %s to another dataset", cur.FullID())
 	}
 	to := catalog.TableName{ProjectID: cur.ProjectID, DatasetID: cur.DatasetID, TableID: n.Table}
+	done := *stats
+	done.DDLOperation = "ALTER"
+	if err := s.logDDL(project, q, &commitRecord{Kind: commitRename, Table: cur.ID, Target: &TableRef{to.ProjectID, to.DatasetID, to.TableID}}, done); err != nil {
+		return err
+	}
 	if _, err := s.cat.MoveTable(ctx, cur.ProjectID, cur.DatasetID, cur.TableID, to, catalog.MoveSpec{Expiration: &cur.Expiration}); err != nil {
 		return err
 	}
@@ -545,6 +575,11 @@ func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *s
 		case "labels":
 			ds.Labels, _ = o.Value.(map[string]string)
 		}
+	}
+	done := *stats
+	done.DDLOperation = "CREATE"
+	if err := s.logDDL(project, q, &commitRecord{Kind: commitCreate, Dataset: stats.DDLTargetDataset}, done); err != nil {
+		return err
 	}
 	if _, err := s.cat.CreateDataset(ctx, ds); err != nil {
 		return skipExisting(err, cs.IfNotExists, stats)
@@ -678,7 +713,7 @@ var widens = map[[2]schema.Type]bool{
 }
 
 // alterSchema runs ALTER SCHEMA ... SET OPTIONS.
-func (s *Store) alterSchema(ctx context.Context, project string, a *sql.AlterTable, stats *Stats) error {
+func (s *Store) alterSchema(ctx context.Context, project string, q Query, a *sql.AlterTable, stats *Stats) error {
 	p := a.Name.Project
 	if p == "" {
 		p = project
@@ -706,6 +741,13 @@ func (s *Store) alterSchema(ctx context.Context, project string, a *sql.AlterTab
 			case "labels":
 				patch.Labels, patch.ReplaceLabels = labelPatch(o.Value), true
 			}
+		}
+	}
+	if ds, err := s.cat.Dataset(p, a.Name.Dataset); err == nil {
+		done := *stats
+		done.DDLOperation = "ALTER"
+		if err := s.logDDL(project, q, &commitRecord{Kind: commitAlter, Dataset: stats.DDLTargetDataset, ETag: ds.ETag}, done); err != nil {
+			return err
 		}
 	}
 	if _, err := s.cat.PatchDataset(ctx, p, a.Name.Dataset, patch, ""); err != nil {

@@ -131,6 +131,10 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
 	if !exists || !cv.OrReplace {
+		// One catalog change, logged before it (ddlcommit.go).
+		if err := s.logDDL(project, q, &commitRecord{Kind: commitCreate, Target: &ref}, *stats); err != nil {
+			return err
+		}
 		_, err = s.cat.CreateTable(ctx, spec)
 		return skipExisting(err, cv.IfNotExists, stats)
 	}
