@@ -85,6 +85,9 @@ type lexer struct {
 	pos      int
 	prev     tokKind // kind of the previous token, to read "a.5" as a path
 	prevText string
+	// safeDot: the previous tokens are SAFE and "." (SAFE.HLL_COUNT.EXTRACT).
+	safeDot   bool
+	safeIdent bool // the previous token is SAFE
 }
 
 func isIdentStart(c byte) bool {
@@ -156,6 +159,8 @@ func (l *lexer) next() (token, *Error) {
 	}
 	t, err := l.scan()
 	if err == nil {
+		l.safeDot = l.safeIdent && t.kind == kOp && t.text == "."
+		l.safeIdent = t.kind == kIdent && strings.EqualFold(t.text, "SAFE")
 		l.prev = t.kind
 		l.prevText = t.text
 		t.pos += len(l.prefix)
@@ -187,7 +192,7 @@ func (l *lexer) scan() (token, *Error) {
 		for l.pos < len(l.src) && isIdentChar(l.src[l.pos]) {
 			l.pos++
 		}
-		if !afterDot {
+		if !afterDot || l.safeDot {
 			l.dottedFunc(start)
 		}
 		text := l.src[start:l.pos]
