@@ -68,3 +68,42 @@ func TestGroupByMemoryHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowMemoryHeld: what a window holds while it computes (the
+// input's columns, its partitions' row indices, its sort keys) is what
+// the query has charged then, within a quarter (heap measured as in
+// TestGroupByMemoryHeld); its partition keys, evaluated a chunk at a
+// time, are not held.
+func TestWindowMemoryHeld(t *testing.T) {
+	const n = 200_000
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i), int64(i % 1000), fmt.Sprintf("s%07d", i)}
+	}
+	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
+		{Name: "k", Type: schema.Integer}, {Name: "v", Type: schema.Integer}, {Name: "s", Type: schema.String}}}, rows: rows, batch: 4096}
+	resolve := func(_ context.Context, _ TableName) (Table, error) { return tbl, nil }
+	var live, charged int64
+	var base runtime.MemStats
+	testHookWindowHeld = func(c int64) {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		live, charged = int64(m.HeapAlloc)-int64(base.HeapAlloc), c
+	}
+	defer func() { testHookWindowHeld = nil }()
+	for _, q := range []string{
+		"SELECT COUNT(*) FROM (SELECT ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) AS rn FROM t) WHERE rn = 1",
+		"SELECT COUNT(*) FROM (SELECT RANK() OVER (PARTITION BY v ORDER BY s DESC) AS rn FROM t) WHERE rn = 1",
+	} {
+		runtime.GC()
+		runtime.ReadMemStats(&base)
+		if _, err := Run(context.Background(), q, resolve, Options{MaxMemory: 1 << 30}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: charged %d, held %d", q, charged, live)
+		if live > charged*5/4 || live < charged*3/4 {
+			t.Errorf("%s: charged %d bytes, held %d", q, charged, live)
+		}
+	}
+}

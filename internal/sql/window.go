@@ -627,20 +627,30 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 	}
 	// Partitions in order of first row (window_part.go), and the sort
 	// keys; charged while the window is computed.
-	prows, pstart, held, err := w.partitions(ctx, rec, n)
+	prows, pstart, held, work, err := w.partitions(ctx, rec, n)
 	if err != nil {
 		return nil, err
 	}
+	// What the partitioning held at its peak, then let go.
+	if err := q.charge(held+work, "analytic OVER() clauses"); err != nil {
+		return nil, err
+	}
+	q.release(work)
 	okeys, kheld, err := w.sortCols(ctx, rec, n)
 	if err != nil {
+		q.release(held)
 		return nil, err
 	}
 	o := newWinOut(w.name, n)
-	held += kheld + o.bytes()
-	if err := q.charge(held, "analytic OVER() clauses"); err != nil {
+	if err := q.charge(kheld+o.bytes(), "analytic OVER() clauses"); err != nil {
+		q.release(held)
 		return nil, err
 	}
+	held += kheld + o.bytes()
 	defer q.release(held)
+	if testHookWindowHeld != nil {
+		testHookWindowHeld(q.mem)
+	}
 	var rangeKeys []any // a RANGE frame's offsets compare the first key's values
 	if w.frame.hasRangeOffset() && len(okeys) > 0 {
 		rangeKeys = make([]any, n)

@@ -62,15 +62,16 @@ func chunked(ctx context.Context, xs []*filter.Scalar, rec arrow.RecordBatch, n 
 
 // partitions returns the rows [0, n) of rec grouped by the window's
 // PARTITION BY keys: partition p is rows[start[p]:start[p+1]], its rows
-// in input order, the partitions in order of first row; and the bytes
-// the returned slices and the work held.
-func (w *window) partitions(ctx context.Context, rec arrow.RecordBatch, n int) (rows, start []int32, held int64, err error) {
+// in input order, the partitions in order of first row; the bytes the
+// returned slices hold, and those the work held besides (the key table
+// and each row's partition number, garbage once it returns).
+func (w *window) partitions(ctx context.Context, rec arrow.RecordBatch, n int) (rows, start []int32, held, work int64, err error) {
 	if len(w.partition) == 0 {
 		rows = make([]int32, n)
 		for i := range rows {
 			rows[i] = int32(i)
 		}
-		return rows, []int32{0, int32(n)}, 4 * int64(n+2), nil
+		return rows, []int32{0, int32(n)}, 4 * int64(n+2), 0, nil
 	}
 	var kt keyTable
 	pid := make([]int32, n)
@@ -90,9 +91,9 @@ func (w *window) partitions(ctx context.Context, rec arrow.RecordBatch, n int) (
 		return nil
 	})
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, 0, 0, err
 	}
-	held = kt.bytes() + 4*int64(n)
+	work = kt.bytes() + 4*int64(n) + int64(cap(kb))
 	// A counting sort by partition: stable, so each partition's rows
 	// stay in input order.
 	start = make([]int32, kt.len()+1)
@@ -108,8 +109,9 @@ func (w *window) partitions(ctx context.Context, rec arrow.RecordBatch, n int) (
 		rows[next[p]] = int32(i)
 		next[p]++
 	}
-	held += 4*int64(n) + 8*int64(len(start))
-	return rows, start, held, nil
+	held = 4*int64(n) + 4*int64(len(start))
+	work += 4 * int64(len(next))
+	return rows, start, held, work, nil
 }
 
 // sortCol is one ORDER BY key of a window for every row.
@@ -271,3 +273,7 @@ func (o *winOut) array(f *schema.Field) (arrow.Array, error) {
 	a.Retain()
 	return a, nil
 }
+
+// testHookWindowHeld, when set, is called when a window has its
+// partitions and sort keys, with what the query has charged then.
+var testHookWindowHeld func(charged int64)
