@@ -475,13 +475,24 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		for k := range items {
 			havingSchema.Fields = append(havingSchema.Fields, &schema.Field{Name: fmt.Sprintf("__h%d", k), Type: bqType(exprs[k].Type()), Mode: schema.Nullable})
 		}
-		x, err := compileIn(havingText, "HAVING clause", havingSchema, nil, func(name string) (string, bool) {
+		alias := func(name string) (string, bool) {
 			k, ok := aliasCol[strings.ToLower(name)]
 			if ok && !slices.Contains(havingItems, k) {
 				havingItems = append(havingItems, k)
 			}
 			return fmt.Sprintf("__h%d", k), ok
-		})
+		}
+		// An alias comes before an input column of the same name
+		// (ZetaSQL's having.test: "SELECT list aliases override FROM
+		// clause names there"), but for an item that is that column.
+		bare := orderAliases(items)
+		first := func(name string) (string, bool) {
+			if _, ok := bare[strings.ToLower(name)]; !ok {
+				return "", false
+			}
+			return alias(name)
+		}
+		x, err := compileIn(havingText, "HAVING clause", havingSchema, first, alias)
 		if err != nil {
 			return nil, err
 		}
