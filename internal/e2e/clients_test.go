@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +197,28 @@ func TestQueryJobsListOfficialClient(t *testing.T) {
 	}
 	if running := list(bigquery.Running); len(running) != 0 {
 		t.Fatalf("Jobs(State: Running): %v, want none", running)
+	}
+}
+
+// TestQueryInformationSchemaNotYet: INFORMATION_SCHEMA views, which users
+// query early (SELECT table_name FROM d.INFORMATION_SCHEMA.TABLES), are
+// a positioned "not supported yet" in every spelling: before, d.
+// INFORMATION_SCHEMA.TABLES read as project d, dataset INFORMATION_SCHEMA
+// ("Not found: Dataset d:INFORMATION_SCHEMA") and the four-part
+// p.d.INFORMATION_SCHEMA.COLUMNS as an invalid table name.
+func TestQueryInformationSchemaNotYet(t *testing.T) {
+	e := newEnv(t)
+	e.fillSimple("t_is", 1)
+	for _, sql := range []string{
+		"SELECT table_name FROM d.INFORMATION_SCHEMA.TABLES",
+		"SELECT column_name FROM `local.d.INFORMATION_SCHEMA.COLUMNS`",
+		"SELECT column_name FROM local.d.information_schema.COLUMNS WHERE table_name = 't_is'",
+		"SELECT job_id FROM `region-us`.INFORMATION_SCHEMA.JOBS",
+	} {
+		_, err := e.bq.Query(sql).Read(e.ctx)
+		wantGoogleAPIError(t, sql, err, http.StatusBadRequest, "invalidQuery")
+		if !strings.Contains(err.Error(), "not supported yet by bqstore: INFORMATION_SCHEMA") || !strings.Contains(err.Error(), "at [1:") {
+			t.Fatalf("%s: %v, want a positioned 'not supported yet by bqstore: INFORMATION_SCHEMA ...'", sql, err)
+		}
 	}
 }

@@ -789,6 +789,12 @@ func (p *parser) tableName() (*TableName, error) {
 		}
 		p.i++
 	}
+	for _, x := range parts {
+		if strings.EqualFold(x, "INFORMATION_SCHEMA") {
+			// Else d.INFORMATION_SCHEMA.TABLES would read as project d.
+			return nil, notSupported(p.src, t.Pos, "INFORMATION_SCHEMA views (tables.list and tables.get describe datasets' tables: bq ls, bq show)")
+		}
+	}
 	out := &TableName{Pos: t.Pos}
 	switch len(parts) {
 	case 1:
