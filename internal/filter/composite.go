@@ -538,8 +538,24 @@ func loadValues(arr arrow.Array, t typ) ([]value, error) {
 	return out, nil
 }
 
-// compareComposite compares two non-NULL STRUCT values field by field for
-// equality: 0 when equal, 1 when not, and null when a NULL field decides.
+// equalSQL is SQL = on two non-NULL values of type t: IEEE equality for
+// FLOAT64 (NaN equals nothing, itself included; -0.0 = 0.0), field by
+// field for STRUCT. null reports a NULL field deciding a STRUCT
+// comparison. Grouping and DISTINCT use sameGroup instead, where NaNs are
+// one group.
+func equalSQL(t typ, a, b value) (eq, null bool) {
+	switch {
+	case t.comp() != nil:
+		return equalComposite(t, a, b)
+	case t == tFloat:
+		return a.f == b.f, false
+	}
+	return compareValues(t, a, b) == 0, false
+}
+
+// equalComposite compares two non-NULL STRUCT values field by field with
+// SQL = (equalSQL): eq when every field is equal, null when none differs
+// but a NULL field leaves the answer unknown.
 func equalComposite(t typ, a, b value) (eq, null bool) {
 	c := t.comp()
 	null = false
@@ -549,12 +565,7 @@ func equalComposite(t typ, a, b value) (eq, null bool) {
 			null = true
 			continue
 		}
-		var e, n bool
-		if f.t.comp() != nil {
-			e, n = equalComposite(f.t, x, y)
-		} else {
-			e, n = compareValues(f.t, x, y) == 0, false
-		}
+		e, n := equalSQL(f.t, x, y)
 		if n {
 			null = true
 			continue

@@ -507,7 +507,8 @@ func compareValues(t typ, a, b value) int {
 		return cmp.Compare(a.i, b.i)
 	case t == tFloat:
 		if math.IsNaN(a.f) || math.IsNaN(b.f) {
-			// Only reached from IN and pruning; = and < on NaN are false.
+			// The ordering (grouping, pruning, MIN/MAX): NaN first and
+			// equal to NaN. SQL = and < on NaN are false: equalSQL.
 			if math.IsNaN(a.f) && math.IsNaN(b.f) {
 				return 0
 			}

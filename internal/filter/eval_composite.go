@@ -368,7 +368,12 @@ func (n *inArrayNode) eval(ctx *evalCtx) (*vec, error) {
 			if err != nil {
 				return nil, ctx.errf(n.p, "%v", err)
 			}
-			if compareValues(n.t, x, v) == 0 {
+			eq, eqNull := equalSQL(n.t, x, v)
+			if eqNull {
+				null = true
+				continue
+			}
+			if eq {
 				found = true
 				break
 			}

@@ -218,7 +218,6 @@ func TestReviewSUpperFullCaseMapping(t *testing.T) {
 // with compareValues (the ordering, where NaN == NaN) instead of SQL
 // equality.
 func TestReviewSNaNInUnnest(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-vals: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT CAST('nan' AS FLOAT64) IN UNNEST([CAST('nan' AS FLOAT64)]) AS b, "+
 		"CAST('nan' AS FLOAT64) NOT IN UNNEST([CAST('nan' AS FLOAT64), 1.0]) AS c, "+
 		"(SELECT COUNT(*) FROM UNNEST([CAST('nan' AS FLOAT64), 2.0]) x WHERE x IN UNNEST([CAST('nan' AS FLOAT64), 2.0])) AS d",
@@ -233,7 +232,6 @@ func TestReviewSNaNInUnnest(t *testing.T) {
 // FALSE (the same ordering comparison as NaN IN UNNEST). Suspect: the
 // structEqNode in internal/filter/composite.go.
 func TestReviewSNaNStructEquality(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-vals: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT STRUCT(CAST('nan' AS FLOAT64) AS f) = STRUCT(CAST('nan' AS FLOAT64) AS f) AS e, "+
 		"STRUCT(1 AS a, CAST('nan' AS FLOAT64) AS f) != STRUCT(1 AS a, CAST('nan' AS FLOAT64) AS f) AS n",
 		"e:BOOLEAN n:BOOLEAN\nfalse | true\n")
@@ -250,7 +248,6 @@ func TestReviewSNaNStructEquality(t *testing.T) {
 // On the code it was written against, seed 1 fails on x IN UNNEST([...])
 // with a NaN (TestReviewSNaNInUnnest's bug) and on STRUCT equality.
 func TestReviewSPropertyFloat(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-vals: remove this line with the fix")
 	seed := *propSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
