@@ -591,6 +591,11 @@ func (c *checker) binary(e *Binary) (node, error) {
 	case "IS DISTINCT FROM", "IS NOT DISTINCT FROM":
 		return c.distinct(e.Op, l, r, e.P)
 	case "||":
+		// STRING || STRING (any type that CONCAT casts), BYTES || BYTES
+		// and ARRAY<T> || ARRAY<T>.
+		if l.typ().isArray() || r.typ().isArray() {
+			return c.callNodes(&Call{Name: "ARRAY_CONCAT", P: e.P}, []node{l, r})
+		}
 		return c.callNodes(&Call{Name: "CONCAT", P: e.P}, []node{l, r})
 	case "&", "|", "^", "<<", ">>":
 		return c.bitwise(e.Op, l, r, e.P)

@@ -293,7 +293,25 @@ func init() {
 		}
 		t, ok := stringOrBytes(args)
 		if !ok {
-			return nil, c.noSig(e, args)
+			// GoogleSQL's STRING signature takes an argument of any type
+			// that casts to STRING except BYTES, cast (ZetaSQL's
+			// CONCAT_MIXED_TYPES; the CONCAT reference's example is
+			// CONCAT('Summer', ' ', 1923)); the BYTES one only BYTES.
+			t = tString
+			for i, a := range args {
+				at := a.typ()
+				if at == tString || at == tNull {
+					continue
+				}
+				if at == tBytes || at.comp() != nil || !castable(at, tString) {
+					return nil, c.noSig(e, args)
+				}
+				n, err := c.fold(&castNode{x: a, to: tString, p: a.pos()}, a)
+				if err != nil {
+					return nil, err
+				}
+				args[i] = n
+			}
 		}
 		return c.sigStrict(e, args, repeatT(t, len(args)), t, true, func(a []value) (value, error) {
 			var b strings.Builder

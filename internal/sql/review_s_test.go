@@ -141,10 +141,21 @@ func TestReviewSImplicitArrayPath(t *testing.T) {
 // query refused). Suspect: the CONCAT builtin in internal/filter
 // (funcs_string.go).
 func TestReviewSConcatCastsToString(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-lazy: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT CONCAT('Summer', ' ', 1923) AS release_date, CONCAT('x', 1.5) AS f, CONCAT('d', DATE '2024-01-02') AS d",
 		"release_date:STRING f:STRING d:STRING\nSummer 1923 | x1.5 | d2024-01-02\n")
 	reviewSCheck(t, nil, "SELECT ARRAY_LENGTH([1] || [2, 3]) AS n", "n:INTEGER\n3\n")
+	// fix-lazy: the STRING signature casts any type with a CAST to
+	// STRING, BYTES excepted (ZetaSQL's CanStringConcatCoerceFrom; ||
+	// is the same $concat_op signature, plus ARRAY<T> || ARRAY<T>); a
+	// NULL argument makes NULL.
+	reviewSCheck(t, nil, "SELECT CONCAT('v', TRUE, TIMESTAMP '2024-01-02 03:04:05+00') AS a, 'n' || 7 || NUMERIC '1.50' AS b, "+
+		"CONCAT('x', CAST(NULL AS INT64)) AS c, TO_HEX(CONCAT(b'\\x01', b'\\x02')) AS d, ARRAY_TO_STRING(['a'] || ['b', 'c'], '') AS e",
+		"a:STRING b:STRING c:STRING d:STRING e:STRING\nvtrue2024-01-02 03:04:05+00 | n71.5 | NULL | 0102 | abc\n")
+	for _, q := range []string{"SELECT CONCAT('a', b'b') AS a", "SELECT CONCAT(b'a', 1) AS a", "SELECT CONCAT('a', [1]) AS a", "SELECT [1] || ['a'] AS a", "SELECT [1] || 'a' AS a"} {
+		if got := reviewSQuery(t, nil, q); !strings.HasPrefix(got, "error: No matching signature") {
+			t.Errorf("%s\ngot:\n%swant No matching signature", q, got)
+		}
+	}
 }
 
 // TestReviewSJSONLiteralNormalized: a JSON literal is the JSON value its
