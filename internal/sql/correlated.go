@@ -222,6 +222,7 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 
 // runCorrelated runs a correlated subquery for one row's values.
 func (q *selectQuery) runCorrelated(ctx context.Context, sub *Query, e *env, kind string, in *relation, bind map[int]any) (any, error) {
+	defer q.bindKey(sub, in, bind)() // correlated_scan.go
 	q.corr = append(q.corr, &corrFrame{rel: in, bind: bind, refs: map[int]bool{}})
 	q.exprSub++
 	rs, err := q.query(ctx, sub, e)

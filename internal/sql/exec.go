@@ -186,6 +186,8 @@ type runner struct {
 	// subqueries read of each table reference (correlated_scan.go).
 	corr      []*corrFrame
 	corrScans map[*TableRef]*corrScan
+	corrKeys  map[*Query]*corrKey
+	keyBinds  map[*TableRef]*keyBind
 	// defining are the WITH entries whose definitions are running,
 	// innermost last; exprSub counts the expression subqueries running
 	// (recursive.go).
