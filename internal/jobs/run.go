@@ -89,25 +89,31 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 		}
 	}
 	s.mu.Lock()
-	j := &e.job
-	if j.Started.IsZero() {
-		j.Started = s.opts.Clock()
-	}
-	j.State, j.End, j.Err = StateDone, s.opts.Clock(), err
-	j.BytesProcessed, j.Referenced, j.Stats = out.BytesProcessed, out.Referenced, out.Stats
-	if err == nil {
-		j.Schema, j.NumRows, j.Destination = out.Schema, out.NumRows, out.Destination
-		e.rec = rec
-	}
-	done := *j
-	e.cancel()
-	e.cancel = nil
+	done := e.job
 	s.mu.Unlock()
-	// Logged before it is published: a client that saw DONE sees it
-	// after a crash too.
+	if done.Started.IsZero() {
+		done.Started = s.opts.Clock()
+	}
+	done.State, done.End, done.Err = StateDone, s.opts.Clock(), err
+	done.BytesProcessed, done.Referenced, done.Stats = out.BytesProcessed, out.Referenced, out.Stats
+	if err == nil {
+		done.Schema, done.NumRows, done.Destination = out.Schema, out.NumRows, out.Destination
+	}
+	done.commit = nil
+	// Logged before it is published: a client that saw DONE (Get, List,
+	// getQueryResults) sees it after a crash too, and a Delete (which
+	// needs DONE) is logged after it, never replayed before it.
 	if err := s.persist(&done); err != nil {
 		s.log.Error("jobs: log a finished job", "job", done.ID, "err", err)
 	}
+	s.mu.Lock()
+	e.job = done
+	if err == nil {
+		e.rec = rec
+	}
+	e.cancel()
+	e.cancel = nil
+	s.mu.Unlock()
 	close(e.done)
 }
 
