@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strings"
 )
 
 // Array functions of GoogleSQL for BigQuery: ARRAY_LENGTH, ARRAY_CONCAT,
 // ARRAY_REVERSE, ARRAY_TO_STRING, ARRAY_FIRST, ARRAY_LAST, ARRAY_SLICE,
-// GENERATE_ARRAY, GENERATE_DATE_ARRAY and GENERATE_TIMESTAMP_ARRAY.
+// RANGE_BUCKET, GENERATE_ARRAY, GENERATE_DATE_ARRAY and
+// GENERATE_TIMESTAMP_ARRAY.
 // (ARRAY_INCLUDES and its relatives are GoogleSQL functions BigQuery
 // does not have: Function not found, as there.)
 
@@ -155,6 +157,44 @@ func registerArray() {
 				return value{a: []value{}}, nil
 			}
 			return value{a: append([]value{}, xs[from:to+1]...)}, nil
+		})
+	}
+	// RANGE_BUCKET(point, boundaries): how many of the ascending
+	// boundaries are <= point (0 below the first, the array's length at
+	// or past the last; duplicates all count). A NULL element or an
+	// array not in ascending order is an error.
+	builtins["RANGE_BUCKET"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args, 2, 2); err != nil {
+			return nil, err
+		}
+		at := args[1].typ()
+		if !at.isArray() {
+			return nil, c.noSig(e, args)
+		}
+		t, ok := numericOf([]node{args[0], &constNode{v: constVec(at.elem(), nullValue)}})
+		if !ok {
+			return nil, c.noSig(e, args)
+		}
+		want, err := arrayOf(t)
+		if err != nil {
+			return nil, c.noSig(e, args)
+		}
+		return c.sig(e, args, []typ{t, want}, tInt, func(a []value) (value, error) {
+			xs := a[1].a
+			for i, x := range xs {
+				if x.null {
+					return value{}, fmt.Errorf("Elements in input array to RANGE_BUCKET cannot be null.")
+				}
+				if i > 0 && compareValues(t, xs[i-1], x) > 0 {
+					return value{}, fmt.Errorf("Elements in input array to RANGE_BUCKET are not sorted in ascending order.")
+				}
+			}
+			p := a[0]
+			if t == tFloat && math.IsNaN(p.f) {
+				return nullValue, nil
+			}
+			n := sort.Search(len(xs), func(i int) bool { return compareValues(t, xs[i], p) > 0 })
+			return value{i: int64(n)}, nil
 		})
 	}
 	builtins["GENERATE_ARRAY"] = func(c *checker, e *Call, args []node) (node, error) {
