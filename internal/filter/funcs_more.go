@@ -82,7 +82,17 @@ func truncFn(t typ) builtin {
 			if loc == time.UTC {
 				return value{i: truncMicros(a[0].i, part)}, nil
 			}
-			v, err := localToUTC(truncMicros(utcToLocal(a[0].i, loc), part), loc)
+			local := utcToLocal(a[0].i, loc)
+			if unit, ok := partMicros[part]; ok && unit < microsPerDay {
+				// HOUR and finer keep the input's own UTC offset: the
+				// part of the local time below unit is subtracted from
+				// the instant (ZetaSQL's TimestampTruncAtLeastMinute),
+				// so in a repeated hour after a DST fall-back 01:30 EST
+				// truncates to 01:00 EST, not to the earlier 01:00 EDT
+				// that converting the local 01:00 back would pick.
+				return value{i: a[0].i - (local - truncMicros(local, part))}, nil
+			}
+			v, err := localToUTC(truncMicros(local, part), loc)
 			return value{i: v}, err
 		})
 	}

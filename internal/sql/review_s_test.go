@@ -80,12 +80,20 @@ func reviewSCheck(t *testing.T, tables map[string]string, query, want string) {
 // goes local civil time -> truncate -> localToUTC, which picks the
 // earlier of the two instants of an ambiguous civil time.
 func TestReviewSTimestampTruncHourAmbiguous(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-vals: remove this line with the fix")
 	reviewSCheck(t, nil,
 		"SELECT UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-11-03 06:30:00+00', HOUR, 'America/New_York')) AS ny, "+
 			"UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-10-27 01:40:00+00', HOUR, 'Europe/Berlin')) AS be, "+
 			"UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-10-27 01:40:30+00', MINUTE, 'Europe/Berlin')) AS bm",
 		"ny:INTEGER be:INTEGER bm:INTEGER\n1730613600 | 1729990800 | 1729993200\n")
+	// fix-vals: zones whose offset is not whole hours: 10:50 UTC is 16:20
+	// in Kolkata (+05:30), its hour 16:00 IST = 10:30 UTC; 10:50:30 UTC is
+	// 16:35:30 in Kathmandu (+05:45), its minute 10:50 UTC. DAY still
+	// starts at local midnight (2024-01-01 00:00 IST = 2023-12-31 18:30 UTC).
+	reviewSCheck(t, nil,
+		"SELECT UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-01-01 10:50:00+00', HOUR, 'Asia/Kolkata')) AS h, "+
+			"UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-01-01 10:50:30.25+00', MINUTE, 'Asia/Kathmandu')) AS m, "+
+			"UNIX_SECONDS(TIMESTAMP_TRUNC(TIMESTAMP '2024-01-01 10:50:00+00', DAY, 'Asia/Kolkata')) AS d",
+		"h:INTEGER m:INTEGER d:INTEGER\n1704105000 | 1704106200 | 1704047400\n")
 }
 
 // TestReviewSImplicitArrayPath: GoogleSQL's FROM accepts a path through
