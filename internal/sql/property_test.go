@@ -175,7 +175,38 @@ func randPred(rng *rand.Rand, v string, depth int) pred {
 const orderedMark = "/* ordered */ "
 
 func randQuery(rng *rand.Rand, l, r *propTable) (string, [][]any) {
-	switch rng.Intn(11) {
+	switch rng.Intn(12) {
+	case 11: // correlated subqueries over the groups of b (select list and HAVING)
+		p, q := randPred(rng, "l", 1), randPred(rng, "r", 1)
+		counts := map[any]int64{}
+		var order []any
+		for _, row := range l.rows {
+			if x := p.eval(row); x == nil || !*x {
+				continue
+			}
+			if _, ok := counts[row[1]]; !ok {
+				order = append(order, row[1])
+			}
+			counts[row[1]]++
+		}
+		var out [][]any
+		for _, b := range order {
+			exists, n := false, int64(0)
+			for _, y := range r.rows {
+				if b == nil || y[1] == nil || y[1].(string) != b.(string) {
+					continue
+				}
+				exists = true
+				if t := q.eval(y); t != nil && *t {
+					n++
+				}
+			}
+			if exists {
+				out = append(out, []any{b, counts[b], n})
+			}
+		}
+		return "SELECT b, COUNT(*), (SELECT COUNT(*) FROM r WHERE r.b = l.b AND " + q.text + ") FROM l WHERE " + p.text +
+			" GROUP BY b HAVING EXISTS (SELECT 1 FROM r WHERE r.b = l.b)", out
 	case 10: // ORDER BY some columns [DESC] [NULLS FIRST|LAST] LIMIT [OFFSET]: top-k
 		p := randPred(rng, "l", 1)
 		var rows [][]any
