@@ -762,6 +762,9 @@ func (c *checker) cast(e *Cast) (node, error) {
 		return nil, err
 	}
 	to, ok := castTypes[e.Type]
+	if !ok && c.query && (strings.HasPrefix(e.Type, "ARRAY<") || strings.HasPrefix(e.Type, "STRUCT<")) {
+		return c.castComposite(e, x)
+	}
 	if !ok {
 		return nil, c.errf(e.P, "Type not found: %s", e.Type)
 	}
@@ -777,6 +780,52 @@ func (c *checker) cast(e *Cast) (node, error) {
 	return c.fold(&castNode{x: x, to: to, safe: e.Safe, p: e.P}, x)
 }
 
+// castComposite checks CAST(x AS ARRAY<T>) and CAST(x AS STRUCT<...>):
+// GoogleSQL casts an ARRAY to an ARRAY whose element type the elements
+// cast to, and a STRUCT to a STRUCT of as many fields, field by field in
+// order, the names being the target's (Conversion functions, CAST AS
+// ARRAY / CAST AS STRUCT).
+func (c *checker) castComposite(e *Cast, x node) (node, error) {
+	to, err := parseTypeName(e.Type)
+	if err != nil {
+		return nil, c.errf(e.P, "%v", err)
+	}
+	if e.Format != nil {
+		return nil, c.errf(e.P, "FORMAT is not allowed for cast to %s", to)
+	}
+	if x.typ() == tNull {
+		return &constNode{v: constVec(to, nullValue), p: e.P}, nil
+	}
+	if !castableComposite(x.typ(), to) {
+		return nil, c.errf(e.P, "Invalid cast from %s to %s", x.typ(), to)
+	}
+	return c.fold(&convNode{x: x, to: to, safe: e.Safe, p: e.P}, x)
+}
+
+// castableComposite reports whether CAST converts from to to, for any
+// types.
+func castableComposite(from, to typ) bool {
+	cf, ct := from.comp(), to.comp()
+	if cf == nil || ct == nil {
+		return cf == nil && ct == nil && castable(from, to)
+	}
+	if cf.kind != ct.kind {
+		return false
+	}
+	if cf.kind != tStruct {
+		return castableComposite(cf.elem, ct.elem)
+	}
+	if len(cf.fields) != len(ct.fields) {
+		return false
+	}
+	for i := range cf.fields {
+		if !castableComposite(cf.fields[i].t, ct.fields[i].t) {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *checker) extract(e *Extract) (node, error) {
 	x, err := c.check(e.X)
 	if err != nil {
@@ -786,6 +835,20 @@ func (c *checker) extract(e *Extract) (node, error) {
 	if t == tNull {
 		t = tTimestamp
 		x = &constNode{v: constVec(t, nullValue), p: x.pos()}
+	}
+	if e.Part == "DATETIME" && t == tTimestamp {
+		// The civil date and time of the timestamp in UTC or the zone
+		// (GoogleSQL timestamp EXTRACT's DATETIME part): the same
+		// microseconds, as DATETIME(ts[, zone]).
+		args := []node{x}
+		if e.Zone != nil {
+			z, err := c.check(e.Zone)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, z)
+		}
+		return c.callNodes(&Call{Name: "DATETIME", P: e.P}, args)
 	}
 	if e.Zone != nil {
 		// The parts of the civil time in the zone: those of

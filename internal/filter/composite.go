@@ -670,9 +670,10 @@ func superTyp(a, b typ) (typ, bool) {
 
 // convNode converts an ARRAY or STRUCT value to a supertype.
 type convNode struct {
-	x  node
-	to typ
-	p  int
+	x    node
+	to   typ
+	safe bool // SAFE_CAST: a value that fails to convert is NULL
+	p    int
 }
 
 func (n *convNode) typ() typ { return n.to }
@@ -687,6 +688,9 @@ func (n *convNode) eval(ctx *evalCtx) (*vec, error) {
 	from := n.x.typ()
 	for i := 0; i < ctx.n; i++ {
 		v, err := convertValue(from, n.to, x.get(i))
+		if err != nil && n.safe {
+			v, err = nullValue, nil
+		}
 		if err != nil {
 			return nil, ctx.errf(n.p, "%v", err)
 		}

@@ -427,6 +427,15 @@ func init() {
 		})
 	}
 	builtins["REVERSE"] = func(c *checker, e *Call, args []node) (node, error) {
+		if len(args) == 1 && args[0].typ() == tBytes {
+			return c.sig(e, args, []typ{tBytes}, tBytes, func(a []value) (value, error) {
+				b := []byte(a[0].s)
+				for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
+					b[i], b[j] = b[j], b[i]
+				}
+				return value{s: string(b)}, nil
+			})
+		}
 		return c.sig(e, args, []typ{tString}, tString, func(a []value) (value, error) {
 			r := []rune(a[0].s)
 			for i, j := 0, len(r)-1; i < j; i, j = i+1, j-1 {

@@ -705,12 +705,29 @@ func (p *parser) parseCast(safe bool) (Expr, *Error) {
 	if err := p.expectKw("AS"); err != nil {
 		return nil, err
 	}
-	if p.tok.kind != kIdent || isReserved(p.tok.text) {
-		return nil, p.errf(p.tok.pos, "Syntax error: Expected type name but got %s", p.tok.describe())
-	}
-	ty := strings.ToUpper(p.tok.text)
-	if err := p.advance(); err != nil {
-		return nil, err
+	var ty string
+	if p.isKw("ARRAY") || p.isKw("STRUCT") {
+		// ARRAY<T> / STRUCT<...>: the type as written after the keyword.
+		kw := strings.ToUpper(p.tok.text)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		if !p.isOp("<") {
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected \"<\" but got %s", p.tok.describe())
+		}
+		params, err := p.typeParams()
+		if err != nil {
+			return nil, err
+		}
+		ty = kw + params
+	} else {
+		if p.tok.kind != kIdent || isReserved(p.tok.text) {
+			return nil, p.errf(p.tok.pos, "Syntax error: Expected type name but got %s", p.tok.describe())
+		}
+		ty = strings.ToUpper(p.tok.text)
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
 	}
 	var format, zone Expr
 	if p.isKw("FORMAT") {
