@@ -206,15 +206,23 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			groups[g] = it.Expr
 			continue
 		}
-		if name, ok := gs.singleName(); ok && !q.in.has(name) {
+		// A select-list alias comes before an input column of the same
+		// name: "those aliases override names in the corresponding FROM
+		// clause" (BigQuery's GROUP BY reference); one of an aggregate is
+		// BigQuery's error, not the input column.
+		if name, ok := gs.singleName(); ok {
 			for _, it := range items {
-				if strings.EqualFold(it.Alias, name) {
-					if it.Star {
-						starCol[g] = it.col
-					} else {
-						groups[g] = it.Expr
-					}
+				if !strings.EqualFold(it.Alias, name) {
+					continue
 				}
+				if it.Star {
+					starCol[g] = it.col
+				} else if _, agg := findAgg(it.Expr.toks); agg {
+					return nil, q.errf(gs.pos(), "Column %s contains an aggregation function, which is not allowed in GROUP BY", it.Alias)
+				} else {
+					groups[g] = it.Expr
+				}
+				break
 			}
 		}
 		if at, ok := findAgg(groups[g].toks); ok {
