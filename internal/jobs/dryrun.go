@@ -19,6 +19,7 @@ import (
 // no bytes.
 func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (Job, error) {
 	now := s.opts.Clock()
+	at := s.readTime(now) // the snapshot a run would read
 	j := Job{Project: project, Location: location, Query: q, State: StateDone, Created: now, Started: now, End: now}
 	sts, err := sql.ParseScript(q.SQL)
 	if err != nil {
@@ -40,18 +41,18 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 		var err error
 		if ref, qerr := qualify(project, q, n); qerr == nil {
 			if ct, cerr := s.cat.Table(ref.Project, ref.Dataset, ref.Table); cerr == nil && ct.View != nil {
-				t, err = s.openView(ctx, ct, now)
+				t, err = s.openView(ctx, ct, at)
 			} else {
-				t, err = s.open(project, q, n, now)
+				t, err = s.open(project, q, n, at)
 			}
 		} else {
-			t, err = s.open(project, q, n, now)
+			t, err = s.open(project, q, n, at)
 		}
 		if err != nil {
 			return nil, err
 		}
 		return &sizingTable{Table: t, bytes: &bytes}, nil
-	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: now,
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at,
 		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
 			return s.wildcard(project, q, n)
 		}})

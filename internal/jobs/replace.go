@@ -186,3 +186,17 @@ func (s *Store) move(ctx context.Context, q Query, ref TableRef, spec catalog.Mo
 	}
 	return err
 }
+
+// readTime is the snapshot time of a statement that starts at wall-clock
+// time at: at, or the engine's time (storage.DB.Now) when that is later,
+// so that the statement sees every commit acknowledged before it started
+// even after the wall clock stepped back (the engine stamps commits
+// monotonically, ahead of a clock that went back).
+func (s *Store) readTime(at time.Time) time.Time {
+	if s.opts.DB != nil {
+		if now := s.opts.DB.Now(); now.After(at) {
+			return now
+		}
+	}
+	return at
+}

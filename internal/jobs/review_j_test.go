@@ -428,7 +428,6 @@ func TestReviewJAppendRenamedColumnMessage(t *testing.T) {
 // reading at the engine's latest (time.Time{}) or max(at, engine's last
 // commit) would not depend on it.
 func TestReviewJWallClockStepBack(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs2: remove this line with the fix")
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

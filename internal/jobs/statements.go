@@ -84,6 +84,7 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if i > 0 {
 			at = s.opts.Clock()
 		}
+		at = s.readTime(at)
 		var sk sql.Sink = dropRows{}
 		if i == last {
 			sk = sink

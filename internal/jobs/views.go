@@ -27,7 +27,7 @@ type viewDepthKey struct{}
 // ViewSchema runs a view's query in project and returns its result
 // schema: the schema tables.insert and CREATE VIEW give the view.
 func (s *Store) ViewSchema(ctx context.Context, project, query string) (*schema.Schema, error) {
-	res, err := s.query(ctx, project, Query{}, query, s.opts.Clock())
+	res, err := s.query(ctx, project, Query{}, query, s.readTime(s.opts.Clock()))
 	if err != nil {
 		return nil, err
 	}

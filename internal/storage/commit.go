@@ -72,6 +72,7 @@ func (t *Table) stampLocked(ops []*op) {
 		}
 		o.ts = max(now, t.mu.lastTS+1, t.mu.readTS+1)
 		t.mu.lastTS = o.ts
+		t.db.noteTS(o.ts)
 		if t.mu.inflight == 0 {
 			t.mu.inflight = o.ts
 		}

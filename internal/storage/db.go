@@ -93,7 +93,10 @@ type DB struct {
 	log   *slog.Logger
 
 	createMu sync.Mutex // serializes CreateTable and DropTable
-	mu       struct {
+	// lastTS is the latest timestamp any table stamped or recovered, µs
+	// (Now; noteTS).
+	lastTS atomic.Int64
+	mu     struct {
 		sync.Mutex
 		tables map[string]*Table
 		// quarantined: tables whose files failed recovery at Open, by id.
@@ -394,6 +397,7 @@ func (db *DB) CreateTable(ctx context.Context, id string, schema *arrow.Schema) 
 	name := "t-" + newID(8)
 	tmp := path.Join(td, name+".tmp")
 	now := db.clock().UnixMicro()
+	db.noteTS(now)
 	ck := &checkpoint{tableID: id, createTS: now, lastTS: now, streams: stream.NewSet(),
 		schemas: []schemaVer{{version: 1, ts: now, schema: schema, ipc: sipc}}}
 	var buf []byte

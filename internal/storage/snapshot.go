@@ -80,8 +80,11 @@ func (t *Table) snapshotLocked(now, at time.Time) (*Snapshot, error) {
 	if t.mu.dropped {
 		return nil, fmt.Errorf("storage: table %q: %w", t.id, ErrTableNotFound)
 	}
-	if last := usTime(t.mu.lastTS); last.After(now) {
-		now = last // timestamps run ahead of the clock under load
+	if last := usTime(max(t.mu.lastTS, t.db.lastTS.Load())); last.After(now) {
+		// Timestamps run ahead of the clock under load, and stay
+		// ahead when it steps back: any table's latest is "now" for
+		// every table (DB.Now), so that one time reads them all.
+		now = last
 	}
 	if at.IsZero() {
 		at = now

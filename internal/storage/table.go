@@ -752,6 +752,7 @@ func (t *Table) applyLocked(r *rec, ts int64, f *logFile, off, flen int64) error
 	}
 	if ts > t.mu.lastTS {
 		t.mu.lastTS = ts
+		t.db.noteTS(ts)
 	}
 	return err
 }
@@ -764,6 +765,7 @@ func (t *Table) loadCheckpointLocked(c *checkpoint) {
 	if c.lastTS > t.mu.lastTS {
 		t.mu.lastTS = c.lastTS
 	}
+	t.db.noteTS(t.mu.lastTS)
 }
 
 func (t *Table) checkpointLocked() *checkpoint {
