@@ -375,9 +375,9 @@ func init() {
 		}
 		var fixed *regexp.Regexp
 		if v, ok := constValue(args[1]); ok && !v.null {
-			re, err := regexp.Compile(v.s)
+			re, err := compileRegexp(v.s, t == tBytes)
 			if err != nil {
-				return nil, c.errf(e.Args[1].Pos(), "Cannot parse regular expression: %v", err)
+				return nil, c.errf(e.Args[1].Pos(), "%v", err)
 			}
 			fixed = re
 		}
@@ -385,9 +385,12 @@ func init() {
 			re := fixed
 			if re == nil {
 				var err error
-				if re, err = regexp.Compile(a[1].s); err != nil {
-					return value{}, fmt.Errorf("Cannot parse regular expression: %v", err)
+				if re, err = compileRegexp(a[1].s, t == tBytes); err != nil {
+					return value{}, err
 				}
+			}
+			if t == tBytes {
+				return value{b: re.MatchString(toLatin1(a[0].s))}, nil
 			}
 			return value{b: re.MatchString(a[0].s)}, nil
 		})

@@ -54,7 +54,7 @@ func registerSplit() {
 		if !ok {
 			return nil, c.noSig(e, args)
 		}
-		ra, err := c.regexpArg(e, args, 1, 1)
+		ra, err := c.regexpArg(e, args, 1, 1, t)
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +73,13 @@ func registerSplit() {
 				if len(afters) < 64 {
 					afters[re] = after
 				}
+			}
+			if t == tBytes {
+				v, err := regexpExtractAll(re, after, toLatin1(a[0].s))
+				for i := range v.a {
+					v.a[i].s = fromLatin1(v.a[i].s)
+				}
+				return v, err
 			}
 			return regexpExtractAll(re, after, a[0].s)
 		})

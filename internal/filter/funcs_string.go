@@ -46,14 +46,19 @@ func unitCount(t typ, s string) int {
 
 // regexpArg compiles a constant pattern once at check time (an invalid one
 // is a compile error at the pattern) and otherwise per row, with a cache.
+// A BYTES pattern (latin1) compiles as Latin-1 text, each byte one
+// character, as ZetaSQL compiles it (RE2's EncodingLatin1): the caller
+// matches it against toLatin1 of the input and maps the results back with
+// fromLatin1.
 type regexpArg struct {
 	cache map[string]*regexp.Regexp
 	// groups > 0: the most capturing groups allowed (extraction).
 	groups int
+	latin1 bool
 }
 
-func (c *checker) regexpArg(e *Call, args []node, i, groups int) (*regexpArg, error) {
-	ra := &regexpArg{cache: map[string]*regexp.Regexp{}, groups: groups}
+func (c *checker) regexpArg(e *Call, args []node, i, groups int, t typ) (*regexpArg, error) {
+	ra := &regexpArg{cache: map[string]*regexp.Regexp{}, groups: groups, latin1: t == tBytes}
 	if v, ok := constValue(args[i]); ok && !v.null {
 		if _, err := ra.get(v.s); err != nil {
 			return nil, c.errf(e.Args[i].Pos(), "%s", err.Error())
@@ -66,9 +71,9 @@ func (ra *regexpArg) get(p string) (*regexp.Regexp, error) {
 	if re := ra.cache[p]; re != nil {
 		return re, nil
 	}
-	re, err := regexp.Compile(p)
+	re, err := compileRegexp(p, ra.latin1)
 	if err != nil {
-		return nil, fmt.Errorf("Cannot parse regular expression: %v", err)
+		return nil, err
 	}
 	if ra.groups > 0 && re.NumSubexp() > ra.groups {
 		return nil, fmt.Errorf("Regular expressions passed into extraction functions must not have more than 1 capturing group")
@@ -77,6 +82,64 @@ func (ra *regexpArg) get(p string) (*regexp.Regexp, error) {
 		ra.cache[p] = re
 	}
 	return re, nil
+}
+
+// compileRegexp compiles a pattern; a BYTES one (latin1) as Latin-1 text.
+func compileRegexp(p string, latin1 bool) (*regexp.Regexp, error) {
+	if latin1 {
+		p = toLatin1(p)
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, fmt.Errorf("Cannot parse regular expression: %v", err)
+	}
+	return re, nil
+}
+
+// toLatin1 maps BYTES to the UTF-8 text whose characters are its bytes
+// (byte b is rune U+00b), so that Go's regexp, which works on UTF-8,
+// matches BYTES byte by byte: '.' is one byte, and a multibyte UTF-8
+// sequence or an invalid one is as many characters as it has bytes. ASCII
+// input maps to itself without copying.
+func toLatin1(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < utf8.RuneSelf {
+			b = append(b, c)
+		} else {
+			b = append(b, 0xC0|c>>6, 0x80|c&0x3F)
+		}
+	}
+	return string(b)
+}
+
+// fromLatin1 is toLatin1's inverse, on text whose characters are all at
+// most U+00FF (substrings of toLatin1's results and their concatenations).
+func fromLatin1(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		b = append(b, byte(r))
+	}
+	return string(b)
 }
 
 func registerString() {
@@ -283,7 +346,7 @@ func registerString() {
 		if !ok {
 			return nil, c.noSig(e, args)
 		}
-		ra, err := c.regexpArg(e, args, 1, 0)
+		ra, err := c.regexpArg(e, args, 1, 0, t)
 		if err != nil {
 			return nil, err
 		}
@@ -291,6 +354,11 @@ func registerString() {
 			re, err := ra.get(a[1].s)
 			if err != nil {
 				return value{}, err
+			}
+			if t == tBytes {
+				v, err := regexpReplace(re, toLatin1(a[0].s), toLatin1(a[2].s))
+				v.s = fromLatin1(v.s)
+				return v, err
 			}
 			return regexpReplace(re, a[0].s, a[2].s)
 		})
@@ -305,7 +373,7 @@ func registerString() {
 		if !ok {
 			return nil, c.noSig(e, args)
 		}
-		ra, err := c.regexpArg(e, args, 1, 1)
+		ra, err := c.regexpArg(e, args, 1, 1, t)
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +397,10 @@ func registerString() {
 				return value{}, fmt.Errorf("Occurrence parameter in %s must be positive", e.Name)
 			}
 			s := a[0].s
-			off, ok := unitOffset(t, s, pos-1)
+			if t == tBytes {
+				s = toLatin1(s) // one character a byte: offsets count characters
+			}
+			off, ok := unitOffset(tString, s, pos-1)
 			if !ok {
 				return nullValue, nil
 			}
@@ -341,6 +412,9 @@ func registerString() {
 			g := len(m)/2 - 1
 			if m[2*g] < 0 {
 				return nullValue, nil
+			}
+			if t == tBytes {
+				return value{s: fromLatin1(s[off+m[2*g] : off+m[2*g+1]])}, nil
 			}
 			return value{s: s[off+m[2*g] : off+m[2*g+1]]}, nil
 		})
@@ -355,7 +429,7 @@ func registerString() {
 		if !ok {
 			return nil, c.noSig(e, args)
 		}
-		ra, err := c.regexpArg(e, args, 1, 1)
+		ra, err := c.regexpArg(e, args, 1, 1, t)
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +459,10 @@ func registerString() {
 				return value{}, fmt.Errorf("Occurrence position parameter in REGEXP_INSTR must be 0 or 1")
 			}
 			s := a[0].s
-			off, ok := unitOffset(t, s, pos-1)
+			if t == tBytes {
+				s = toLatin1(s) // one character a byte: positions count characters
+			}
+			off, ok := unitOffset(tString, s, pos-1)
 			if !ok {
 				return value{i: 0}, nil
 			}
@@ -402,7 +479,7 @@ func registerString() {
 			if at < 0 {
 				return value{i: 0}, nil
 			}
-			return value{i: int64(unitCount(t, s[:off+at])) + 1}, nil
+			return value{i: int64(unitCount(tString, s[:off+at])) + 1}, nil
 		})
 	}
 	bytesToStr := func(name string, f func([]byte) string) {
