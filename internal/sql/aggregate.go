@@ -596,7 +596,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		return nil, err
 	}
 	defer rec.Release()
-	rec, release, err := gc.with(ctx, rec, n)
+	// HAVING's subquery columns (all of them if HAVING names a select
+	// alias); the others once HAVING has cut the groups.
+	rec, release, err := gc.with(ctx, rec, n, len(havingItems) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -635,13 +637,30 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			keep[i] = v == true
 		}
 	}
+	if len(q.windows) == 0 {
+		// The select list and ORDER BY see the groups HAVING keeps only,
+		// as they see the rows WHERE keeps: a group HAVING drops must not
+		// fail the query (1/SUM(x) ... HAVING SUM(x) != 0).
+		if rec, n, release, err = keepRows(ctx, rec, keep); err != nil {
+			return nil, err
+		}
+		defer release()
+		keep = keep[:0]
+		for range n {
+			keep = append(keep, true)
+		}
+		if rec, release, err = gc.with(ctx, rec, n, false); err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	if len(q.windows) > 0 {
 		if rec, n, err = q.windowsOverGroups(ctx, rec, keep, post, postBase); err != nil {
 			return nil, err
 		}
 		defer rec.Release()
 		// The kept groups' subquery columns (from the cache).
-		if rec, release, err = gc.with(ctx, rec, n); err != nil {
+		if rec, release, err = gc.with(ctx, rec, n, false); err != nil {
 			return nil, err
 		}
 		defer release()

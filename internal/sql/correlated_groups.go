@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/bqstore/bqstore/internal/schema"
 )
@@ -45,6 +46,8 @@ type groupCorrCol struct {
 	field *schema.Field
 	refs  []int // columns of q.in
 	cache map[string]any
+	// having: the subquery is HAVING's, computed for every group.
+	having bool
 }
 
 // schemaFor returns s with the columns of the subqueries so far, the
@@ -85,6 +88,7 @@ func (g *groupCorr) add(sub *Query, e *env, kind, typ string, frame *corrFrame, 
 		c.refs = append(c.refs, i)
 	}
 	c.field = resultField(c.name, typ)
+	c.having = g.clause == "HAVING clause"
 	g.cols = append(g.cols, c)
 	if g.target != nil {
 		g.target.Fields = append(g.target.Fields, c.field)
@@ -93,16 +97,22 @@ func (g *groupCorr) add(sub *Query, e *env, kind, typ string, frame *corrFrame, 
 }
 
 // with returns rec (the groups' record, n rows) with the subqueries'
-// columns added (rec itself when there are none); release frees what it
-// made.
-func (g *groupCorr) with(ctx context.Context, rec arrow.RecordBatch, n int) (arrow.RecordBatch, func(), error) {
+// columns it lacks added (HAVING's only, with havingOnly); rec itself
+// when none is; release frees what it made.
+func (g *groupCorr) with(ctx context.Context, rec arrow.RecordBatch, n int, havingOnly bool) (arrow.RecordBatch, func(), error) {
 	noop := func() {}
-	if len(g.cols) == 0 {
+	var cols []*groupCorrCol
+	for _, c := range g.cols {
+		if (c.having || !havingOnly) && len(rec.Schema().FieldIndices(c.name)) == 0 {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) == 0 {
 		return rec, noop, nil
 	}
-	vals := make([][]any, len(g.cols))
+	vals := make([][]any, len(cols))
 	out := &schema.Schema{}
-	for k, c := range g.cols {
+	for k, c := range cols {
 		refVals := make([][]any, len(c.refs))
 		for j, i := range c.refs {
 			x, err := g.q.compileText(colText(g.q.in.cols[i].internal), g.keys, nil)
@@ -141,4 +151,39 @@ func (g *groupCorr) with(ctx context.Context, rec arrow.RecordBatch, n int) (arr
 	joined := joinRecords(rec, prec)
 	prec.Release()
 	return joined, joined.Release, nil
+}
+
+// keepRows is rec (n rows) cut to the rows keep marks (rec itself when it
+// keeps all); release frees what it made.
+func keepRows(ctx context.Context, rec arrow.RecordBatch, keep []bool) (arrow.RecordBatch, int, func(), error) {
+	noop := func() {}
+	idx := make([]int32, 0, len(keep))
+	for i, k := range keep {
+		if k {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) == len(keep) {
+		return rec, len(idx), noop, nil
+	}
+	ia := indices(idx)
+	defer ia.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	release := func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}
+	for c := range cols {
+		var err error
+		if cols[c], err = takeArray(ctx, rec.Column(c), ia); err != nil {
+			release()
+			return nil, 0, noop, err
+		}
+	}
+	out := array.NewRecordBatch(rec.Schema(), cols, int64(len(idx)))
+	release()
+	return out, len(idx), out.Release, nil
 }
