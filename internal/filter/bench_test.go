@@ -113,6 +113,27 @@ func BenchmarkEval(b *testing.B) {
 	})
 }
 
+// BenchmarkCaseMapping: UPPER and LOWER on ASCII text (the fast path)
+// and on text with non-ASCII letters (full Unicode case mapping).
+//
+//	go test -run '^$' -bench CaseMapping -count 10 -benchmem ./internal/filter/
+func BenchmarkCaseMapping(b *testing.B) {
+	for _, fn := range []string{"UPPER", "LOWER"} {
+		b.Run("fn="+fn+"/text=ascii", func(b *testing.B) {
+			rec, _ := benchRecord(64)
+			defer rec.Release()
+			n := int64(len(rec.Column(2).(*array.String).ValueBytes()))
+			runFilterBench(b, fn+"(payload) != ''", rec, n)
+		})
+		b.Run("fn="+fn+"/text=latin", func(b *testing.B) {
+			rec, _ := benchRecord(64)
+			defer rec.Release()
+			n := int64(len(rec.Column(2).(*array.String).ValueBytes()))
+			runFilterBench(b, fn+"(CONCAT(payload, 'éÉ')) != ''", rec, n)
+		})
+	}
+}
+
 func BenchmarkParse(b *testing.B) {
 	expr := "int_field > 5 AND date_field = CAST('2014-9-27' as DATE) AND " + strings.Repeat("(str LIKE 'a%' OR str IN ('x', 'y')) AND ", 10) + "TRUE"
 	b.SetBytes(int64(len(expr)))

@@ -242,8 +242,8 @@ func repeatT(t typ, n int) []typ {
 func init() {
 	builtins = map[string]builtin{}
 	registerArray()
-	builtins["LOWER"] = caseFn(strings.ToLower, asciiLower)
-	builtins["UPPER"] = caseFn(strings.ToUpper, asciiUpper)
+	builtins["LOWER"] = caseFn(lowerFull, asciiLower)
+	builtins["UPPER"] = caseFn(upperFull, asciiUpper)
 	builtins["LENGTH"] = func(c *checker, e *Call, args []node) (node, error) {
 		if err := c.arity(e, args, 1, 1); err != nil {
 			return nil, err
