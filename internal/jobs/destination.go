@@ -27,6 +27,10 @@ import (
 //   - WRITE_TRUNCATE: the table is replaced by one with the result's
 //     schema and rows.
 //
+// A new or truncated table gets the job's timePartitioning,
+// rangePartitioning and clustering; an append checks them against the
+// table's (destination_part.go).
+//
 // The rows go through one PENDING stream committed at the end, so an
 // append is atomic; the job logs the stream before committing it, so
 // that a crash after the commit recovers the job DONE (commit.go). A new table and a truncated one are built aside and
@@ -81,12 +85,18 @@ func (s *Store) openDestination(ctx context.Context, j *Job, sch *schema.Schema)
 	if exists {
 		switch q.WriteDisposition {
 		case WriteAppend:
+			if err := samePartitioning(q.Partitioning, ct); err != nil {
+				return nil, err
+			}
 			if err := appendable(ct.Schema(), sch, name); err != nil {
 				return nil, err
 			}
 			return &destination{d: d, name: name, ct: ct, exists: true}, nil
 		case WriteTruncate:
 		default: // WRITE_EMPTY
+			if err := samePartitioning(q.Partitioning, ct); err != nil {
+				return nil, err
+			}
 			n, err := s.numRows(ct)
 			if err != nil {
 				return nil, err
@@ -104,8 +114,15 @@ func (s *Store) openDestination(ctx context.Context, j *Job, sch *schema.Schema)
 	// (replace.go). A truncated table keeps its description, friendly
 	// name, labels and expiration; its schema is the result's, and its
 	// constraints, partitioning and clustering go (they may name columns
-	// the result lacks).
+	// the result lacks). The job's own partitioning and clustering, if
+	// any, apply (destination_part.go).
 	spec := catalog.TableSpec{Schema: sch}
+	if p := q.Partitioning; p != nil {
+		if err := checkPartitioning(p, sch); err != nil {
+			return nil, err
+		}
+		spec.Partitioning = *p
+	}
 	var exp *time.Time
 	if exists {
 		spec.Description, spec.FriendlyName, spec.Labels = ct.Description, ct.FriendlyName, ct.Labels

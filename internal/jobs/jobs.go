@@ -134,6 +134,15 @@ type Query struct {
 	// means CREATE_IF_NEEDED and WRITE_EMPTY, BigQuery's defaults.
 	CreateDisposition string `json:"createDisposition,omitempty"`
 	WriteDisposition  string `json:"writeDisposition,omitempty"`
+	// Partitioning is the destination's timePartitioning,
+	// rangePartitioning and clustering (each nil when not asked for):
+	// a table the job creates or truncates gets them; an append checks
+	// them against the table's (destination.go). nil: none asked.
+	Partitioning *catalog.Partitioning `json:"partitioning,omitempty"`
+	// SchemaUpdateOptions (ALLOW_FIELD_ADDITION, ALLOW_FIELD_RELAXATION)
+	// let an append change the destination's schema to take the
+	// result's (destination.go).
+	SchemaUpdateOptions []string `json:"schemaUpdateOptions,omitempty"`
 	// Params are the query parameters (nil: none); read-only once the
 	// job runs. Not logged: a job does not run again after a restart.
 	Params *filter.Params `json:"-"`

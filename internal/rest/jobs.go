@@ -24,6 +24,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/jobs"
 	"github.com/bqstore/bqstore/internal/rowjson"
@@ -114,33 +115,33 @@ type jobConfiguration struct {
 }
 
 type queryConfig struct {
-	Query                              string         `json:"query"`
-	UseLegacySQL                       *bool          `json:"useLegacySql,omitempty"`
-	DefaultDataset                     *datasetRef    `json:"defaultDataset,omitempty"`
-	DestinationTable                   *tableRef      `json:"destinationTable,omitempty"` // answered "not supported yet"
-	CreateDisposition                  string         `json:"createDisposition,omitempty"`
-	WriteDisposition                   string         `json:"writeDisposition,omitempty"`
-	Priority                           string         `json:"priority,omitempty"`
-	AllowLargeResults                  bool           `json:"allowLargeResults,omitempty"`
-	FlattenResults                     *bool          `json:"flattenResults,omitempty"`
-	UseQueryCache                      *bool          `json:"useQueryCache,omitempty"`
-	MaximumBytesBilled                 schema.Int64   `json:"maximumBytesBilled,omitempty"`
-	MaximumBillingTier                 *int           `json:"maximumBillingTier,omitempty"`
-	ParameterMode                      string         `json:"parameterMode,omitempty"`
-	QueryParameters                    []any          `json:"queryParameters,omitempty"`
-	SchemaUpdateOptions                []string       `json:"schemaUpdateOptions,omitempty"`
-	TimePartitioning                   any            `json:"timePartitioning,omitempty"`
-	RangePartitioning                  any            `json:"rangePartitioning,omitempty"`
-	Clustering                         any            `json:"clustering,omitempty"`
-	DestinationEncryptionConfiguration any            `json:"destinationEncryptionConfiguration,omitempty"`
-	UserDefinedFunctionResources       []any          `json:"userDefinedFunctionResources,omitempty"`
-	TableDefinitions                   map[string]any `json:"tableDefinitions,omitempty"`
-	ConnectionProperties               []any          `json:"connectionProperties,omitempty"`
-	CreateSession                      bool           `json:"createSession,omitempty"`
-	Continuous                         bool           `json:"continuous,omitempty"`
-	ScriptOptions                      any            `json:"scriptOptions,omitempty"`
-	PreserveNulls                      bool           `json:"preserveNulls,omitempty"`
-	WriteIncrementalResults            bool           `json:"writeIncrementalResults,omitempty"`
+	Query                              string          `json:"query"`
+	UseLegacySQL                       *bool           `json:"useLegacySql,omitempty"`
+	DefaultDataset                     *datasetRef     `json:"defaultDataset,omitempty"`
+	DestinationTable                   *tableRef       `json:"destinationTable,omitempty"` // answered "not supported yet"
+	CreateDisposition                  string          `json:"createDisposition,omitempty"`
+	WriteDisposition                   string          `json:"writeDisposition,omitempty"`
+	Priority                           string          `json:"priority,omitempty"`
+	AllowLargeResults                  bool            `json:"allowLargeResults,omitempty"`
+	FlattenResults                     *bool           `json:"flattenResults,omitempty"`
+	UseQueryCache                      *bool           `json:"useQueryCache,omitempty"`
+	MaximumBytesBilled                 schema.Int64    `json:"maximumBytesBilled,omitempty"`
+	MaximumBillingTier                 *int            `json:"maximumBillingTier,omitempty"`
+	ParameterMode                      string          `json:"parameterMode,omitempty"`
+	QueryParameters                    []any           `json:"queryParameters,omitempty"`
+	SchemaUpdateOptions                []string        `json:"schemaUpdateOptions,omitempty"`
+	TimePartitioning                   json.RawMessage `json:"timePartitioning,omitempty" discovery:"TimePartitioning"`
+	RangePartitioning                  json.RawMessage `json:"rangePartitioning,omitempty" discovery:"RangePartitioning"`
+	Clustering                         json.RawMessage `json:"clustering,omitempty" discovery:"Clustering"`
+	DestinationEncryptionConfiguration any             `json:"destinationEncryptionConfiguration,omitempty"` // refused: no customer-managed keys
+	UserDefinedFunctionResources       []any           `json:"userDefinedFunctionResources,omitempty"`
+	TableDefinitions                   map[string]any  `json:"tableDefinitions,omitempty"`
+	ConnectionProperties               []any           `json:"connectionProperties,omitempty"`
+	CreateSession                      bool            `json:"createSession,omitempty"`
+	Continuous                         bool            `json:"continuous,omitempty"`
+	ScriptOptions                      any             `json:"scriptOptions,omitempty"`
+	PreserveNulls                      bool            `json:"preserveNulls,omitempty"`
+	WriteIncrementalResults            bool            `json:"writeIncrementalResults,omitempty"`
 }
 
 // jobError is BigQuery's ErrorProto in a job status (members omitted when empty).
@@ -357,6 +358,11 @@ type queryOptions struct {
 	timeoutMs int64 // jobTimeoutMs
 	priority  string
 	labels    map[string]string
+	// part is the destination's timePartitioning, rangePartitioning and
+	// clustering as sent (jobs.insert only); encryption whether it has a
+	// destinationEncryptionConfiguration.
+	part       [3]json.RawMessage
+	encryption bool
 }
 
 // startQuery checks a query configuration and starts it as job
@@ -405,6 +411,19 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 		}
 		q.Destination = &jobs.TableRef{Project: cmp.Or(d.ProjectID, project), Dataset: d.DatasetID, Table: d.TableID}
 		q.CreateDisposition, q.WriteDisposition = o.create, o.write
+	}
+	if o.encryption {
+		// Tables here are not encrypted with a key of the caller's;
+		// saying so beats a table that silently is not.
+		return jobs.Job{}, invalid("bqstore does not support destinationEncryptionConfiguration: customer-managed encryption keys are not implemented")
+	}
+	if p, err := destPartitioning(o.part); err != nil {
+		return jobs.Job{}, err
+	} else if p != nil {
+		if o.dest == nil {
+			return jobs.Job{}, invalid("timePartitioning, rangePartitioning and clustering require a destinationTable")
+		}
+		q.Partitioning = p
 	}
 	if location == "" {
 		location = defaultLocation
@@ -766,7 +785,8 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 	j, err := h.startQuery(r, p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
 		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs),
-		priority: qc.Priority, labels: cfg.Labels})
+		priority: qc.Priority, labels: cfg.Labels,
+		part: [3]json.RawMessage{qc.TimePartitioning, qc.RangePartitioning, qc.Clustering}, encryption: qc.DestinationEncryptionConfiguration != nil})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -779,6 +799,36 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		out.Statistics.Query.TotalBytesBilled = 0
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// destPartitioning checks a query configuration's timePartitioning,
+// rangePartitioning and clustering (in that order in raw) as
+// tables.insert checks a table's; nil when none is set. The job checks
+// them against its result's schema (jobs/destination_part.go).
+func destPartitioning(raw [3]json.RawMessage) (*catalog.Partitioning, error) {
+	var p catalog.Partitioning
+	set := false
+	for i, m := range [...]struct {
+		name string
+		dst  *json.RawMessage
+	}{
+		{"timePartitioning", &p.TimePartitioning},
+		{"rangePartitioning", &p.RangePartitioning},
+		{"clustering", &p.Clustering},
+	} {
+		if len(raw[i]) == 0 || rawNull(raw[i]) {
+			continue
+		}
+		v, err := normalizeEcho("job.configuration.query."+m.name, raw[i], echoTypes[strings.ToUpper(m.name[:1])+m.name[1:]])
+		if err != nil {
+			return nil, err
+		}
+		*m.dst, set = v, true
+	}
+	if !set {
+		return nil, nil
+	}
+	return &p, nil
 }
 
 // jobResource is the Job resource of j.
@@ -808,6 +858,10 @@ func jobResource(j jobs.Job) *jobJSON {
 		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
 		out.Configuration.Query.CreateDisposition = cmpOr(j.Query.CreateDisposition, jobs.CreateIfNeeded)
 		out.Configuration.Query.WriteDisposition = cmpOr(j.Query.WriteDisposition, jobs.WriteEmpty)
+		if p := j.Query.Partitioning; p != nil {
+			qc := out.Configuration.Query
+			qc.TimePartitioning, qc.RangePartitioning, qc.Clustering = p.TimePartitioning, p.RangePartitioning, p.Clustering
+		}
 	} else if d := j.Destination; d != (jobs.TableRef{}) {
 		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
 		out.Configuration.Query.CreateDisposition = jobs.CreateIfNeeded
