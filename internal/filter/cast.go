@@ -267,10 +267,17 @@ func castFromString(t typ, s string, zone *time.Location) (value, error) {
 		d, err := parseTimestamp(s, zone)
 		return value{i: d}, err
 	case tJSON:
+		// A JSON value is kept normalized, as PARSE_JSON makes it (keys
+		// sorted, no insignificant whitespace): JSON '{"b": 2, "a": 1}'
+		// prints {"a":1,"b":2}, as BigQuery stores it.
 		if !json.Valid([]byte(s)) {
 			return value{}, fmt.Errorf("Invalid JSON: %s", s)
 		}
-		return value{s: s}, nil
+		c, err := canonicalJSON(s)
+		if err != nil {
+			return value{}, fmt.Errorf("Invalid JSON: %s", s)
+		}
+		return value{s: c}, nil
 	case tGeo:
 		g, err := parseWKT(s)
 		if err != nil {

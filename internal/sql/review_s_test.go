@@ -180,7 +180,6 @@ func TestReviewSConcatCastsToString(t *testing.T) {
 // literal's constant in internal/filter (parser / funcs_json.go), which
 // skips the normalization PARSE_JSON applies.
 func TestReviewSJSONLiteralNormalized(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-vals: remove this line with the fix")
 	reviewSCheck(t, nil, `SELECT JSON '{"id": 1, "coordinates": [10, 20]}' AS lit, TO_JSON_STRING(JSON '{"b": 2, "a": 1}') AS s`,
 		"lit:JSON s:STRING\n{\"coordinates\":[10,20],\"id\":1} | {\"a\":1,\"b\":2}\n")
 	reviewSCheck(t, nil, `SELECT COUNT(DISTINCT TO_JSON_STRING(j)) AS n FROM UNNEST([JSON '{"a": 1, "b": 2}', PARSE_JSON('{"b": 2, "a": 1}')]) j`,
