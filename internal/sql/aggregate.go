@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -76,6 +77,11 @@ var closingScanned atomic.Int64
 // column (__a<i>) and every GROUP BY expression that is not a plain name
 // by its column (__g<i>), padding with spaces so positions stay put.
 // It returns the text to compile against the post-aggregation schema.
+// postColumn is a column of the groups' record that rewrite names: an
+// aggregate's, a window call's, a GROUP BY expression's or a GROUPING
+// call's.
+var postColumn = regexp.MustCompile(`^__(a|w|g|gq)[0-9]+$`)
+
 func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []string, clause string) (exprText, error) {
 	toks := sp.toks
 	var b strings.Builder
@@ -420,7 +426,28 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	q.winCompile = nil
 	var qualify *filter.Scalar
 	if sel.Qualify != nil {
-		if qualify, err = compilePost(qualifyText, "QUALIFY clause"); err != nil {
+		// QUALIFY may name a select-list alias where no input column has
+		// the name, as it may without GROUP BY (compileQualify): of an
+		// item that is a window call, an aggregate, a GROUPING call or a
+		// grouped column, each a column of the groups' record.
+		alias := func(name string) (string, bool) {
+			for k, it := range items {
+				if it.Star || !strings.EqualFold(it.Alias, name) {
+					continue
+				}
+				if t := strings.TrimSpace(itemText[k].text); postColumn.MatchString(t) {
+					return t, true
+				}
+				if p, ok := it.Expr.path(); ok && len(p) > 0 {
+					if i, used, err := q.in.resolve(q.src, p, it.Expr.pos()); err == nil && used == len(p) && groupedCols[strings.ToLower(q.in.cols[i].internal)] {
+						return q.in.cols[i].internal, true
+					}
+				}
+				return "", false
+			}
+			return "", false
+		}
+		if qualify, err = compileIn(qualifyText, "QUALIFY clause", post, nil, alias); err != nil {
 			return nil, err
 		}
 		if t := qualify.Type(); t != "BOOL" && t != "NULL" {
