@@ -273,9 +273,9 @@ func castFromString(t typ, s string, zone *time.Location) (value, error) {
 		if !json.Valid([]byte(s)) {
 			return value{}, fmt.Errorf("Invalid JSON: %s", s)
 		}
-		c, err := canonicalJSON(s)
+		c, err := canonicalJSONMode(s, true)
 		if err != nil {
-			return value{}, fmt.Errorf("Invalid JSON: %s", s)
+			return value{}, fmt.Errorf("Invalid JSON: %v", err)
 		}
 		return value{s: c}, nil
 	case tGeo:

@@ -155,6 +155,46 @@ func jsonString(b *bytes.Buffer, s string) {
 	b.Write(bytes.TrimSuffix(tmp.Bytes(), []byte("\n")))
 }
 
+// jsonExact reports the first number in v that FLOAT64 and INT64/UINT64
+// cannot hold exactly: one whose FLOAT64 value neither equals it nor
+// prints back (shortest form) as the same number, as 0.1 does.
+func jsonExact(v any) error {
+	switch v := v.(type) {
+	case json.Number:
+		s := string(v)
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return nil
+		}
+		if _, err := strconv.ParseUint(s, 10, 64); err == nil {
+			return nil
+		}
+		want, ok := new(big.Rat).SetString(s)
+		f, err := strconv.ParseFloat(s, 64)
+		if ok && err == nil {
+			if got := new(big.Rat).SetFloat64(f); got != nil && got.Cmp(want) == 0 {
+				return nil
+			}
+			if back, ok := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64)); ok && back.Cmp(want) == 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("cannot round-trip number %s without loss of precision (wide_number_mode 'exact')", s)
+	case []any:
+		for _, x := range v {
+			if err := jsonExact(x); err != nil {
+				return err
+			}
+		}
+	case *jsonObject:
+		for _, k := range v.keys {
+			if err := jsonExact(v.vals[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // jsonNumber normalises a JSON number's text: integers that fit INT64 or
 // UINT64 stay exact, others are FLOAT64 in their shortest form.
 func jsonNumber(s string) string {
@@ -180,9 +220,21 @@ func jsonFloat(f float64) string {
 }
 
 func canonicalJSON(doc string) (string, error) {
+	return canonicalJSONMode(doc, false)
+}
+
+// canonicalJSONMode is canonicalJSON; exact refuses a number that neither
+// INT64/UINT64 nor FLOAT64 holds without losing precision, as PARSE_JSON's
+// default wide_number_mode 'exact' and the JSON literal do.
+func canonicalJSONMode(doc string, exact bool) (string, error) {
 	v, err := jsonDecode(doc)
 	if err != nil {
 		return "", err
+	}
+	if exact {
+		if err := jsonExact(v); err != nil {
+			return "", err
+		}
 	}
 	var b bytes.Buffer
 	jsonWrite(&b, v, "", "", true)
@@ -330,7 +382,7 @@ func registerJSON() {
 	}
 	builtins["PARSE_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
 		return c.sig(e, args, []typ{tString}, tJSON, func(a []value) (value, error) {
-			s, err := canonicalJSON(a[0].s)
+			s, err := canonicalJSONMode(a[0].s, true)
 			if err != nil {
 				return value{}, fmt.Errorf("Invalid input to PARSE_JSON: %v", err)
 			}
