@@ -90,6 +90,46 @@ func (q *selectQuery) compileOrder(sp Span, items []Item, types []string) (x *fi
 	return x, used, err
 }
 
+// compileDistinctOrder compiles an ORDER BY expression after SELECT
+// DISTINCT (no aggregation), which sees the select list's columns only,
+// as ZetaSQL resolves it (`SELECT DISTINCT key FROM t ORDER BY key + 1`):
+// a name is an item's alias, or the input column an item is (t.key);
+// any other column is "ORDER BY clause expression references column v
+// which is not visible after SELECT DISTINCT". It reads the alias
+// columns (used) only, so the rows DISTINCT keeps sort alike.
+func (q *selectQuery) compileDistinctOrder(sp Span, items []Item, types []string) (*filter.Scalar, map[string]bool, error) {
+	if len(q.windows) > 0 {
+		return nil, nil, q.errf(sp.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
+	}
+	used := map[string]bool{}
+	names := func(parts []string, pos int) (string, int, error) {
+		for k, it := range items {
+			if strings.EqualFold(it.Alias, parts[0]) {
+				used[aliasColumn(k)] = true
+				return aliasColumn(k), 1, nil
+			}
+		}
+		i, u, err := q.in.resolve(q.src, parts, pos)
+		if err != nil {
+			return "", 0, err
+		}
+		for k, it := range items {
+			same := it.Star && strings.EqualFold(it.col, q.in.cols[i].internal)
+			if p, ok := it.Expr.path(); ok && !it.Star {
+				j, u2, err := q.in.resolve(q.src, p, pos)
+				same = err == nil && u2 == len(p) && j == i
+			}
+			if same {
+				used[aliasColumn(k)] = true
+				return aliasColumn(k), u, nil
+			}
+		}
+		return "", 0, q.errf(pos, "ORDER BY clause expression references column %s which is not visible after SELECT DISTINCT", parts[0])
+	}
+	x, err := q.compileText(q.text(sp.pos(), sp.end()), aliasSchema(&schema.Schema{}, types), nil, filter.WithNames(names))
+	return x, used, err
+}
+
 // withAliases is rec (nil: a batch of n rows and no column) with the
 // items' values, vals[k] for item k, as the columns __k<k>; release
 // frees what it made.

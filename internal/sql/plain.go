@@ -36,10 +36,14 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			return nil, err
 		}
 		if col < 0 {
+			var x *filter.Scalar
+			var used map[string]bool
+			var err error
 			if q.sel.Distinct {
-				return nil, q.errf(o.Expr.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
+				x, used, err = q.compileDistinctOrder(o.Expr, items, out.types)
+			} else {
+				x, used, err = q.compileOrder(o.Expr, items, out.types)
 			}
-			x, used, err := q.compileOrder(o.Expr, items, out.types)
 			if err != nil {
 				return nil, err
 			}
