@@ -104,6 +104,13 @@ type TableRef struct {
 	Name  TableName
 	Alias string
 	AsOf  *Span // FOR SYSTEM_TIME AS OF (timetravel.go)
+	// Path is the path as written. When its first name is a range
+	// variable of an earlier FROM item, the path is an array of that
+	// item's rows, unnested (GoogleSQL's implicit UNNEST: FROM t, t.arr
+	// is FROM t, UNNEST(t.arr)); only that form takes WITH OFFSET.
+	Path        []string
+	Offset      bool
+	OffsetAlias string
 }
 
 // SubqueryRef is ( query ) [AS alias].

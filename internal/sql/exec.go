@@ -288,6 +288,12 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 	case nil:
 		return noRows(), nil
 	case *TableRef:
+		if len(f.Path) > 3 {
+			return nil, r.errf(f.Name.Pos, "Invalid table name: %s", strings.Join(f.Path, "."))
+		}
+		if f.Offset {
+			return nil, r.errf(f.Name.Pos, "WITH OFFSET can only be used with an array: UNNEST or a path through an earlier FROM item")
+		}
 		qual := f.Alias
 		if qual == "" {
 			qual = f.Name.Table

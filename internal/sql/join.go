@@ -51,13 +51,34 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		return nil, err
 	}
 	if u, ok := j.Right.(*UnnestRef); ok {
-		if _, isPath := u.Expr.path(); isPath {
-			col, _, err := r.unnestColumn(left, u)
+		if parts, isPath := u.Expr.path(); isPath {
+			col, err := r.unnestColumn(left, parts, u.Expr.pos())
 			if err != nil {
 				return nil, err
 			}
-			return r.unnestJoin(j, left, u, col)
+			return r.unnestJoin(j, left, u, col, e)
 		}
+	}
+	if t, ok := j.Right.(*TableRef); ok && len(t.Path) > 1 && left.vars[strings.ToLower(t.Path[0])] {
+		// GoogleSQL's implicit UNNEST: a path whose first name is a
+		// range variable in scope is that item's array, before any
+		// table of that name (FROM t, t.arr is FROM t, UNNEST(t.arr)).
+		if t.AsOf != nil {
+			return nil, r.errf(t.AsOf.pos(), "FOR SYSTEM_TIME AS OF cannot be used with an array path")
+		}
+		col, err := r.unnestColumn(left, t.Path, t.Name.Pos)
+		if err != nil {
+			return nil, err
+		}
+		u := &UnnestRef{Alias: t.Alias, Offset: t.Offset, OffsetAlias: t.OffsetAlias, Pos: t.Name.Pos}
+		if u.Alias == "" {
+			u.Alias = t.Path[len(t.Path)-1]
+		}
+		return r.unnestJoin(j, left, u, col, e)
+	}
+	if t, ok := j.Right.(*TableRef); ok && j.Kind != "CROSS" && j.On == nil && len(j.Using) == 0 {
+		// The parser let a path go without ON for an array path.
+		return nil, r.errf(t.Name.Pos, "Syntax error: Expected keyword ON or keyword USING after table %s", strings.Join(t.Path, "."))
 	}
 	right, err := r.from(ctx, j.Right, e)
 	if err != nil {

@@ -630,6 +630,9 @@ func (p *parser) fromClause() (FromItem, error) {
 			return nil, err
 		}
 		_, unnest := j.Right.(*UnnestRef)
+		if tr, ok := j.Right.(*TableRef); ok && len(tr.Path) > 1 {
+			unnest = true // maybe an array path (implicit UNNEST): runner.join checks
+		}
 		if j.Kind != "CROSS" && !(unnest && !p.isKw("ON") && !p.isKw("USING")) {
 			switch {
 			case p.isKw("ON"):
@@ -688,18 +691,8 @@ func (p *parser) fromPrimary() (FromItem, error) {
 		if u.Alias, err = p.alias(); err != nil {
 			return nil, err
 		}
-		if p.isKw("WITH", "OFFSET") {
-			p.i += 2
-			u.Offset, u.OffsetAlias = true, "offset"
-			if p.isKw("AS") {
-				p.i++
-				if u.OffsetAlias, _, err = p.name(); err != nil {
-					return nil, err
-				}
-			} else if t := p.tok(); t.QIdent || t.Ident && !filter.IsReserved(t.Text) && !clauseKw[strings.ToUpper(t.Text)] {
-				u.OffsetAlias = t.Value
-				p.i++
-			}
+		if u.Offset, u.OffsetAlias, err = p.withOffset(); err != nil {
+			return nil, err
 		}
 		return u, nil
 	}
@@ -730,11 +723,11 @@ func (p *parser) fromPrimary() (FromItem, error) {
 		}
 		return j, nil
 	}
-	n, err := p.tableName()
+	n, path, err := p.tableName()
 	if err != nil {
 		return nil, err
 	}
-	r := &TableRef{Name: *n}
+	r := &TableRef{Name: *n, Path: path}
 	if p.isKw("FOR") {
 		if r.AsOf, err = p.systemTime(); err != nil {
 			return nil, err
@@ -748,7 +741,30 @@ func (p *parser) fromPrimary() (FromItem, error) {
 			return nil, err
 		}
 	}
+	if r.Offset, r.OffsetAlias, err = p.withOffset(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// withOffset parses [WITH OFFSET [[AS] alias]] after UNNEST or an array
+// path.
+func (p *parser) withOffset() (bool, string, error) {
+	if !p.isKw("WITH", "OFFSET") {
+		return false, "", nil
+	}
+	p.i += 2
+	alias := "offset"
+	if p.isKw("AS") {
+		p.i++
+		n, _, err := p.name()
+		return true, n, err
+	}
+	if t := p.tok(); t.QIdent || t.Ident && !filter.IsReserved(t.Text) && !clauseKw[strings.ToUpper(t.Text)] {
+		alias = t.Value
+		p.i++
+	}
+	return true, alias, nil
 }
 
 // alias parses [AS] name after a FROM item.
@@ -770,7 +786,7 @@ func (p *parser) alias() (string, error) {
 
 // tableName parses a table path: `p.d.t`, `p`.d.t, d.t, `d.t`; project
 // names may contain dashes when quoted.
-func (p *parser) tableName() (*TableName, error) {
+func (p *parser) tableName() (*TableName, []string, error) {
 	t := p.tok()
 	var parts []string
 	for {
@@ -781,7 +797,7 @@ func (p *parser) tableName() (*TableName, error) {
 		case t.Ident && !filter.IsReserved(t.Text):
 			parts = append(parts, t.Value)
 		default:
-			return nil, p.unexpected()
+			return nil, nil, p.unexpected()
 		}
 		p.i++
 		if !p.isOp(".") {
@@ -792,7 +808,7 @@ func (p *parser) tableName() (*TableName, error) {
 	for _, x := range parts {
 		if strings.EqualFold(x, "INFORMATION_SCHEMA") {
 			// Else d.INFORMATION_SCHEMA.TABLES would read as project d.
-			return nil, notSupported(p.src, t.Pos, "INFORMATION_SCHEMA views (tables.list and tables.get describe datasets' tables: bq ls, bq show)")
+			return nil, nil, notSupported(p.src, t.Pos, "INFORMATION_SCHEMA views (tables.list and tables.get describe datasets' tables: bq ls, bq show)")
 		}
 	}
 	out := &TableName{Pos: t.Pos}
@@ -804,9 +820,10 @@ func (p *parser) tableName() (*TableName, error) {
 	case 3:
 		out.Project, out.Dataset, out.Table = parts[0], parts[1], parts[2]
 	default:
-		return nil, p.errf(t.Pos, "Invalid table name: %s", strings.Join(parts, "."))
+		// Maybe an array path t.s.arr (implicit UNNEST), checked when
+		// the FROM clause runs (runner.from).
 	}
-	return out, nil
+	return out, parts, nil
 }
 
 // count parses the integer literal of LIMIT or OFFSET.

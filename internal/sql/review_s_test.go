@@ -109,7 +109,6 @@ func TestReviewSTimestampTruncHourAmbiguous(t *testing.T) {
 // item resolution in internal/sql (relation.go / parse.go), which only
 // knows UNNEST(t.arr).
 func TestReviewSImplicitArrayPath(t *testing.T) {
-	t.Skip("review-s finding, being fixed by fix-from: remove this line with the fix")
 	base := parseTable(t, "k:INTEGER a:INTEGER:REPEATED\n1 | [1, 2]\n2 | [3]")
 	other := parseTable(t, "x:INTEGER\n7\n8\n9")
 	resolve := func(_ context.Context, n TableName) (Table, error) {

@@ -111,9 +111,9 @@ func closingBracket(toks []filter.Token) int {
 
 // unnestJoin serves left JOIN UNNEST(path) where path names a REPEATED
 // column of left.
-func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int) (*relation, error) {
-	if j.On != nil || len(j.Using) > 0 {
-		return nil, notSupported(r.src, j.Pos, "ON or USING with UNNEST")
+func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e *env) (*relation, error) {
+	if len(j.Using) > 0 || j.On != nil && j.Kind == "LEFT" {
+		return nil, notSupported(r.src, j.Pos, "USING, or LEFT JOIN's ON, with UNNEST")
 	}
 	if j.Kind == "RIGHT" || j.Kind == "FULL" {
 		return nil, notSupported(r.src, j.Pos, j.Kind+" JOIN UNNEST")
@@ -239,27 +239,86 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int) (
 		}
 		return flush()
 	}
+	if j.On != nil {
+		return r.unnestOn(j, out, e)
+	}
 	return out, nil
+}
+
+// unnestOn serves [INNER] JOIN UNNEST(...) ON cond: the pairs, then
+// those for which cond is TRUE (an inner join is the cross join filtered).
+func (r *runner) unnestOn(j *JoinRef, out *relation, e *env) (*relation, error) {
+	if at, ok := findAgg(j.On.toks); ok {
+		return nil, r.errf(at, "Aggregate function %s not allowed in JOIN ON clause", strings.ToUpper(j.On.toks[indexAt(j.On.toks, at)].Text))
+	}
+	inner := out.names(r.src)
+	names := filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		col, used, err := inner(parts, pos)
+		if err != nil {
+			if c, u, ok, err2 := r.outerResolve(parts, pos); ok {
+				return c, u, err2
+			}
+		}
+		return col, used, err
+	})
+	on, err := r.compileText(r.text(j.On.pos(), j.On.end()), out.schema, &scope{env: e, outer: out, join: true}, names)
+	if err != nil {
+		return nil, err
+	}
+	if t := on.Type(); t != "BOOL" && t != "NULL" {
+		return nil, r.errf(j.On.pos(), "JOIN ON clause should return type BOOL, but returns %s", t)
+	}
+	pairs := out.scan
+	filtered := *out
+	filtered.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
+		read := append([]string(nil), cols...)
+		seen := map[string]bool{}
+		for _, c := range cols {
+			seen[strings.ToLower(c)] = true
+		}
+		for _, c := range on.Columns() {
+			if !seen[strings.ToLower(c)] && out.index(c) >= 0 {
+				seen[strings.ToLower(c)] = true
+				read = append(read, c)
+			}
+		}
+		return pairs(ctx, read, func(rec arrow.RecordBatch, n int) error {
+			kept, m, release, err := whereRows(ctx, on, rec, n)
+			if err != nil {
+				return err
+			}
+			defer release()
+			if m == 0 {
+				return nil
+			}
+			if len(cols) == 0 {
+				return fn(nil, m)
+			}
+			if len(read) == len(cols) {
+				return fn(kept, m)
+			}
+			proj := array.NewRecordBatch(arrow.NewSchema(kept.Schema().Fields()[:len(cols)], nil), kept.Columns()[:len(cols)], int64(m))
+			defer proj.Release()
+			return fn(proj, m)
+		})
+	}
+	return &filtered, nil
 }
 
 // unnestColumn returns the left column an UNNEST path names, if it is a
 // REPEATED column of left.
-func (r *runner) unnestColumn(left *relation, u *UnnestRef) (int, bool, error) {
-	parts, ok := u.Expr.path()
-	if !ok {
-		return 0, false, nil
-	}
-	i, used, err := left.resolve(r.src, parts, u.Expr.pos())
+func (r *runner) unnestColumn(left *relation, parts []string, pos int) (int, error) {
+	i, used, err := left.resolve(r.src, parts, pos)
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	if used != len(parts) {
-		return 0, false, notSupported(r.src, u.Expr.pos(), "UNNEST of an array inside a STRUCT")
+		return 0, notSupported(r.src, pos, "UNNEST of an array inside a STRUCT")
 	}
 	if left.field(i).EffectiveMode() != schema.Repeated {
-		return 0, false, r.errf(u.Expr.pos(), "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", typeName(left.field(i)))
+		return 0, r.errf(pos, "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", typeName(left.field(i)))
 	}
-	return i, true, nil
+	return i, nil
 }
 
 func typeName(f *schema.Field) string {
