@@ -217,6 +217,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		// clause" (BigQuery's GROUP BY reference); one of an aggregate is
 		// BigQuery's error, not the input column.
 		if name, ok := gs.singleName(); ok {
+			if err := q.groupAliasUnique(gs, name, items); err != nil {
+				return nil, err
+			}
 			for _, it := range items {
 				if !strings.EqualFold(it.Alias, name) {
 					continue
@@ -744,6 +747,33 @@ func (q *selectQuery) columnRef(sp Span) (string, bool) {
 		return "", false
 	}
 	return q.in.cols[i].internal, true
+}
+
+// groupAliasUnique: a GROUP BY name that two SELECT-list items are
+// aliased to is ZetaSQL's error (SelectColumnStateList marks the alias
+// ambiguous), unless both are the same input column (the reference's
+// "not ambiguous ... as long as the name resolves to the same
+// underlying object"); the first one was taken.
+func (q *selectQuery) groupAliasUnique(gs Span, name string, items []Item) error {
+	first := ""
+	seen := false
+	for _, it := range items {
+		if it.Alias == "" || !strings.EqualFold(it.Alias, name) {
+			continue
+		}
+		col, isCol := it.col, it.Star
+		if !isCol {
+			col, isCol = q.columnRef(it.Expr)
+		}
+		if !isCol {
+			col = "\x00" // an expression: the same as no other item
+		}
+		if seen && (col != first || col == "\x00") {
+			return q.errf(gs.pos(), "Name %s in GROUP BY clause is ambiguous; it may refer to multiple columns in the SELECT-list", name)
+		}
+		first, seen = col, true
+	}
+	return nil
 }
 
 func lineCol(src string, pos int) string {
