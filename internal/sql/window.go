@@ -141,6 +141,33 @@ func (q *selectQuery) windowText(sp Span) exprText {
 	return exprText{at: sp.pos(), text: b.String()}
 }
 
+// orderRequired are the analytic functions whose window must have an
+// ORDER BY: all but ROW_NUMBER and the aggregates (GoogleSQL reference,
+// Numbering functions: "ORDER BY: Required except for ROW_NUMBER()";
+// Navigation functions; ZetaSQL registers them ORDER_REQUIRED and
+// answers "Window ORDER BY is required for analytic function lead").
+var orderRequired = map[string]bool{
+	"RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true, "CUME_DIST": true, "NTILE": true,
+	"LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true, "NTH_VALUE": true,
+}
+
+// overSpecPos is the position of the window specification after call's
+// OVER: its "(" or the window's name.
+func overSpecPos(src string, call []filter.Token) int {
+	i := call[len(call)-1].End
+	skip := func() {
+		for i < len(src) && strings.ContainsRune(" \t\r\n", rune(src[i])) {
+			i++
+		}
+	}
+	skip()
+	if i+4 <= len(src) && strings.EqualFold(src[i:i+4], "OVER") {
+		i += 4
+		skip()
+	}
+	return i
+}
+
 // newWindow checks one call and its OVER clause.
 func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 	w := &window{name: strings.ToUpper(call[0].Text)}
@@ -244,6 +271,9 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 	case analyticFuncs[w.name]:
 	default:
 		return nil, notSupported(q.src, pos, "analytic function "+w.name)
+	}
+	if len(w.order) == 0 && orderRequired[w.name] {
+		return nil, q.errf(overSpecPos(q.src, call), "Window ORDER BY is required for analytic function %s", strings.ToLower(w.name))
 	}
 	args, rest := splitArgs(inner)
 	if len(rest) > 0 {
