@@ -345,6 +345,18 @@ func (q *selectQuery) resolveOrder(o OrderItem, items []Item) (int, error) {
 	if n, ok, err := ordinal(q.runner, o.Expr, len(items), "ORDER BY"); ok || err != nil {
 		return n, err
 	}
+	// A select-list alias two items with different expressions have is
+	// ambiguous in ORDER BY, whole or inside an expression (ZetaSQL's
+	// orderby.test: "Column name b is ambiguous").
+	toks := o.Expr.toks
+	for j, t := range toks {
+		if !t.QIdent && !(t.Ident && !filter.IsReserved(t.Text)) || j > 0 && toks[j-1].Op && toks[j-1].Text == "." || j+1 < len(toks) && toks[j+1].Op && toks[j+1].Text == "(" {
+			continue
+		}
+		if name := t.Value; ambiguousAlias(items, name) {
+			return 0, q.errf(t.Pos, "Column name %s is ambiguous", name)
+		}
+	}
 	if name, ok := o.Expr.singleName(); ok {
 		for i, it := range items {
 			if strings.EqualFold(it.Alias, name) {
@@ -359,6 +371,32 @@ func (q *selectQuery) resolveOrder(o OrderItem, items []Item) (int, error) {
 		}
 	}
 	return -1, nil
+}
+
+// ambiguousAlias reports whether two items of items are called name
+// (case-insensitively) and are not the same expression.
+func ambiguousAlias(items []Item, name string) bool {
+	first := -1
+	for i, it := range items {
+		if !strings.EqualFold(it.Alias, name) {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		a, b := items[first], it
+		if a.Star || b.Star {
+			if !(a.Star && b.Star && strings.EqualFold(a.col, b.col)) {
+				return true
+			}
+			continue
+		}
+		if a.Expr.key() != b.Expr.key() {
+			return true
+		}
+	}
+	return false
 }
 
 // ordinal reads an integer literal naming a column of the select list
