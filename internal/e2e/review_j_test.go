@@ -109,7 +109,6 @@ func TestReviewJDDLKill9(t *testing.T) {
 // succeed without doing it. Suspect: rest/jobs.go accepts createSession
 // and connectionProperties and ignores them.
 func TestReviewJSessionIgnored(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs3: remove this line with the fix")
 	e := newEnv(t)
 	q := e.bq.Query("SELECT 1 AS a")
 	q.CreateSession = true
@@ -129,5 +128,41 @@ func TestReviewJSessionIgnored(t *testing.T) {
 	}
 	if st.Err() == nil && st.Statistics.SessionInfo == nil {
 		t.Fatalf("createSession: the job succeeded with no sessionInfo: the session was silently not created")
+	}
+}
+
+// TestSessionRefused (fix-jobs3): createSession and the session_id
+// connection property are refused with the "not supported yet" 400, by
+// jobs.insert (Run) and jobs.query (Read); other connection properties
+// are accepted.
+func TestSessionRefused(t *testing.T) {
+	e := newEnv(t)
+	for i, mk := range []func(q *bigquery.Query){
+		func(q *bigquery.Query) { q.CreateSession = true },
+		func(q *bigquery.Query) {
+			q.ConnectionProperties = []*bigquery.ConnectionProperty{{Key: "session_id", Value: "abc"}}
+		},
+	} {
+		q := e.bq.Query("SELECT 1 AS a")
+		mk(q)
+		if _, err := q.Run(e.ctx); err == nil || !strings.Contains(err.Error(), "not supported yet by bqstore: sessions") {
+			t.Errorf("%d: jobs.insert: %v, want the sessions refusal", i, err)
+		}
+		if i > 0 {
+			// The client's jobs.query request (runQuery's fast path,
+			// query.go) drops ConnectionProperties: rest tests send
+			// it by hand.
+			continue
+		}
+		q = e.bq.Query("SELECT 1 AS a")
+		mk(q)
+		if _, err := q.Read(e.ctx); err == nil || !strings.Contains(err.Error(), "not supported yet by bqstore: sessions") {
+			t.Errorf("%d: jobs.query: %v, want the sessions refusal", i, err)
+		}
+	}
+	q := e.bq.Query("SELECT 1 AS a")
+	q.ConnectionProperties = []*bigquery.ConnectionProperty{{Key: "time_zone", Value: "UTC"}}
+	if _, err := q.Read(e.ctx); err != nil {
+		t.Errorf("connection property time_zone: %v", err)
 	}
 }

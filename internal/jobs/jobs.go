@@ -158,6 +158,10 @@ type Query struct {
 	// nothing in how the job runs.
 	Priority string            `json:"priority,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
+	// KeyResult is scriptOptions.keyResultStatement: which statement of
+	// a script gives the job's result (schema and rows): KeyResultLast
+	// ("" too: BigQuery's default) or KeyResultFirstSelect.
+	KeyResult string `json:"keyResultStatement,omitempty"`
 
 	// Not part of the configuration: set while the job runs.
 	// spent is the bytes the script's statements before the running one

@@ -123,7 +123,6 @@ func TestReplaceConflicts(t *testing.T) {
 // ("if r != nil { res = r }"), and scriptOptions is accepted and ignored
 // (rest/jobs.go).
 func TestReviewJScriptKeyResultLast(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs3: remove this line with the fix")
 	s, _ := newEngineStore(t)
 	for i, q := range []string{
 		"SELECT 1 AS a; CREATE TABLE d.z (a INT64)",
@@ -134,6 +133,26 @@ func TestReviewJScriptKeyResultLast(t *testing.T) {
 		if j.Schema != nil || j.NumRows != 0 {
 			t.Errorf("%s: result has schema %v and %d rows, want none (the last statement's)", q, j.Schema, j.NumRows)
 		}
+	}
+	// fix-jobs3: the last statement's rows when it is a query, not an
+	// earlier one's; with FIRST_SELECT the first query's, whatever follows.
+	for i, c := range []struct{ sql, key, want string }{
+		{"SELECT 1 AS a; SELECT 2 AS b", "", "[[2]]"},
+		{"SELECT 1 AS a; SELECT 2 AS b", KeyResultLast, "[[2]]"},
+		{"SELECT 1 AS a; SELECT 2 AS b", KeyResultFirstSelect, "[[1]]"},
+		{"CREATE TABLE d.x (a INT64); SELECT 3 AS a; INSERT INTO d.x (a) VALUES (2); SELECT 4 AS a", KeyResultFirstSelect, "[[3]]"},
+	} {
+		j := runJob(t, s, fmt.Sprintf("k%d", i), Query{SQL: c.sql, KeyResult: c.key})
+		if j.Err != nil {
+			t.Fatalf("%s: %v", c.sql, j.Err)
+		}
+		if got := fmt.Sprint(readAll(t, s, j)); got != c.want {
+			t.Errorf("%s (keyResultStatement %q): %s, want %s", c.sql, c.key, got, c.want)
+		}
+	}
+	j := mustRun(t, s, "none", "CREATE TABLE d.w (a INT64); INSERT INTO d.w (a) VALUES (1)")
+	if j.Schema != nil || j.NumRows != 0 {
+		t.Errorf("a script without a query: result %v, %d rows", j.Schema, j.NumRows)
 	}
 }
 

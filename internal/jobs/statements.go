@@ -49,8 +49,16 @@ type TableRef struct{ Project, Dataset, Table string }
 // DatasetRef names a dataset.
 type DatasetRef struct{ Project, Dataset string }
 
+// The values of Query.KeyResult (scriptOptions.keyResultStatement).
+const (
+	KeyResultLast        = "LAST"
+	KeyResultFirstSelect = "FIRST_SELECT"
+)
+
 // runScript parses q.SQL and runs its statements in order. The result is
-// the last query's (nil when no statement returns rows). The first
+// the key result statement's (q.KeyResult: by default the last
+// statement, as BigQuery's; nil when that statement returns no rows,
+// DDL or DML, even if a query ran before it). The first
 // statement reads at snapshot time at; later ones at their start, so that
 // they see what earlier ones did.
 //
@@ -72,11 +80,9 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if q.Params != nil {
 		q.Params.Index(q.SQL) // the ?s are numbered over the whole script
 	}
-	last := -1 // the result's statement
-	for i, st := range sts {
-		if st.Type == "SELECT" {
-			last = i
-		}
+	last := len(sts) - 1 // the result's statement
+	if q.KeyResult == KeyResultFirstSelect {
+		last = slices.IndexFunc(sts, func(st *sql.Statement) bool { return st.Type == "SELECT" })
 	}
 	var res *sql.Result
 	var stats, total Stats
@@ -97,7 +103,7 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if err != nil {
 			return nil, total, err
 		}
-		if r != nil {
+		if i == last {
 			res = r
 		}
 		stats = one

@@ -139,9 +139,17 @@ type queryConfig struct {
 	ConnectionProperties               []any           `json:"connectionProperties,omitempty"`
 	CreateSession                      bool            `json:"createSession,omitempty"`
 	Continuous                         bool            `json:"continuous,omitempty"`
-	ScriptOptions                      any             `json:"scriptOptions,omitempty"`
+	ScriptOptions                      *scriptOptions  `json:"scriptOptions,omitempty"`
 	PreserveNulls                      bool            `json:"preserveNulls,omitempty"`
 	WriteIncrementalResults            bool            `json:"writeIncrementalResults,omitempty"`
+}
+
+// scriptOptions is ScriptOptions: keyResultStatement chooses a script's
+// result statement; the statement limits are accepted and ignored.
+type scriptOptions struct {
+	StatementTimeoutMs  schema.Int64 `json:"statementTimeoutMs,omitempty"`
+	StatementByteBudget schema.Int64 `json:"statementByteBudget,omitempty"`
+	KeyResultStatement  string       `json:"keyResultStatement,omitempty"`
 }
 
 // jobError is BigQuery's ErrorProto in a job status (members omitted when empty).
@@ -363,6 +371,10 @@ type queryOptions struct {
 	// destinationEncryptionConfiguration.
 	part       [3]json.RawMessage
 	encryption bool
+	keyResult  string // scriptOptions.keyResultStatement
+	// session is set when the request asks for a session (createSession)
+	// or names one (the session_id connection property).
+	session bool
 }
 
 // startQuery checks a query configuration and starts it as job
@@ -378,6 +390,18 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	if strings.TrimSpace(o.sql) == "" {
 		return jobs.Job{}, invalid("Required parameter is missing: query")
 	}
+	if o.session {
+		// Refused rather than run outside any session: a client that
+		// created one reads its id from statistics.sessionInfo.
+		return jobs.Job{}, notImplementedYet("sessions (createSession, the session_id connection property)")
+	}
+	switch o.keyResult {
+	case "", "KEY_RESULT_STATEMENT_KIND_UNSPECIFIED":
+		o.keyResult = ""
+	case jobs.KeyResultLast, jobs.KeyResultFirstSelect:
+	default:
+		return jobs.Job{}, invalid("Invalid value for scriptOptions.keyResultStatement: %q: LAST or FIRST_SELECT", o.keyResult)
+	}
 	if o.maxBilled < 0 {
 		return jobs.Job{}, invalid("Invalid value for maximumBytesBilled: %d", o.maxBilled)
 	}
@@ -392,7 +416,7 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	// A BATCH job runs at once, as an INTERACTIVE one: there is no
 	// queue of idle slots to wait for here.
 	q := jobs.Query{SQL: o.sql, MaxBytesBilled: o.maxBilled, Params: qp, ParameterMode: o.mode, TimeoutMs: o.timeoutMs,
-		Priority: o.priority, Labels: o.labels}
+		Priority: o.priority, Labels: o.labels, KeyResult: o.keyResult}
 	if len(o.params) > 0 {
 		q.Parameters, _ = json.Marshal(o.params) // decoded from JSON: it encodes
 	}
@@ -442,6 +466,25 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 	return j, err
 }
 
+// keyResultOf is the keyResultStatement of o ("" if none).
+func keyResultOf(o *scriptOptions) string {
+	if o == nil {
+		return ""
+	}
+	return o.KeyResultStatement
+}
+
+// hasSessionID reports whether connectionProperties (ConnectionProperty:
+// {key, value}) names a session: the session_id key.
+func hasSessionID(props []any) bool {
+	for _, p := range props {
+		if m, ok := p.(map[string]any); ok && m["key"] == "session_id" {
+			return true
+		}
+	}
+	return false
+}
+
 // notImplementedYet is a request using a feature bqstore does not serve yet.
 func notImplementedYet(feature string) *Error {
 	return invalid("not supported yet by bqstore: %s", feature)
@@ -484,7 +527,8 @@ func (h *Handler) query(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	j, err := h.startQuery(r, p, id, in.Location, queryOptions{legacy: in.UseLegacySQL, dryRun: in.DryRun, mode: in.ParameterMode, params: in.QueryParameters,
-		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled), timeoutMs: int64(in.JobTimeoutMs), labels: in.Labels})
+		def: in.DefaultDataset, sql: in.Query, maxBilled: int64(in.MaximumBytesBilled), timeoutMs: int64(in.JobTimeoutMs), labels: in.Labels,
+		session: in.CreateSession || hasSessionID(in.ConnectionProperties)})
 	if e, ok := err.(*Error); ok && e.Reason == "duplicate" && in.RequestID != "" {
 		j, err = h.jobs.Get(p, id)
 	}
@@ -785,8 +829,9 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 	j, err := h.startQuery(r, p, id, loc, queryOptions{legacy: qc.UseLegacySQL, dryRun: cfg.DryRun, mode: qc.ParameterMode, params: qc.QueryParameters,
 		def: qc.DefaultDataset, sql: qc.Query, maxBilled: int64(qc.MaximumBytesBilled),
 		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs),
-		priority: qc.Priority, labels: cfg.Labels,
-		part: [3]json.RawMessage{qc.TimePartitioning, qc.RangePartitioning, qc.Clustering}, encryption: qc.DestinationEncryptionConfiguration != nil})
+		priority: qc.Priority, labels: cfg.Labels, keyResult: keyResultOf(qc.ScriptOptions),
+		session: qc.CreateSession || hasSessionID(qc.ConnectionProperties),
+		part:    [3]json.RawMessage{qc.TimePartitioning, qc.RangePartitioning, qc.Clustering}, encryption: qc.DestinationEncryptionConfiguration != nil})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -850,6 +895,9 @@ func jobResource(j jobs.Job) *jobJSON {
 		}
 	}
 	out.Configuration.Query.ParameterMode = j.Query.ParameterMode
+	if j.Query.KeyResult != "" {
+		out.Configuration.Query.ScriptOptions = &scriptOptions{KeyResultStatement: j.Query.KeyResult}
+	}
 	out.Configuration.JobTimeoutMs = schema.Int64(j.Query.TimeoutMs)
 	if len(j.Query.Parameters) > 0 {
 		_ = json.Unmarshal(j.Query.Parameters, &out.Configuration.Query.QueryParameters) // written by json.Marshal
