@@ -71,11 +71,11 @@ type queryRequest struct {
 	QueryParameters                    []any             `json:"queryParameters,omitempty"` // params.go
 	Location                           string            `json:"location,omitempty"`
 	FormatOptions                      *formatOptions    `json:"formatOptions,omitempty"`
-	ConnectionProperties               []any             `json:"connectionProperties,omitempty"`
+	ConnectionProperties               []any             `json:"connectionProperties,omitempty"` // session_id: "not supported yet"
 	Labels                             map[string]string `json:"labels,omitempty"`
 	MaximumBytesBilled                 schema.Int64      `json:"maximumBytesBilled,omitempty"`
 	RequestID                          string            `json:"requestId,omitempty"`
-	CreateSession                      bool              `json:"createSession,omitempty"`
+	CreateSession                      bool              `json:"createSession,omitempty"` // "not supported yet"
 	JobCreationMode                    string            `json:"jobCreationMode,omitempty"`
 	Reservation                        string            `json:"reservation,omitempty"`
 	MaxSlots                           *int              `json:"maxSlots,omitempty"`
