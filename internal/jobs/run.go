@@ -118,7 +118,7 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 }
 
 // execute runs j's statements (internal/sql: a query, DDL, DML or a
-// script) and writes the rows of the last query, if any. It returns the
+// script) and writes the rows of its result statement (runScript), if any. It returns the
 // result's fields of a Job, and the rows when there is no engine.
 //
 // With an engine, a query's rows stream into the job's anonymous table,

@@ -163,7 +163,8 @@ func TestQueryCancelledMidwayNoRows(t *testing.T) {
 	}
 }
 
-// TestScriptResultStreams: a script's result (its last query) streams
+// TestScriptResultStreams: a script's result (its last statement, a
+// query, or with FIRST_SELECT its first query) streams
 // into the anonymous table as a lone query's does, and its other
 // queries' rows are not held either: a script whose queries scan far
 // more rows than the memory budget holds runs (before, every query of a
@@ -174,7 +175,7 @@ func TestScriptResultStreams(t *testing.T) {
 	const n = 100_000
 	s, cat, db := engineStore(t, Options{MaxMemory: 2 << 20})
 	fillTable(t, cat, db, "big", n)
-	script := "SELECT s FROM d.big; CREATE TABLE d.t2 (a INT64); SELECT x, s FROM d.big WHERE x >= 10; INSERT INTO d.t2 VALUES (1)"
+	script := "SELECT s FROM d.big; CREATE TABLE d.t2 (a INT64); INSERT INTO d.t2 VALUES (1); SELECT x, s FROM d.big WHERE x >= 10"
 	if _, err := s.Insert("p", "script", "US", Query{SQL: script}); err != nil {
 		t.Fatal(err)
 	}
@@ -194,15 +195,16 @@ func TestScriptResultStreams(t *testing.T) {
 			t.Fatalf("row %d: %v", i, row)
 		}
 	}
-	// The result's query fails midway; then a result streamed and a
-	// later statement failed: no result, no anonymous table.
+	// The result's query fails midway; then a result streamed (the
+	// first query's, FIRST_SELECT) and a later statement failed: no
+	// result, no anonymous table.
 	if _, err := s.Insert("p", "fails", "US", Query{SQL: "SELECT x FROM d.big; SELECT CAST('late' AS INT64) FROM d.big WHERE x = 5"}); err != nil {
 		t.Fatal(err)
 	}
 	if j := wait(t, s, "fails"); j.Err == nil || !strings.Contains(j.Err.Error(), "late") {
 		t.Fatalf("a script whose last query fails: %v", j.Err)
 	}
-	if _, err := s.Insert("p", "fails2", "US", Query{SQL: "SELECT x FROM d.big; INSERT INTO d.nosuch VALUES (1)"}); err != nil {
+	if _, err := s.Insert("p", "fails2", "US", Query{SQL: "SELECT x FROM d.big; INSERT INTO d.nosuch VALUES (1)", KeyResult: KeyResultFirstSelect}); err != nil {
 		t.Fatal(err)
 	}
 	j = wait(t, s, "fails2")
