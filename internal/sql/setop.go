@@ -50,18 +50,68 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 				name, len(out.types), plural(len(out.types)), k+2, len(rs.types), plural(len(rs.types)))
 		}
 	}
-	for c := range out.types {
-		for _, rs := range sets[1:] {
-			t, ok := supertype(out.types[c], rs.types[c])
-			if !ok {
-				var all []string
-				for _, s := range sets {
-					all = append(all, s.types[c])
+	// A STRING literal column (SELECT '2020-01-02') coerces to the
+	// DATE, DATETIME, TIME or TIMESTAMP the other inputs have, as a
+	// literal does in IF and CASE (filter's commonSupertype; GoogleSQL's
+	// "Literal coercion"): the other inputs' supertype first, then the
+	// literals'.
+	lits := make([][]*filter.Token, len(sets)) // input, column: its STRING literal
+	for i, in := range inputs {
+		lits[i] = make([]*filter.Token, len(sets[i].types))
+		if s, ok := in.(*Select); ok && len(s.Items) == len(sets[i].types) {
+			for c, it := range s.Items {
+				if t := it.Expr.toks; !it.Star && len(t) == 1 && sets[i].types[c] == "STRING" && !t[0].Ident && !t[0].QIdent && !t[0].Op && !t[0].Param && !t[0].EOF {
+					lits[i][c] = &t[0]
 				}
-				return nil, r.errf(start, "Column %d in %s has incompatible types: %s", c+1, name, strings.Join(all, ", "))
 			}
-			out.types[c] = t
 		}
+	}
+	for c := range out.types {
+		out.types[c] = ""
+		for _, lit := range []bool{false, true} {
+			for i, rs := range sets {
+				if (lits[i][c] != nil) != lit {
+					continue
+				}
+				if out.types[c] == "" {
+					out.types[c] = rs.types[c]
+					continue
+				}
+				if lit {
+					switch out.types[c] {
+					case "DATE", "DATETIME", "TIME", "TIMESTAMP":
+						continue
+					}
+				}
+				t, ok := supertype(out.types[c], rs.types[c])
+				if !ok {
+					var all []string
+					for _, s := range sets {
+						all = append(all, s.types[c])
+					}
+					return nil, r.errf(start, "Column %d in %s has incompatible types: %s", c+1, name, strings.Join(all, ", "))
+				}
+				out.types[c] = t
+			}
+		}
+		for i, rs := range sets {
+			if tok := lits[i][c]; tok != nil && out.types[c] != "STRING" {
+				x, err := r.compileText(exprText{text: "CAST(" + tok.Text + " AS " + out.types[c] + ")"}, nil, nil)
+				var v []any
+				if err == nil {
+					v, err = x.Values(ctx, nil, 1)
+				}
+				if err != nil {
+					return nil, r.errf(tok.Pos, "Could not cast literal %s to type %s", tok.Text, out.types[c])
+				}
+				for _, row := range rs.rows {
+					row[c] = v[0]
+				}
+				rs.types[c] = out.types[c]
+			}
+		}
+	}
+	for c := range out.types {
 		switch k := typeKind(out.types[c]); k {
 		case "GEOGRAPHY", "JSON", "ARRAY":
 			if op.Distinct {
