@@ -23,7 +23,9 @@ import (
 //     checked again by the commit itself (storage.BatchCommitIfEmpty), so
 //     that two jobs cannot both find the table empty and both append;
 //   - WRITE_APPEND: the result's columns must be the table's (names and
-//     types, in order; the table may have more columns, NULLABLE);
+//     types, in order; the table may have more columns, NULLABLE); the
+//     schemaUpdateOptions let the table take the result's extra columns
+//     and relax its REQUIRED ones first (destination_evolve.go);
 //   - WRITE_TRUNCATE: the table is replaced by one with the result's
 //     schema and rows.
 //
@@ -86,6 +88,9 @@ func (s *Store) openDestination(ctx context.Context, j *Job, sch *schema.Schema)
 		switch q.WriteDisposition {
 		case WriteAppend:
 			if err := samePartitioning(q.Partitioning, ct); err != nil {
+				return nil, err
+			}
+			if ct, err = s.evolveDestination(ctx, q, ct, sch, name); err != nil {
 				return nil, err
 			}
 			if err := appendable(ct.Schema(), sch, name); err != nil {
@@ -175,7 +180,8 @@ func (s *Store) finishDestination(ctx context.Context, j *Job, t *destination, s
 }
 
 // appendable checks that rows of schema got can be appended to a table of
-// schema want: got's columns are want's first ones, same names and types.
+// schema want: got's columns are want's first ones, same names and types,
+// and NULLABLE only where want's are.
 func appendable(want, got *schema.Schema, name string) error {
 	if len(got.Fields) > len(want.Fields) {
 		return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Cannot add fields (field: %s)", name, got.Fields[len(want.Fields)].Name)}
@@ -184,6 +190,11 @@ func appendable(want, got *schema.Schema, name string) error {
 		w := want.Fields[i]
 		if !strings.EqualFold(g.Name, w.Name) || g.Type != w.Type && !(isInt(g.Type) && isInt(w.Type)) && !(isFloat(g.Type) && isFloat(w.Type)) {
 			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed type from %s to %s", name, w.Name, w.Type, g.Type)}
+		}
+		// A result's column may be NULL where the table's may not
+		// (ALLOW_FIELD_RELAXATION relaxes the table's first).
+		if w.EffectiveMode() == schema.Required && g.EffectiveMode() != schema.Required {
+			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed mode from REQUIRED to %s", name, w.Name, g.EffectiveMode())}
 		}
 	}
 	return nil

@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/schema"
 )
 
 // TestDestinationPartitioning: a query job's timePartitioning,
@@ -87,5 +89,52 @@ func TestDestinationPartitioning(t *testing.T) {
 		if _, err := cat.Table("p", "d", "bad_"+c.id); !errors.Is(err, catalog.ErrNotFound) {
 			t.Errorf("%s: the table exists after the failed job (%v)", c.id, err)
 		}
+	}
+}
+
+// TestSchemaUpdateOptionsAppend: with ALLOW_FIELD_ADDITION a WRITE_APPEND
+// job adds the result's extra column to the destination (NULLABLE) and
+// appends its rows (it failed: "Cannot add fields"). The column is added
+// before the rows' commit: a job failing between the two leaves the
+// column and no rows, and running it again appends its rows once.
+func TestSchemaUpdateOptionsAppend(t *testing.T) {
+	s, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "src", 3)
+	if _, err := cat.CreateTable(context.Background(), catalog.TableSpec{ProjectID: "p", DatasetID: "d", TableID: "dst",
+		Schema: &schema.Schema{Fields: []*schema.Field{{Name: "x", Type: schema.Integer, Mode: schema.Nullable}}}}); err != nil {
+		t.Fatal(err)
+	}
+	dst := &TableRef{Project: "p", Dataset: "d", Table: "dst"}
+	q := Query{SQL: "SELECT x, s FROM d.src", DefaultProject: "p", Destination: dst, WriteDisposition: WriteAppend}
+	if j := runJob(t, s, "plain", q); j.Err == nil || !strings.Contains(j.Err.Error(), "Cannot add fields") {
+		t.Fatalf("append without schemaUpdateOptions: %v", j.Err)
+	}
+	q.SchemaUpdateOptions = []string{AllowFieldAddition}
+	fail := true
+	s.opts.rowsCommit = func(after bool) error {
+		if !after && fail {
+			return errors.New("injected: the commit fails")
+		}
+		return nil
+	}
+	if j := runJob(t, s, "failed", q); j.Err == nil {
+		t.Fatal("the injected failure did not fail the job")
+	}
+	ct, err := cat.Table("p", "d", "dst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := ct.Schema().Fields; len(f) != 2 || f[1].Name != "s" || f[1].EffectiveMode() != schema.Nullable {
+		t.Fatalf("after a job failed at its commit: schema %v, want x, s NULLABLE", ct.Schema())
+	}
+	if n := tableRows(t, s, cat, "dst"); n != 0 {
+		t.Fatalf("after a job failed at its commit: %d rows, want 0", n)
+	}
+	fail = false
+	if j := runJob(t, s, "again", q); j.Err != nil {
+		t.Fatal(j.Err)
+	}
+	if n := tableRows(t, s, cat, "dst"); n != 3 {
+		t.Fatalf("%d rows, want 3", n)
 	}
 }

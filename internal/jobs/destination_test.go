@@ -19,7 +19,23 @@ func (o engineObserver) TableCreated(t *catalog.Table) error {
 	return err
 }
 
-func (o engineObserver) TableSchemaChanged(*catalog.Table) error { return nil }
+// TableSchemaChanged gives the engine the catalog's new schema versions
+// (an added column), as the server's backend does.
+func (o engineObserver) TableSchemaChanged(t *catalog.Table) error {
+	st, err := o.db.Table(t.ID)
+	if err != nil {
+		return err
+	}
+	have, _ := st.Schema()
+	for _, sv := range t.Schemas {
+		if sv.Version > have {
+			if err := st.SetSchema(context.Background(), sv.Version, schema.ToArrow(sv.Schema)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 func (o engineObserver) TableDropped(t *catalog.Table) error {
 	err := o.db.DropTable(context.Background(), t.ID)

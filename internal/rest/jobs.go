@@ -375,6 +375,7 @@ type queryOptions struct {
 	// session is set when the request asks for a session (createSession)
 	// or names one (the session_id connection property).
 	session bool
+	updates []string // schemaUpdateOptions
 }
 
 // startQuery checks a query configuration and starts it as job
@@ -435,6 +436,19 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 		}
 		q.Destination = &jobs.TableRef{Project: cmp.Or(d.ProjectID, project), Dataset: d.DatasetID, Table: d.TableID}
 		q.CreateDisposition, q.WriteDisposition = o.create, o.write
+	}
+	if len(o.updates) > 0 {
+		for _, u := range o.updates {
+			if !jobs.ValidSchemaUpdateOption(u) {
+				return jobs.Job{}, invalid("Invalid value for schemaUpdateOptions: %q: ALLOW_FIELD_ADDITION or ALLOW_FIELD_RELAXATION", u)
+			}
+		}
+		// BigQuery's answer; bqstore has no partition decorators, so
+		// WRITE_TRUNCATE never qualifies.
+		if o.dest == nil || o.write != jobs.WriteAppend {
+			return jobs.Job{}, invalid("Schema update options should only be specified with WRITE_APPEND disposition, or with WRITE_TRUNCATE disposition on a table partition.")
+		}
+		q.SchemaUpdateOptions = o.updates
 	}
 	if o.encryption {
 		// Tables here are not encrypted with a key of the caller's;
@@ -831,7 +845,8 @@ func (h *Handler) insertJob(w http.ResponseWriter, r *http.Request) {
 		dest: qc.DestinationTable, create: qc.CreateDisposition, write: qc.WriteDisposition, timeoutMs: int64(cfg.JobTimeoutMs),
 		priority: qc.Priority, labels: cfg.Labels, keyResult: keyResultOf(qc.ScriptOptions),
 		session: qc.CreateSession || hasSessionID(qc.ConnectionProperties),
-		part:    [3]json.RawMessage{qc.TimePartitioning, qc.RangePartitioning, qc.Clustering}, encryption: qc.DestinationEncryptionConfiguration != nil})
+		part:    [3]json.RawMessage{qc.TimePartitioning, qc.RangePartitioning, qc.Clustering}, encryption: qc.DestinationEncryptionConfiguration != nil,
+		updates: qc.SchemaUpdateOptions})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -906,6 +921,7 @@ func jobResource(j jobs.Job) *jobJSON {
 		out.Configuration.Query.DestinationTable = &tableRef{ProjectID: d.Project, DatasetID: d.Dataset, TableID: d.Table}
 		out.Configuration.Query.CreateDisposition = cmpOr(j.Query.CreateDisposition, jobs.CreateIfNeeded)
 		out.Configuration.Query.WriteDisposition = cmpOr(j.Query.WriteDisposition, jobs.WriteEmpty)
+		out.Configuration.Query.SchemaUpdateOptions = j.Query.SchemaUpdateOptions
 		if p := j.Query.Partitioning; p != nil {
 			qc := out.Configuration.Query
 			qc.TimePartitioning, qc.RangePartitioning, qc.Clustering = p.TimePartitioning, p.RangePartitioning, p.Clustering
