@@ -2,9 +2,12 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/bqstore/bqstore/internal/filter"
+	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
 )
 
@@ -14,9 +17,11 @@ import (
 // tables it reads and its statementType. The query is analyzed against
 // its tables with no rows, so nothing is computed and no job is stored;
 // the columns it reads are scanned to size them. Errors are the query's
-// (the same as a run's, except runtime errors, which need rows). A script
-// or a statement other than a query is only parsed: its statementType,
-// no bytes.
+// (the same as a run's, except runtime errors, which need rows). A lone
+// INSERT or CREATE TABLE AS SELECT is checked as its run checks it before
+// writing (the target table and its columns, the query analyzed and
+// sized as above; nothing written or created); a script or another
+// statement is only parsed: its statementType, no bytes.
 func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (Job, error) {
 	now := s.opts.Clock()
 	at := s.readTime(now) // the snapshot a run would read
@@ -28,15 +33,82 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 	if q.Params != nil {
 		q.Params.Index(q.SQL)
 	}
-	if len(sts) != 1 || sts[0].Type != "SELECT" {
+	if len(sts) != 1 {
 		j.Stats.StatementType = "SCRIPT"
-		if len(sts) == 1 {
-			j.Stats.StatementType = sts[0].Type
-		}
 		return j, nil
 	}
+	st := sts[0]
+	j.Stats.StatementType = st.Type
+	text := st.Text
+	switch {
+	case st.Type == "SELECT":
+	case st.Insert != nil:
+		j.Stats.DML = true
+		if err := s.dryInsert(project, q, st.Insert); err != nil {
+			return j, err
+		}
+		text = st.Insert.Query
+	case st.CreateTable != nil && st.CreateTable.Query != "":
+		text = st.CreateTable.Query
+	default:
+		return j, nil
+	}
+	if text == "" {
+		return j, nil // INSERT ... VALUES: reads no table
+	}
+	res, bytes, err := s.dryQuery(ctx, project, q, text, at)
+	if err != nil {
+		return j, err
+	}
+	if ins := st.Insert; ins != nil {
+		want := len(ins.Columns)
+		if ins.Columns == nil {
+			ref, _ := qualify(project, q, ins.Table)
+			ct, _ := s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+			want = len(ct.Schema().Fields)
+		}
+		if len(res.Schema.Fields) != want {
+			return j, filter.NewError(q.SQL, ins.QueryPos, "Inserted row has wrong column count; Has %d, expected %d", len(res.Schema.Fields), want)
+		}
+	}
+	if st.Type == "SELECT" {
+		j.Schema = res.Schema
+	}
+	j.BytesProcessed, j.Stats.BytesProcessed = bytes, bytes
+	for _, n := range res.Tables {
+		j.Referenced = append(j.Referenced, resolveRef(j, n))
+	}
+	return j, nil
+}
+
+// dryInsert checks an INSERT's target as its run does before it reads:
+// the table exists, is no view, and has the columns named.
+func (s *Store) dryInsert(project string, q Query, ins *sql.Insert) error {
+	ref, err := qualify(project, q, ins.Table)
+	if err != nil {
+		return err
+	}
+	ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table)
+	if err != nil {
+		return err
+	}
+	if ct.View != nil {
+		return notViewError(q.SQL, ins.Table.Pos, ct, true)
+	}
+	names := schema.IndexNames(ct.Schema().Fields)
+	for _, c := range ins.Columns {
+		if names.Lookup(c) < 0 {
+			return filter.NewError(q.SQL, ins.Table.Pos, "Column %s is not present in table %s", c, ct.FullID())
+		}
+	}
+	return nil
+}
+
+// dryQuery analyzes the query text against its tables with no rows, the
+// columns it reads sized: the result (schema, tables) and the bytes.
+func (s *Store) dryQuery(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, int64, error) {
 	var bytes int64
-	res, err := sql.Run(ctx, sts[0].Text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
+	res, err := sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		var t sql.Table
 		var err error
 		if ref, qerr := qualify(project, q, n); qerr == nil {
@@ -56,15 +128,7 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
 			return s.wildcard(project, q, n)
 		}})
-	if err != nil {
-		return j, err
-	}
-	j.Stats.StatementType = "SELECT"
-	j.Schema, j.BytesProcessed, j.Stats.BytesProcessed = res.Schema, bytes, bytes
-	for _, n := range res.Tables {
-		j.Referenced = append(j.Referenced, resolveRef(j, n))
-	}
-	return j, nil
+	return res, bytes, err
 }
 
 // sizingTable scans a table's columns to add up their logical size and

@@ -219,7 +219,6 @@ func TestReviewJCreateIfNotExistsRace(t *testing.T) {
 // Suspect: DryRun (dryrun.go) returns at "len(sts) != 1 || sts[0].Type
 // != SELECT".
 func TestReviewJDryRunDML(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs3: remove this line with the fix")
 	s, cat := newEngineStore(t)
 	fillTable(t, cat, s.opts.DB, "t", 3)
 	for i, q := range []string{
@@ -241,6 +240,23 @@ func TestReviewJDryRunDML(t *testing.T) {
 	run := mustRun(t, s, "ins", q)
 	if err != nil || dry.BytesProcessed != run.BytesProcessed {
 		t.Errorf("%s: dry run says %d bytes (err %v), the run processed %d", q, dry.BytesProcessed, err, run.BytesProcessed)
+	}
+	// fix-jobs3: its statementType, and nothing written or created.
+	if dry.Stats.StatementType != "INSERT" {
+		t.Errorf("%s: dry run statementType %q, want INSERT", q, dry.Stats.StatementType)
+	}
+	before := fmt.Sprint(readAll(t, s, mustRun(t, s, "c0", "SELECT COUNT(*) FROM d.t")))
+	if _, err := s.DryRun(t.Context(), "p", "US", Query{SQL: "CREATE TABLE d.made AS SELECT x FROM d.t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DryRun(t.Context(), "p", "US", Query{SQL: q}); err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprint(readAll(t, s, mustRun(t, s, "c1", "SELECT COUNT(*) FROM d.t"))); after != before {
+		t.Errorf("a dry run of %s changed d.t: %s rows, then %s", q, before, after)
+	}
+	if j := runJob(t, s, "made", Query{SQL: "SELECT * FROM d.made"}); j.Err == nil {
+		t.Error("a dry run of CREATE TABLE d.made AS SELECT created it")
 	}
 }
 
