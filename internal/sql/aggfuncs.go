@@ -56,12 +56,15 @@ type acc struct {
 	sumI  int64
 	sumF  float64
 	sumR  *big.Rat
-	ext   any // MIN/MAX/ANY_VALUE; MAX_BY/MIN_BY: the x
-	by    any // MAX_BY/MIN_BY: the extreme y
-	nan   bool
-	seen  map[string]bool
-	b     bool // LOGICAL_AND/OR
-	bits  int64
+	// AVG(INT64): the exact sum (intAvg set once an INT64 is added).
+	sumW   int128
+	intAvg bool
+	ext    any // MIN/MAX/ANY_VALUE; MAX_BY/MIN_BY: the x
+	by     any // MAX_BY/MIN_BY: the extreme y
+	nan    bool
+	seen   map[string]bool
+	b      bool // LOGICAL_AND/OR
+	bits   int64
 	// Welford's running means and co-moments (variance, covariance).
 	mx, my, m2x, m2y, cxy float64
 	vals                  []aggVal // STRING_AGG, ARRAY_AGG, ARRAY_CONCAT_AGG
@@ -452,7 +455,8 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		switch x := v.(type) {
 		case int64:
 			if a.name == "AVG" {
-				s.sumF += float64(x)
+				s.sumW.add(x)
+				s.intAvg = true
 				return nil
 			}
 			sum := s.sumI + x
@@ -590,6 +594,9 @@ func (a *agg) result(s *acc) any {
 	case "AVG":
 		if s.count == 0 {
 			return nil
+		}
+		if s.intAvg {
+			return s.sumW.avg(s.count)
 		}
 		if a.typ == "FLOAT64" {
 			return s.sumF / float64(s.count)

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/big"
+	"math/bits"
 	"unsafe"
 )
 
@@ -43,7 +45,9 @@ func newAggStates(a *agg) aggStates {
 		return &countStates{a: a}
 	case a.name == "SUM" && a.argType == "INT64":
 		return &sumIntStates{a: a}
-	case a.name == "SUM" && a.argType == "FLOAT64", a.name == "AVG" && (a.argType == "INT64" || a.argType == "FLOAT64"):
+	case a.name == "AVG" && a.argType == "INT64":
+		return &avgIntStates{a: a}
+	case a.name == "SUM" && a.argType == "FLOAT64", a.name == "AVG" && a.argType == "FLOAT64":
 		return &sumFloatStates{a: a}
 	case (a.name == "MIN" || a.name == "MAX") && a.argType == "INT64":
 		return &extStates[int64]{a: a, less: func(x, y int64) bool { return x < y }}
@@ -136,7 +140,7 @@ func (s *sumIntStates) result(g int) any {
 }
 func (s *sumIntStates) bytes() int64 { return 8*int64(cap(s.sum)) + 8*int64(cap(s.has)) }
 
-// sumFloatStates: SUM of FLOAT64, AVG of INT64 or FLOAT64 (a float sum
+// sumFloatStates: SUM of FLOAT64, AVG of FLOAT64 (a float sum
 // in row order, as acc's sumF).
 type sumFloatStates struct {
 	a   *agg
@@ -290,3 +294,53 @@ func (s *distinctStates) result(g int) any { return s.inner.result(g) }
 func (s *distinctStates) bytes() int64 {
 	return s.inner.bytes() + s.seen.bytes() + int64(cap(s.kb))
 }
+
+// int128 is an exact sum of INT64 values (AVG(INT64): BigQuery's AVG is
+// exact enough that AVG over MaxInt64 and MinInt64 is -0.5, which a
+// float64 sum loses).
+type int128 struct {
+	hi int64
+	lo uint64
+}
+
+func (s *int128) add(x int64) {
+	var c uint64
+	s.lo, c = bits.Add64(s.lo, uint64(x), 0)
+	s.hi += x>>63 + int64(c)
+}
+
+// avg is s / n, rounded once to the nearest FLOAT64.
+func (s int128) avg(n int64) float64 {
+	v := new(big.Int).Lsh(big.NewInt(s.hi), 64)
+	v.Add(v, new(big.Int).SetUint64(s.lo))
+	f, _ := new(big.Rat).SetFrac(v, big.NewInt(n)).Float64()
+	return f
+}
+
+// avgIntStates: AVG of INT64, summed exactly.
+type avgIntStates struct {
+	a   *agg
+	sum []int128
+	n   []int64
+}
+
+func (s *avgIntStates) grow(n int) { s.sum, s.n = growTo(s.sum, n), growTo(s.n, n) }
+func (s *avgIntStates) add(g int, vals [][]any, i int, _ *selectQuery) error {
+	switch x := vals[0][i].(type) {
+	case nil:
+		return nil
+	case int64:
+		s.sum[g].add(x)
+	default:
+		return typeErr(s.a, x)
+	}
+	s.n[g]++
+	return nil
+}
+func (s *avgIntStates) result(g int) any {
+	if s.n[g] == 0 {
+		return nil
+	}
+	return s.sum[g].avg(s.n[g])
+}
+func (s *avgIntStates) bytes() int64 { return 16*int64(cap(s.sum)) + 8*int64(cap(s.n)) }
