@@ -188,7 +188,17 @@ func appendable(want, got *schema.Schema, name string) error {
 	}
 	for i, g := range got.Fields {
 		w := want.Fields[i]
-		if !strings.EqualFold(g.Name, w.Name) || g.Type != w.Type && !(isInt(g.Type) && isInt(w.Type)) && !(isFloat(g.Type) && isFloat(w.Type)) {
+		if !strings.EqualFold(g.Name, w.Name) {
+			// Name what differs: a column the table lacks is one the
+			// append would add; one it has elsewhere is out of order.
+			for k, f := range want.Fields {
+				if strings.EqualFold(f.Name, g.Name) {
+					return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s is column %d of the table and column %d of the query's result", name, f.Name, k+1, i+1)}
+				}
+			}
+			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Cannot add fields (field: %s)", name, g.Name)}
+		}
+		if g.Type != w.Type && !(isInt(g.Type) && isInt(w.Type)) && !(isFloat(g.Type) && isFloat(w.Type)) {
 			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed type from %s to %s", name, w.Name, w.Type, g.Type)}
 		}
 		// A result's column may be NULL where the table's may not

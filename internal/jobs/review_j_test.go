@@ -434,7 +434,6 @@ func TestReviewJDonePublishedBeforeLogged(t *testing.T) {
 // a real type change. Suspect: appendable (destination.go) reports every
 // mismatch, names included, as a type change.
 func TestReviewJAppendRenamedColumnMessage(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs3: remove this line with the fix")
 	s, _ := newEngineStore(t)
 	mustRun(t, s, "mk", "CREATE TABLE d.dst (b INT64)")
 	j := runJob(t, s, "app", Query{SQL: "SELECT 1 AS a", Destination: &TableRef{"p", "d", "dst"}, WriteDisposition: WriteAppend})
@@ -443,6 +442,16 @@ func TestReviewJAppendRenamedColumnMessage(t *testing.T) {
 	}
 	if msg := j.Err.Error(); strings.Contains(msg, "from INTEGER to INTEGER") {
 		t.Fatalf("append of column a to a table of column b: %q", msg)
+	}
+	// fix-jobs3: the column the table lacks is named; a column the
+	// table has elsewhere is said to be out of place.
+	if msg := j.Err.Error(); !strings.Contains(msg, "Cannot add fields (field: a)") {
+		t.Errorf("append of column a to a table of column b: %q, want Cannot add fields (field: a)", msg)
+	}
+	mustRun(t, s, "mk2", "CREATE TABLE d.two (a INT64, b INT64)")
+	j = runJob(t, s, "app2", Query{SQL: "SELECT 1 AS b, 2 AS a", Destination: &TableRef{"p", "d", "two"}, WriteDisposition: WriteAppend})
+	if j.Err == nil || !strings.Contains(j.Err.Error(), "Field b is column 2 of the table and column 1 of the query's result") {
+		t.Errorf("append of (b, a) to a table of (a, b): %v", j.Err)
 	}
 }
 
