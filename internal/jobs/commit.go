@@ -78,6 +78,8 @@ type commitRecord struct {
 	// Dataset and ETag: a DDL statement's (ddlcommit.go).
 	Dataset *DatasetRef `json:"dataset,omitempty"`
 	ETag    string      `json:"etag,omitempty"`
+	// View: a CREATE VIEW's query (ddlcommit.go), absent in older records.
+	View string `json:"view,omitempty"`
 }
 
 // logCommit logs, durably, that a statement of q (job project/q.job) is

@@ -12,7 +12,9 @@ import "github.com/bqstore/bqstore/internal/catalog"
 // catalog shows the change:
 //
 //   - commitCreate: Target (a table or view) or Dataset exists (the
-//     statement saw it missing before it logged);
+//     statement saw it missing before it logged: one that finds it
+//     fails, or skips, without logging), and for a view (View, its
+//     query) is a view of that query;
 //   - commitDrop: no table has the id Table any more (table ids are never
 //     reused), or Dataset is missing;
 //   - commitAlter: Target or Dataset exists with another etag than ETag,
@@ -52,7 +54,7 @@ func recoverDDL(cat *catalog.Catalog, j *Job) bool {
 		t, err := cat.Table(d.Project, d.Dataset, d.Table)
 		switch c.Kind {
 		case commitCreate:
-			done = err == nil
+			done = err == nil && (c.View == "" || t.View != nil && t.View.Query == c.View)
 		case commitDrop:
 			_, err := cat.TableByID(c.Table)
 			done = isNotFound(err)

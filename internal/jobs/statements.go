@@ -561,9 +561,16 @@ func (s *Store) createSchema(ctx context.Context, project string, q Query, cs *s
 		p = project
 	}
 	stats.DDLTargetDataset = &DatasetRef{Project: p, Dataset: cs.Dataset}
-	if _, err := s.cat.Dataset(p, cs.Dataset); err == nil && cs.IfNotExists {
-		stats.DDLOperation = "SKIP"
-		return nil
+	if _, err := s.cat.Dataset(p, cs.Dataset); err == nil {
+		if cs.IfNotExists {
+			stats.DDLOperation = "SKIP"
+			return nil
+		}
+		// Failed before it logs anything: a logged create whose dataset
+		// exists would recover done (ddlcommit.go).
+		return &catalog.Error{Kind: catalog.ErrExists, Msg: fmt.Sprintf("Already Exists: Dataset %s:%s", p, cs.Dataset)}
+	} else if !isNotFound(err) {
+		return err
 	}
 	ds := catalog.Dataset{ProjectID: p, DatasetID: cs.Dataset}
 	for _, o := range cs.Options {

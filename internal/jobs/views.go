@@ -130,9 +130,14 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 		View: &catalog.View{Query: cv.Query}}
 	applyToSpec(patch, &spec)
 	stats.DDLOperation = "CREATE"
-	if !exists || !cv.OrReplace {
+	if exists && !cv.OrReplace {
+		// Failed before it logs anything: a logged create whose target
+		// exists would recover done (ddlcommit.go).
+		return s.alreadyExists(ref)
+	}
+	if !exists {
 		// One catalog change, logged before it (ddlcommit.go).
-		if err := s.logDDL(project, q, &commitRecord{Kind: commitCreate, Target: &ref}, *stats); err != nil {
+		if err := s.logDDL(project, q, &commitRecord{Kind: commitCreate, Target: &ref, View: cv.Query}, *stats); err != nil {
 			return err
 		}
 		_, err = s.cat.CreateTable(ctx, spec)
