@@ -32,6 +32,16 @@ type MoveSpec struct {
 	// version its replacement was computed from); a missing table or
 	// another etag is ErrPrecondition, and nothing changes.
 	IfMatch string
+	// Hold, if set, is called with the table being replaced (only when
+	// there is one), with the catalog's write lock held, after IfMatch
+	// is checked and before the change: an error is returned and
+	// nothing changes; else release is called once the replaced table's
+	// drop is done and told to the observer (internal/jobs fences the
+	// engine table here and checks it is still what its query read).
+	// The lock order is the catalog's write lock before an engine
+	// table's fence (docs/LOCKING.md): Hold may take a fence, and
+	// nothing may wait for the write lock while it holds one.
+	Hold func(replaced *Table) (release func(), err error)
 }
 
 // MoveTable gives table p:d.t the name to (a table of an existing dataset)
@@ -68,6 +78,13 @@ func (c *Catalog) MoveTable(ctx context.Context, p, d, t string, to TableName, s
 	}
 	if exists && !spec.Replace {
 		return nil, &Error{Kind: ErrExists, Msg: fmt.Sprintf("Already Exists: Table %s:%s.%s", to.ProjectID, to.DatasetID, to.TableID)}
+	}
+	if exists && spec.Hold != nil {
+		release, err := spec.Hold(old.clone())
+		if err != nil {
+			return nil, err
+		}
+		defer release() // after the observer's drop below
 	}
 	etag, err := c.newETag()
 	if err != nil {

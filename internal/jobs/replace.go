@@ -34,9 +34,10 @@ import (
 // ALTER TABLE) would vanish with it, its writer told it succeeded. So
 // the job remembers each table it read (its catalog id and etag, the
 // rows and schema version of its snapshot: reads, in its context), and
-// at the swap it fences the table's writes in the engine
-// (storage.Table.Fence: the writes taken before are applied, later ones
-// wait), checks that the rows and schema version are still those read,
+// at the swap, inside the catalog's change (catalog.MoveSpec.Hold, its
+// write lock held: that lock before the fence, docs/LOCKING.md), it
+// fences the table's writes in the engine (storage.Table.Fence: the
+// writes taken before are applied, later ones wait), checks that the rows and schema version are still those read,
 // and moves the stage with catalog.MoveSpec.IfMatch, the etag read: the
 // catalog checks it in the same change. The move drops the old table
 // before the fence is released, so a write held there fails as one
@@ -159,25 +160,36 @@ func (s *Store) move(ctx context.Context, q Query, ref TableRef, spec catalog.Mo
 		if err != nil {
 			return err
 		}
-		st, err := s.opts.DB.Table(ct.ID)
-		if err != nil {
-			return err
-		}
-		release, err := st.Fence(ctx)
-		if err != nil {
-			return err
-		}
-		defer release() // after the move's drop of the old table
-		snap, err := st.Snapshot(time.Time{})
-		if err != nil {
-			return err
-		}
-		rows, version := snap.NumRows(), snap.SchemaVersion()
-		snap.Release()
-		if rows != read.rows || version != read.version {
-			return concurrentUpdate(ref)
-		}
 		spec.IfMatch = read.etag
+		// The fence is taken inside the catalog's change, its write lock
+		// held (lock order: catalog, then fence; docs/LOCKING.md): an
+		// ALTER TABLE holds that lock while the engine applies its
+		// schema, which waits at a fence.
+		spec.Hold = func(old *catalog.Table) (func(), error) {
+			if old.ID != read.id {
+				return nil, concurrentUpdate(ref)
+			}
+			st, err := s.opts.DB.Table(old.ID)
+			if err != nil {
+				return nil, err
+			}
+			release, err := st.Fence(ctx)
+			if err != nil {
+				return nil, err
+			}
+			snap, err := st.Snapshot(time.Time{})
+			if err != nil {
+				release()
+				return nil, err
+			}
+			rows, version := snap.NumRows(), snap.SchemaVersion()
+			snap.Release()
+			if rows != read.rows || version != read.version {
+				release()
+				return nil, concurrentUpdate(ref)
+			}
+			return release, nil // after the move's drop of the old table
+		}
 	}
 	_, err := s.cat.MoveTable(ctx, q.stage.Project, q.stage.Dataset, q.stage.Table,
 		catalog.TableName{ProjectID: ref.Project, DatasetID: ref.Dataset, TableID: ref.Table}, spec)

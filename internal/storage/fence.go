@@ -20,6 +20,12 @@ import (
 // committed in between and lost with the table. A failed check releases
 // the fence and the held requests go on. The fence is in memory only: a
 // crash ends it with the process.
+//
+// Lock order: a caller takes the fence only while holding the catalog's
+// write lock and releases it before that lock (internal/jobs fences in
+// catalog.MoveSpec.Hold), since the catalog's changes call the engine
+// (an ALTER TABLE's SetSchema waits here) with that lock held: a fence
+// holder must never wait for the catalog.
 func (t *Table) Fence(ctx context.Context) (release func(), err error) {
 	t.mu.Lock()
 	if err := t.usableLocked(); err != nil {
