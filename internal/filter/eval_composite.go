@@ -54,6 +54,9 @@ func (c *checker) arrayLit(e *ArrayLit) (node, error) {
 	} else {
 		t, ok := c.commonType(elems)
 		if !ok {
+			t, ok = c.nullFieldsType(e, elems)
+		}
+		if !ok {
 			ts := make([]string, 0, len(elems))
 			seen := map[typ]bool{}
 			for _, n := range elems {
@@ -80,6 +83,62 @@ func (c *checker) arrayLit(e *ArrayLit) (node, error) {
 		return nil, c.errf(e.P, "%v", err)
 	}
 	return c.fold(&makeNode{args: elems, t: t, p: e.P}, elems...)
+}
+
+// nullFieldsType retries the common type of an array literal's elements
+// counting an untyped NULL field of a STRUCT literal as a NULL literal,
+// which coerces to any type: [STRUCT('a' AS x, 1 AS y), (NULL, 5)] is an
+// ARRAY<STRUCT<x STRING, y INT64>> in GoogleSQL (a struct literal alone
+// types such a field INT64). The elements with NULL fields are checked
+// again, typed as the common type.
+func (c *checker) nullFieldsType(e *ArrayLit, elems []node) (typ, bool) {
+	loose := make([]node, len(elems))
+	var redo []int
+	for i, n := range elems {
+		loose[i] = n
+		sl, ok := e.Elems[i].(*StructLit)
+		if !ok || sl.Type != "" || !n.typ().isStruct() {
+			continue
+		}
+		fs := append([]structField(nil), n.typ().comp().fields...)
+		nulls := false
+		for j, x := range sl.Fields {
+			if fn, err := c.check(x); err == nil && fn.typ() == tNull {
+				fs[j].t, nulls = tNull, true
+			}
+		}
+		if !nulls {
+			continue
+		}
+		lt, err := structOf(fs)
+		if err != nil {
+			return 0, false
+		}
+		loose[i] = &constNode{v: constVec(lt, nullValue), p: n.pos()}
+		redo = append(redo, i)
+	}
+	if len(redo) == 0 {
+		return 0, false
+	}
+	t, ok := c.commonType(loose)
+	if !ok || !t.isStruct() {
+		return 0, false
+	}
+	for _, f := range t.comp().fields {
+		if f.t == tNull {
+			return 0, false
+		}
+	}
+	for _, i := range redo {
+		sl := *e.Elems[i].(*StructLit)
+		sl.Type = t.String()
+		n, err := c.structLit(&sl)
+		if err != nil {
+			return 0, false
+		}
+		elems[i] = n
+	}
+	return t, true
 }
 
 func (c *checker) structLit(e *StructLit) (node, error) {
