@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,6 +25,21 @@ const MaxViewDepth = 16
 
 type viewDepthKey struct{}
 
+// creatingViewKey is the full id of the view a CREATE OR REPLACE VIEW
+// checks its query for: a query reading it, directly or through other
+// views, would make the view read itself.
+type creatingViewKey struct{}
+
+// viewError is an error of the query of a view: it names the innermost
+// view once (a chain of views does not repeat the prefix).
+type viewError struct {
+	view string
+	err  error
+}
+
+func (e *viewError) Error() string { return fmt.Sprintf("in view %s: %v", e.view, e.err) }
+func (e *viewError) Unwrap() error { return e.err }
+
 // ViewSchema runs a view's query in project and returns its result
 // schema: the schema tables.insert and CREATE VIEW give the view.
 func (s *Store) ViewSchema(ctx context.Context, project, query string) (*schema.Schema, error) {
@@ -40,10 +56,17 @@ func (s *Store) openView(ctx context.Context, ct *catalog.Table, at time.Time) (
 	if depth >= MaxViewDepth {
 		return nil, &TableError{Msg: fmt.Sprintf("View %s: views nest more than %d levels deep", ct.FullID(), MaxViewDepth)}
 	}
+	if v, _ := ctx.Value(creatingViewKey{}).(string); v == ct.FullID() {
+		return nil, &TableError{Msg: fmt.Sprintf("View %s cannot read itself: its query references it", v)}
+	}
 	ctx = context.WithValue(ctx, viewDepthKey{}, depth+1)
 	res, err := s.query(ctx, ct.ProjectID, Query{}, ct.View.Query, at)
 	if err != nil {
-		return nil, fmt.Errorf("in view %s: %w", ct.FullID(), err)
+		var ve *viewError
+		if errors.As(err, &ve) {
+			return nil, err
+		}
+		return nil, &viewError{view: ct.FullID(), err: err}
 	}
 	return &resultTable{res: res}, nil
 }
@@ -120,7 +143,11 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	}
 	// The query runs as it will when read: in the view's project, no
 	// default dataset. Its errors carry the statement's positions.
-	res, err := s.query(ctx, ref.Project, Query{}, cv.QueryText, at)
+	qctx := ctx
+	if exists {
+		qctx = context.WithValue(ctx, creatingViewKey{}, cur.FullID())
+	}
+	res, err := s.query(qctx, ref.Project, Query{}, cv.QueryText, at)
 	if err != nil {
 		return err
 	}
