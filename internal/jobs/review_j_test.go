@@ -163,13 +163,16 @@ func TestReviewJScriptKeyResultLast(t *testing.T) {
 // DatasetID "" from it). Suspect: resolveRef (run.go) does not resolve
 // the script's temps (q.temp) as qualify does.
 func TestReviewJTempTableReferenced(t *testing.T) {
-	t.Skip("review-j finding, being fixed by fix-jobs3: remove this line with the fix")
 	s, _ := newEngineStore(t)
 	j := mustRun(t, s, "s", "CREATE TEMP TABLE tt (a INT64); INSERT INTO tt VALUES (1); SELECT * FROM tt")
 	for _, r := range j.Referenced {
 		if r.Project == "" || r.Dataset == "" || r.Table == "" {
 			t.Errorf("referenced table %+v has an empty part", r)
 		}
+	}
+	// fix-jobs3: reported, in the job's hidden dataset.
+	if len(j.Referenced) != 1 || j.Referenced[0].Dataset != AnonDataset("p", "US") {
+		t.Errorf("referenced %+v, want the temp table in %s", j.Referenced, AnonDataset("p", "US"))
 	}
 }
 

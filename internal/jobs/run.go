@@ -143,11 +143,18 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 			sink.abort()
 		}
 	}()
+	q.temps = map[string]TableRef{} // runScript fills it
 	res, stats, err := s.runScript(ctx, j.Project, q, j.Started, ssink)
 	out.Stats, out.BytesProcessed = stats, stats.BytesProcessed
 	if res != nil {
 		for _, n := range res.Tables {
-			out.Referenced = append(out.Referenced, resolveRef(j, n))
+			// A script's temporary table is named as it exists: in
+			// the job's hidden dataset (BigQuery's _script dataset).
+			r, ok := q.temp(n)
+			if !ok {
+				r = resolveRef(j, n)
+			}
+			out.Referenced = append(out.Referenced, r)
 		}
 	}
 	if err != nil {

@@ -75,7 +75,9 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if len(sts) == 1 && sts[0].CreateTable != nil && sts[0].CreateTable.Temp {
 		return nil, Stats{}, &TableError{Msg: "Use of CREATE TEMPORARY TABLE requires a script or session"}
 	}
-	q.temps = map[string]TableRef{}
+	if q.temps == nil { // the caller's map, if any, learns the temps' names
+		q.temps = map[string]TableRef{}
+	}
 	defer s.dropTemps(q)
 	if q.Params != nil {
 		q.Params.Index(q.SQL) // the ?s are numbered over the whole script
