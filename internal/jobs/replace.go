@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -32,7 +33,7 @@ import (
 // still be what the job's query read when the stage moves over it, else
 // a change committed in between (an INSERT, the Write API's rows, an
 // ALTER TABLE) would vanish with it, its writer told it succeeded. So
-// the job remembers each table it read (its catalog id and etag, the
+// the statement remembers each table it read (its catalog id and etag, the
 // rows and schema version of its snapshot: reads, in its context), and
 // at the swap, inside the catalog's change (catalog.MoveSpec.Hold, its
 // write lock held: that lock before the fence, docs/LOCKING.md), it
@@ -67,8 +68,11 @@ type tableRead struct {
 	version  int
 }
 
-// reads are the tables a job read, by name; the last read of a name
-// wins (a later statement of a script reads what the earlier ones did).
+// reads are the tables a statement read, by name (the last read of a
+// name wins). Each statement of a script has its own (runScript): a
+// replace checks only what its own statement read, at its start, which
+// sees what the script's earlier statements wrote; the job's, that its
+// destination's replace checks, are those of its result's statement.
 type reads struct {
 	mu sync.Mutex
 	m  map[TableRef]tableRead
@@ -89,6 +93,22 @@ func recordRead(ctx context.Context, t *table) {
 	}
 	r.mu.Lock()
 	r.m[t.ref] = tableRead{id: t.id, etag: t.etag, rows: t.snap.NumRows(), version: t.snap.SchemaVersion()}
+	r.mu.Unlock()
+}
+
+// adoptReads makes the reads recorded in from ctx's reads, if both have
+// them.
+func adoptReads(ctx, from context.Context) {
+	r, _ := ctx.Value(readsKey{}).(*reads)
+	f, _ := from.Value(readsKey{}).(*reads)
+	if r == nil || f == nil || r == f {
+		return
+	}
+	f.mu.Lock()
+	m := maps.Clone(f.m)
+	f.mu.Unlock()
+	r.mu.Lock()
+	r.m = m
 	r.mu.Unlock()
 }
 

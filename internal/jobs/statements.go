@@ -100,13 +100,15 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		// A result held for a destination table is written after the
 		// last statement, which is then not the job's last change.
 		q.stmts, q.last = len(sts), i == len(sts)-1 && (q.Destination == nil || res == nil)
-		r, one, err := s.runStatement(ctx, project, q, st, at, total.BytesProcessed, sk)
+		sctx := withReads(ctx) // what this statement's replace checks (replace.go)
+		r, one, err := s.runStatement(sctx, project, q, st, at, total.BytesProcessed, sk)
 		total.BytesProcessed += one.BytesProcessed
 		if err != nil {
 			return nil, total, err
 		}
 		if i == last {
 			res = r
+			adoptReads(ctx, sctx) // what a replace of the destination checks
 		}
 		stats = one
 	}
