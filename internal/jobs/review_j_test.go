@@ -615,3 +615,22 @@ func TestReviewJConcurrentIfNotExists(t *testing.T) {
 		}
 	}
 }
+
+// TestDropTableOfView (fix-jobs3, review-j's unconfirmed note): DROP
+// TABLE naming a view fails, the view kept, as DROP VIEW naming a table
+// does (third-party BigQuery guides: "Does DROP TABLE remove views? No.
+// Use DROP VIEW for views."; BigQuery's exact message unverified).
+func TestDropTableOfView(t *testing.T) {
+	s, cat := newEngineStore(t)
+	fillTable(t, cat, s.opts.DB, "t", 3)
+	mustRun(t, s, "v", "CREATE VIEW d.v AS SELECT x FROM d.t")
+	for i, q := range []string{"DROP TABLE d.v", "DROP TABLE IF EXISTS d.v"} {
+		if j := runJob(t, s, fmt.Sprintf("d%d", i), Query{SQL: q}); j.Err == nil || !strings.Contains(j.Err.Error(), "p:d.v is a view, not a table") {
+			t.Errorf("%s: %v, want refused", q, j.Err)
+		}
+	}
+	if got := fmt.Sprint(readAll(t, s, mustRun(t, s, "r", "SELECT COUNT(*) FROM d.v"))); got != "[[3]]" {
+		t.Errorf("d.v after DROP TABLE: %s", got)
+	}
+	mustRun(t, s, "dv", "DROP VIEW d.v")
+}

@@ -419,6 +419,12 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 		return err
 	}
 	stats.DDLTargetTable = &ref
+	if d.What == "TABLE" {
+		// DROP TABLE does not drop a view: DROP VIEW does.
+		if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View != nil {
+			return notViewError(q.SQL, d.Name.Pos, ct, true)
+		}
+	}
 	if d.What == "VIEW" {
 		if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View == nil {
 			return notViewError(q.SQL, d.Name.Pos, ct, false)
