@@ -198,17 +198,58 @@ func appendable(want, got *schema.Schema, name string) error {
 			}
 			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Cannot add fields (field: %s)", name, g.Name)}
 		}
-		if g.Type != w.Type && !(isInt(g.Type) && isInt(w.Type)) && !(isFloat(g.Type) && isFloat(w.Type)) {
-			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed type from %s to %s", name, w.Name, w.Type, g.Type)}
+		if err := sameField(w, g, w.Name, name); err != nil {
+			return err
 		}
-		// A result's column may be NULL where the table's may not
-		// (ALLOW_FIELD_RELAXATION relaxes the table's first).
-		if w.EffectiveMode() == schema.Required && g.EffectiveMode() != schema.Required {
-			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed mode from REQUIRED to %s", name, w.Name, g.EffectiveMode())}
+	}
+	// The table's columns past the result's read NULL in the rows
+	// appended (the result sink pads them).
+	for _, w := range want.Fields[len(got.Fields):] {
+		if w.EffectiveMode() == schema.Required {
+			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Required field %s is missing from the query's result", name, w.Name)}
 		}
 	}
 	return nil
 }
+
+// sameField checks that values of the result's field g (path: its name,
+// a.b inside a RECORD) can be stored in the table's field w: the same
+// type, REPEATED on both or neither, not NULLABLE where w is REQUIRED,
+// and for a RECORD the same fields in the same order, each alike.
+func sameField(w, g *schema.Field, path, name string) error {
+	if g.Type != w.Type && !(isInt(g.Type) && isInt(w.Type)) && !(isFloat(g.Type) && isFloat(w.Type)) && !(isRecord(g.Type) && isRecord(w.Type)) {
+		return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed type from %s to %s", name, path, w.Type, g.Type)}
+	}
+	wm, gm := w.EffectiveMode(), g.EffectiveMode()
+	// A result's column may be NULL where the table's may not
+	// (ALLOW_FIELD_RELAXATION relaxes the table's first); an array is
+	// not a scalar either way.
+	if (wm == schema.Repeated) != (gm == schema.Repeated) || wm == schema.Required && gm != schema.Required {
+		return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s has changed mode from %s to %s", name, path, wm, gm)}
+	}
+	if !isRecord(w.Type) {
+		return nil
+	}
+	// The engine takes a RECORD's values only with its exact fields.
+	for i, wf := range w.Fields {
+		if i >= len(g.Fields) {
+			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s.%s is missing from the query's result", name, path, wf.Name)}
+		}
+		gf := g.Fields[i]
+		if !strings.EqualFold(gf.Name, wf.Name) {
+			return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Field %s.%s of the query's result is not field %s.%s of the table", name, path, gf.Name, path, wf.Name)}
+		}
+		if err := sameField(wf, gf, path+"."+wf.Name, name); err != nil {
+			return err
+		}
+	}
+	if len(g.Fields) > len(w.Fields) {
+		return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Provided Schema does not match Table %s. Cannot add fields (field: %s.%s)", name, path, g.Fields[len(w.Fields)].Name)}
+	}
+	return nil
+}
+
+func isRecord(t schema.Type) bool { return t == schema.Record || t == "STRUCT" }
 
 func isInt(t schema.Type) bool   { return t == "INTEGER" || t == "INT64" }
 func isFloat(t schema.Type) bool { return t == "FLOAT" || t == "FLOAT64" }

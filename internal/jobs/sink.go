@@ -25,7 +25,8 @@ type resultSink struct {
 	ref TableRef     // the result's table: the anonymous one, or the destination
 	dst *destination // nil: the anonymous table
 
-	schema *schema.Schema
+	schema *schema.Schema // the rows' schema: the table's (see open)
+	pad    int            // NULLs each row gets at its end (see open)
 	ct     *catalog.Table
 	st     *storage.Table
 	sv     int
@@ -75,6 +76,12 @@ func (r *resultSink) Begin(ctx context.Context, sch *schema.Schema) error {
 // open opens the PENDING stream of table ct the rows of schema sch go to.
 func (r *resultSink) open(ctx context.Context, ct *catalog.Table, sch *schema.Schema) error {
 	r.ct, r.schema = ct, sch
+	// A destination appended to may have more columns than the result
+	// (appendable: they are NULLABLE): each row gets NULLs there, and
+	// the rows are built with the table's schema.
+	if want := ct.Schema(); len(want.Fields) > len(sch.Fields) {
+		r.schema, r.pad = want, len(want.Fields)-len(sch.Fields)
+	}
 	var err error
 	if r.st, err = r.s.opts.DB.Table(ct.ID); err != nil {
 		return err
@@ -121,6 +128,13 @@ func (r *resultSink) flush(ctx context.Context) error {
 }
 
 func (r *resultSink) append(ctx context.Context, rows [][]any) error {
+	if r.pad > 0 {
+		padded := make([][]any, len(rows))
+		for i, row := range rows {
+			padded[i] = append(append(make([]any, 0, len(row)+r.pad), row...), make([]any, r.pad)...)
+		}
+		rows = padded
+	}
 	part := &sql.Result{Schema: r.schema, Rows: rows}
 	rec, err := part.Record()
 	if err != nil {
