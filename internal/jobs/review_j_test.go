@@ -634,3 +634,19 @@ func TestDropTableOfView(t *testing.T) {
 	}
 	mustRun(t, s, "dv", "DROP VIEW d.v")
 }
+
+// TestFailedJobStatementType (fix-jobs3, review-j's note): a job whose
+// statement fails still reports its statementType (SCRIPT for a script).
+func TestFailedJobStatementType(t *testing.T) {
+	s, _ := newEngineStore(t)
+	for i, c := range []struct{ sql, want string }{
+		{"INSERT INTO d.nope (a) VALUES (1)", "INSERT"},
+		{"SELECT * FROM d.nope", "SELECT"},
+		{"CREATE TABLE d.a (x INT64); INSERT INTO d.nope (a) VALUES (1)", "SCRIPT"},
+	} {
+		j := runJob(t, s, fmt.Sprintf("f%d", i), Query{SQL: c.sql})
+		if j.Err == nil || j.Stats.StatementType != c.want {
+			t.Errorf("%s: err %v, statementType %q, want a failure and %s", c.sql, j.Err, j.Stats.StatementType, c.want)
+		}
+	}
+}

@@ -104,6 +104,11 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		r, one, err := s.runStatement(sctx, project, q, st, at, total.BytesProcessed, sk)
 		total.BytesProcessed += one.BytesProcessed
 		if err != nil {
+			// A failed job still says what it ran (statementType).
+			total.StatementType = one.StatementType
+			if len(sts) > 1 {
+				total.StatementType = "SCRIPT"
+			}
 			return nil, total, err
 		}
 		if i == last {
