@@ -53,10 +53,10 @@ type agg struct {
 // acc accumulates one aggregate of one group.
 type acc struct {
 	count int64
-	sumI  int64
 	sumF  float64
 	sumR  *big.Rat
-	// AVG(INT64): the exact sum (intAvg set once an INT64 is added).
+	// SUM(INT64), AVG(INT64): the exact sum (intAvg set once AVG adds an
+	// INT64).
 	sumW   int128
 	intAvg bool
 	ext    any // MIN/MAX/ANY_VALUE; MAX_BY/MIN_BY: the x
@@ -459,11 +459,7 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 				s.intAvg = true
 				return nil
 			}
-			sum := s.sumI + x
-			if (sum > s.sumI) != (x > 0) {
-				return q.errf(a.pos, "Int64 overflow: %d + %d", s.sumI, x)
-			}
-			s.sumI = sum
+			s.sumW.add(x)
 		case float64:
 			s.sumF += x
 		case *big.Rat:
@@ -586,7 +582,7 @@ func (a *agg) result(s *acc) any {
 		}
 		switch a.typ {
 		case "INT64":
-			return s.sumI
+			return s.sumW.sumResult(a)
 		case "FLOAT64":
 			return s.sumF
 		}

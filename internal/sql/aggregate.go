@@ -613,15 +613,24 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	// One row per group, evaluated by the expression layer.
 	n := gs.len()
+	var rerr error // the first result that is an error (aggResult)
 	rec, err := gs.record(post.Fields[len(groups):postBase], func(col, row int) any {
 		if col < len(aggs) {
-			return gs.states[col].result(row)
+			v, err := q.aggResult(gs.states[col].result(row))
+			if err != nil && rerr == nil {
+				rerr = err
+			}
+			return v
 		}
 		if grouped[gs.set(row)][col-len(aggs)] {
 			return int64(0)
 		}
 		return int64(1)
 	})
+	if err == nil && rerr != nil {
+		rec.Release()
+		err = rerr
+	}
 	if err != nil {
 		return nil, err
 	}

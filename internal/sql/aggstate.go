@@ -107,10 +107,11 @@ func (s *countStates) add(g int, vals [][]any, i int, _ *selectQuery) error {
 func (s *countStates) result(g int) any { return s.n[g] }
 func (s *countStates) bytes() int64     { return 8 * int64(cap(s.n)) }
 
-// sumIntStates: SUM of INT64, an error on overflow as acc's.
+// sumIntStates: SUM of INT64, summed in 128 bits; an error only when the
+// final value overflows, as acc's.
 type sumIntStates struct {
 	a   *agg
-	sum []int64
+	sum []int128
 	has bitset // a non-NULL value was added
 }
 
@@ -124,11 +125,7 @@ func (s *sumIntStates) add(g int, vals [][]any, i int, q *selectQuery) error {
 	if !ok {
 		return typeErr(s.a, v)
 	}
-	sum := s.sum[g] + x
-	if (sum > s.sum[g]) != (x > 0) {
-		return q.errf(s.a.pos, "Int64 overflow: %d + %d", s.sum[g], x)
-	}
-	s.sum[g] = sum
+	s.sum[g].add(x)
 	s.has.set(g)
 	return nil
 }
@@ -136,9 +133,9 @@ func (s *sumIntStates) result(g int) any {
 	if !s.has.has(g) {
 		return nil
 	}
-	return s.sum[g]
+	return s.sum[g].sumResult(s.a)
 }
-func (s *sumIntStates) bytes() int64 { return 8*int64(cap(s.sum)) + 8*int64(cap(s.has)) }
+func (s *sumIntStates) bytes() int64 { return 16*int64(cap(s.sum)) + 8*int64(cap(s.has)) }
 
 // sumFloatStates: SUM of FLOAT64, AVG of FLOAT64 (a float sum
 // in row order, as acc's sumF).
@@ -297,7 +294,9 @@ func (s *distinctStates) bytes() int64 {
 
 // int128 is an exact sum of INT64 values (AVG(INT64): BigQuery's AVG is
 // exact enough that AVG over MaxInt64 and MinInt64 is -0.5, which a
-// float64 sum loses).
+// float64 sum loses; SUM(INT64): GoogleSQL sums in 128 bits and checks
+// only the final value, so that MaxInt64 + 1 - 1 is MaxInt64 whatever
+// the rows' order). 2^63 rows would be needed to overflow it.
 type int128 struct {
 	hi int64
 	lo uint64
@@ -307,6 +306,29 @@ func (s *int128) add(x int64) {
 	var c uint64
 	s.lo, c = bits.Add64(s.lo, uint64(x), 0)
 	s.hi += x>>63 + int64(c)
+}
+
+// sumResult is s as a SUM(INT64)'s result: an aggOverflow of a when it
+// does not fit in INT64.
+func (s int128) sumResult(a *agg) any {
+	v := int64(s.lo)
+	if s.hi != v>>63 {
+		return aggOverflow{a}
+	}
+	return v
+}
+
+// aggOverflow is the result of a SUM whose final value overflows its
+// type: results have no error return, so their callers check for it
+// (selectQuery.aggResult).
+type aggOverflow struct{ a *agg }
+
+// aggResult is v, an aggregate's result, or the error it stands for.
+func (q *selectQuery) aggResult(v any) (any, error) {
+	if o, ok := v.(aggOverflow); ok {
+		return nil, q.errf(o.a.pos, "Int64 overflow in SUM")
+	}
+	return v, nil
 }
 
 // avg is s / n, rounded once to the nearest FLOAT64.

@@ -877,7 +877,11 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 						return nil, err
 					}
 				}
-				out[r] = w.agg.result(&s)
+				v, err := q.aggResult(w.agg.result(&s))
+				if err != nil {
+					return nil, err
+				}
+				out[r] = v
 				if err := chargeOut(q, out, []int{r}); err != nil {
 					return nil, err
 				}
@@ -901,7 +905,11 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 					return nil, err
 				}
 			}
-			out[r] = w.agg.result(&s)
+			v, err := q.aggResult(w.agg.result(&s))
+			if err != nil {
+				return nil, err
+			}
+			out[r] = v
 			if err := chargeOut(q, out, []int{r}); err != nil {
 				return nil, err
 			}
