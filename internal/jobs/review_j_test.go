@@ -650,3 +650,25 @@ func TestFailedJobStatementType(t *testing.T) {
 		}
 	}
 }
+
+// TestDestinationWithDDLOrDML (fix-jobs3, review-j's note): a
+// destinationTable with a DDL or DML statement or a script is refused
+// with BigQuery's messages, and nothing runs.
+func TestDestinationWithDDLOrDML(t *testing.T) {
+	s, _ := newEngineStore(t)
+	mustRun(t, s, "mk", "CREATE TABLE d.t (a INT64)")
+	dst := &TableRef{"p", "d", "x"}
+	for i, c := range []struct{ sql, want string }{
+		{"CREATE TABLE d.n (a INT64)", "Cannot set destination table in jobs with DDL statements"},
+		{"INSERT INTO d.t (a) VALUES (1)", "Cannot set destination table in jobs with DML statements"},
+		{"SELECT 1 AS a; SELECT 2 AS a", "configuration.query.destinationTable cannot be set for scripts"},
+	} {
+		j := runJob(t, s, fmt.Sprintf("d%d", i), Query{SQL: c.sql, Destination: dst})
+		if j.Err == nil || !strings.Contains(j.Err.Error(), c.want) {
+			t.Errorf("%s with a destinationTable: %v, want %q", c.sql, j.Err, c.want)
+		}
+	}
+	if got := fmt.Sprint(readAll(t, s, mustRun(t, s, "r", "SELECT COUNT(*) FROM d.t"))); got != "[[0]]" {
+		t.Errorf("d.t: %s rows, want the INSERT not run", got)
+	}
+}

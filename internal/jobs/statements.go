@@ -75,6 +75,17 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if len(sts) == 1 && sts[0].CreateTable != nil && sts[0].CreateTable.Temp {
 		return nil, Stats{}, &TableError{Msg: "Use of CREATE TEMPORARY TABLE requires a script or session"}
 	}
+	if q.Destination != nil {
+		// BigQuery's answers for a destinationTable with these.
+		switch {
+		case len(sts) > 1:
+			return nil, Stats{StatementType: "SCRIPT"}, &TableError{Msg: "configuration.query.destinationTable cannot be set for scripts"}
+		case sts[0].Insert != nil:
+			return nil, Stats{StatementType: sts[0].Type}, &TableError{Msg: "Cannot set destination table in jobs with DML statements"}
+		case sts[0].Type != "SELECT":
+			return nil, Stats{StatementType: sts[0].Type}, &TableError{Msg: "Cannot set destination table in jobs with DDL statements"}
+		}
+	}
 	if q.temps == nil { // the caller's map, if any, learns the temps' names
 		q.temps = map[string]TableRef{}
 	}
