@@ -50,7 +50,7 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	}
 
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return CompactStats{}, err
 	}
@@ -144,7 +144,7 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 	lf.size = w.off
 
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return fail(err)
 	}
@@ -166,7 +166,7 @@ func (t *Table) Compact(ctx context.Context) (CompactStats, error) {
 		return CompactStats{}, fmt.Errorf("storage: compact %s: %w", t.dir, err)
 	}
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		lf.unref()
 		return CompactStats{}, fmt.Errorf("storage: compact %s: %w", t.dir, err)
@@ -246,7 +246,7 @@ func planCompaction(old []batchRef, drop map[string]bool) ([][]batchRef, Compact
 func (t *Table) AbandonExpired(ctx context.Context) error {
 	cutoff := t.cutoff()
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return err
 	}

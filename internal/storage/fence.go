@@ -7,7 +7,8 @@ import (
 
 // Fence holds the table's writes: once it returns, every request that
 // changes the table (appends, flushes, commits, schema changes, new
-// streams, compaction's steps) waits until release is called, and every
+// streams, compaction's steps) waits until release is called (or its
+// ctx ends: it fails with ctx's error, nothing done), and every
 // request taken before it is durable and applied. A snapshot taken while
 // the table is fenced is its latest state until release. Readers are
 // not held. One fence at a time: a second Fence waits for the first's
@@ -28,7 +29,7 @@ import (
 // holder must never wait for the catalog.
 func (t *Table) Fence(ctx context.Context) (release func(), err error) {
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return nil, err
 	}

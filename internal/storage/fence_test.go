@@ -74,3 +74,44 @@ func TestFence(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestFenceWaitHonoursContext: a request held at a fence gives up when
+// its context ends (the fence holder's release may be far off), with the
+// context's error, and the table is unchanged.
+func TestFenceWaitHonoursContext(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open("db", &Options{FS: vfs.NewMem(), Clock: newFakeClock().Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tb, err := db.CreateTable(ctx, "t1", testSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := tb.Fence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	held := make(chan error, 1)
+	go func() {
+		rec := makeBatch(testSchema, 0, 1)
+		defer rec.Release()
+		_, err := tb.Append(cctx, AppendRequest{Stream: DefaultStreamID, Offset: -1, Batch: rec, SchemaVersion: 1})
+		held <- err
+	}()
+	cancel() // before or after the append reaches the fence: the same outcome
+	select {
+	case err := <-held:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("append held at a fence, its context cancelled: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second): // a hang, not a timing threshold
+		t.Fatal("append held at a fence did not return after its context was cancelled")
+	}
+	release()
+	if got := len(tableIDs(t, tb, time.Time{})); got != 0 {
+		t.Fatalf("%d rows after a cancelled append, want 0", got)
+	}
+}

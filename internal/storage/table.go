@@ -176,10 +176,24 @@ func (t *Table) enqueueLocked(o *op) {
 
 // usableLocked reports why the table cannot take a request; while the
 // table is fenced (fence.go) it waits, releasing t.mu, until the fence
-// is released or the table dropped or closed.
+// is released, the table dropped or closed, or ctx done (its error).
 // REQUIRES: t.mu held.
-func (t *Table) usableLocked() error {
+func (t *Table) usableLocked(ctx context.Context) error {
+	if t.mu.fenced {
+		// Wake the wait below when ctx ends: the broadcast needs t.mu,
+		// which Wait releases, so it cannot come between the check of
+		// ctx and the Wait.
+		stop := context.AfterFunc(ctx, func() {
+			t.mu.Lock()
+			t.applied.Broadcast()
+			t.mu.Unlock()
+		})
+		defer stop()
+	}
 	for t.mu.fenced && !t.mu.dropped && !t.mu.closed && t.mu.failErr == nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		t.applied.Wait()
 	}
 	switch {
@@ -236,7 +250,7 @@ func (t *Table) SetSchema(ctx context.Context, version int, schema *arrow.Schema
 		return fmt.Errorf("storage: set schema: %v: %w", err, ErrInvalidArgument)
 	}
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return err
 	}
@@ -327,7 +341,7 @@ func (t *Table) CreateStream(ctx context.Context, typ StreamType) (StreamInfo, e
 	}
 	id := newID(12)
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return StreamInfo{}, err
 	}
@@ -496,7 +510,7 @@ func (t *Table) AppendAsync(ctx context.Context, req AppendRequest) (*PendingApp
 	}
 	cutoff := t.cutoff()
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		t.db.budget.release(got)
 		return nil, err
@@ -562,7 +576,7 @@ func (t *Table) schemaLocked(list []schemaVer, v int) (schemaVer, bool) {
 func (t *Table) Finalize(ctx context.Context, id string) (int64, error) {
 	cutoff := t.cutoff()
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return 0, err
 	}
@@ -595,7 +609,7 @@ func (t *Table) Finalize(ctx context.Context, id string) (int64, error) {
 func (t *Table) Flush(ctx context.Context, id string, offset int64) (int64, error) {
 	cutoff := t.cutoff()
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return 0, err
 	}
@@ -651,7 +665,7 @@ func (t *Table) batchCommit(ctx context.Context, streams []string, ifEmpty bool)
 	}
 	cutoff := t.cutoff()
 	t.mu.Lock()
-	if err := t.usableLocked(); err != nil {
+	if err := t.usableLocked(ctx); err != nil {
 		t.mu.Unlock()
 		return time.Time{}, nil, err
 	}
