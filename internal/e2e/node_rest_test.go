@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -19,18 +18,7 @@ import (
 // Like TestNodePendingWriter it needs node and test/node/node_modules and
 // skips without them unless BQSTORE_REQUIRE_NODE=1 (CI sets it).
 func TestNodeREST(t *testing.T) {
-	dir, err := filepath.Abs("../../test/node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(dir, "node_modules", "@google-cloud", "bigquery"))
-	if err != nil || modErr != nil {
-		if os.Getenv("BQSTORE_REQUIRE_NODE") == "1" {
-			t.Fatalf("node or test/node/node_modules missing (node: %v, modules: %v); run npm ci --prefix test/node", err, modErr)
-		}
-		t.Skip("node or test/node/node_modules missing; run npm ci --prefix test/node (CI requires it)")
-	}
+	node, dir := requireNode(t, "bigquery")
 	e := newEnv(t)
 	cmd := exec.CommandContext(e.ctx, node, "rest.js")
 	cmd.Dir = dir
