@@ -20,14 +20,7 @@ import (
 // budget large enough, the charge and the heap agree within a quarter.
 // No timing.
 func TestGroupByMemoryHeld(t *testing.T) {
-	const n = 200_000
-	rows := make([][]any, n)
-	for i := range rows {
-		rows[i] = []any{int64(i), int64(i % 1000), fmt.Sprintf("s%07d", i)}
-	}
-	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
-		{Name: "k", Type: schema.Integer}, {Name: "v", Type: schema.Integer}, {Name: "s", Type: schema.String}}}, rows: rows, batch: 4096}
-	resolve := func(_ context.Context, _ TableName) (Table, error) { return tbl, nil }
+	resolve := heldTable()
 	var live, charged int64
 	var base runtime.MemStats
 	testHookGroupsHeld = func(c int64) {
@@ -75,14 +68,7 @@ func TestGroupByMemoryHeld(t *testing.T) {
 // TestGroupByMemoryHeld); its partition keys, evaluated a chunk at a
 // time, are not held.
 func TestWindowMemoryHeld(t *testing.T) {
-	const n = 200_000
-	rows := make([][]any, n)
-	for i := range rows {
-		rows[i] = []any{int64(i), int64(i % 1000), fmt.Sprintf("s%07d", i)}
-	}
-	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
-		{Name: "k", Type: schema.Integer}, {Name: "v", Type: schema.Integer}, {Name: "s", Type: schema.String}}}, rows: rows, batch: 4096}
-	resolve := func(_ context.Context, _ TableName) (Table, error) { return tbl, nil }
+	resolve := heldTable()
 	var live, charged int64
 	var base runtime.MemStats
 	testHookWindowHeld = func(c int64) {
@@ -106,4 +92,17 @@ func TestWindowMemoryHeld(t *testing.T) {
 			t.Errorf("%s: charged %d bytes, held %d", q, charged, live)
 		}
 	}
+}
+
+// heldTable resolves every name to one table of 200,000 rows (k unique,
+// v with 1,000 values, s unique strings) for the memory-held tests.
+func heldTable() Resolver {
+	const n = 200_000
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i), int64(i % 1000), fmt.Sprintf("s%07d", i)}
+	}
+	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{
+		{Name: "k", Type: schema.Integer}, {Name: "v", Type: schema.Integer}, {Name: "s", Type: schema.String}}}, rows: rows, batch: 4096}
+	return func(_ context.Context, _ TableName) (Table, error) { return tbl, nil }
 }
