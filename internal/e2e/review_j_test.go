@@ -16,7 +16,9 @@ import (
 )
 
 // Findings of review-j (jobs API, DDL, scripts; issue 16), each failing
-// on main when written.
+// on main when written. A test's comment
+// describes what it found, as it was before the fix (the fix's commit
+// names the test); the test now asserts BigQuery's behaviour.
 
 // TestReviewJDDLKill9 kills the server (SIGKILL at a random moment;
 // seeded, BQSTORE_CRASH_SEED reproduces) while a client runs CREATE

@@ -7,6 +7,10 @@ import (
 	"github.com/bqstore/bqstore/internal/storage/vfs"
 )
 
+// Findings of review2 (issue 16), fixed by 807c85a: each comment describes
+// what the test found before that fix; the test asserts the behaviour now
+// required.
+
 // TestReview2DDLFailedRecoversDone: CREATE VIEW d.v (no OR REPLACE, no
 // IF NOT EXISTS) of an existing view logs its 'create' commit record
 // (views.go createView: "if !exists || !cv.OrReplace") and then fails

@@ -6,6 +6,10 @@ import (
 	"testing"
 )
 
+// Findings of review2 (issue 16), fixed by eabb22e: each comment describes
+// what the test found before that fix; the test asserts the behaviour now
+// required.
+
 // TestReview2AppendFewerColumns: WRITE_APPEND of a result with fewer
 // columns than the table ("the table may have more columns, NULLABLE",
 // destination.go's own contract; BigQuery appends with NULL in the

@@ -62,6 +62,10 @@ func goroutineIn(fn string) bool {
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn)
 }
 
+// Findings of review2 (issue 16), fixed by 7976ac9: each comment describes
+// what the test found before that fix; the test asserts the behaviour now
+// required.
+
 // TestReview2FenceDeadlocksWithAlter: the conditional replace
 // (replace.go move) fences the engine table and then calls
 // catalog.MoveTable, which takes the catalog's writeMu. An ALTER TABLE

@@ -2,6 +2,10 @@ package jobs
 
 import "testing"
 
+// Findings of review2 (issue 16), fixed by 73fca19: each comment describes
+// what the test found before that fix; the test asserts the behaviour now
+// required.
+
 // TestReview2ScriptOwnWriteIsConflict: a script's reads are remembered
 // for the whole job ("the last read of a name wins"), so a script that
 // reads t, then changes t itself, then replaces t without reading it

@@ -16,7 +16,9 @@ import (
 )
 
 // Findings of review-j (jobs API, DDL, DML, scripts; issue 16). Each test
-// fails on main when it was written.
+// failed on main when it was written. A test's comment
+// describes what it found, as it was before the fix (the fix's commit
+// names the test); the test now asserts BigQuery's behaviour.
 
 // TestReviewJReplaceLosesConcurrentInsert: a statement that rewrites a
 // table from its own rows (CREATE OR REPLACE TABLE t AS SELECT ... FROM t,

@@ -2,6 +2,10 @@ package sql
 
 import "testing"
 
+// Findings of review2 (issue 16), fixed by 08a486c: each comment describes
+// what the test found before that fix; the test asserts the behaviour now
+// required.
+
 // TestReview2SumIntermediateOverflow: SUM of INT64 fails with "Int64
 // overflow" as soon as a running total leaves INT64, even when the sum
 // of all the values fits: 9223372036854775807 + 1 + -1 is

@@ -20,7 +20,9 @@ import (
 // Adversarial review of GoogleSQL semantics (issue 16, review-s). Each
 // test is one finding: it fails on the code it was written against and
 // states what BigQuery answers, with the documentation or reference
-// source that says so.
+// source that says so. A test's comment
+// describes what it found, as it was before the fix (the fix's commit
+// names the test); the test now asserts BigQuery's behaviour.
 
 // reviewSQuery runs query over tables (parsed as the corpus files'
 // "table" command does) and renders its result as the corpus does, or
