@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -406,83 +405,6 @@ func (q *selectQuery) compileWindowArg(sp Span) (*filter.Scalar, error) {
 		return nil, q.errf(at, "Aggregate function %s not allowed in an analytic function of a query without GROUP BY or aggregation", strings.ToUpper(sp.toks[indexAt(sp.toks, at)].Text))
 	}
 	return q.compile(sp)
-}
-
-// parseFrame reads ROWS|RANGE [BETWEEN b AND b | b].
-func (q *selectQuery) parseFrame(p *parser, w *window) error {
-	rows := p.isKw("ROWS")
-	kwPos := p.tok().Pos
-	p.i++
-	f := frame{rows: rows, explicitFrame: true}
-	bound := func(isStart bool) (unb bool, off int64, err error) {
-		t := p.tok()
-		switch {
-		case p.isKw("UNBOUNDED", "PRECEDING"):
-			p.i += 2
-			if !isStart {
-				return false, 0, p.errf(t.Pos, "Syntax error: UNBOUNDED PRECEDING is not allowed for the end of a window frame")
-			}
-			return true, 0, nil
-		case p.isKw("UNBOUNDED", "FOLLOWING"):
-			p.i += 2
-			if isStart {
-				return false, 0, p.errf(t.Pos, "Syntax error: UNBOUNDED FOLLOWING is not allowed for the start of a window frame")
-			}
-			return true, 0, nil
-		case p.isKw("CURRENT", "ROW"):
-			p.i += 2
-			return false, 0, nil
-		}
-		if t.Ident || t.QIdent || t.Op || t.EOF {
-			return false, 0, p.unexpected()
-		}
-		n, err := strconv.ParseInt(t.Text, 0, 64)
-		if err != nil || n < 0 {
-			return false, 0, p.errf(t.Pos, "Window frame offset must be a non-negative integer literal or parameter")
-		}
-		p.i++
-		switch {
-		case p.isKw("PRECEDING"):
-			p.i++
-			return false, -n, nil
-		case p.isKw("FOLLOWING"):
-			p.i++
-			return false, n, nil
-		}
-		return false, 0, p.errf(p.tok().Pos, "Syntax error: Expected keyword FOLLOWING or keyword PRECEDING but got %s", describe(p.tok()))
-	}
-	var err error
-	if p.isKw("BETWEEN") {
-		p.i++
-		if f.startUnb, f.start, err = bound(true); err != nil {
-			return err
-		}
-		if !p.isKw("AND") {
-			return p.errf(p.tok().Pos, "Syntax error: Expected keyword AND but got %s", describe(p.tok()))
-		}
-		p.i++
-		if f.endUnb, f.end, err = bound(false); err != nil {
-			return err
-		}
-	} else if f.startUnb, f.start, err = bound(true); err != nil {
-		return err
-	}
-	if !f.startUnb && !f.endUnb && f.start > f.end {
-		return q.errf(kwPos, "Window frame end cannot precede its start")
-	}
-	if !rows && len(w.order) == 0 && !(f.startUnb && f.endUnb) {
-		return q.errf(kwPos, "RANGE-based window frames require an ORDER BY clause")
-	}
-	if f.hasRangeOffset() {
-		if len(w.order) != 1 {
-			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires exactly one ORDER BY expression")
-		}
-		if numericRank[w.order[0].Type()] == 0 {
-			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires a numeric ORDER BY expression, not %s", w.order[0].Type())
-		}
-	}
-	w.frame = f
-	return nil
 }
 
 // windowRelation serves the rows of in that where keeps, with the
