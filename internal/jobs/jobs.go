@@ -286,6 +286,13 @@ type Options struct {
 	// jobs log there); an error before the commit fails the job there,
 	// its rows not committed.
 	rowsCommit func(after bool) error
+	// beforeForget, if set, is called with each job a Delete or an
+	// expiry removed from the table, before its removal is logged and
+	// its result table dropped (tests insert the same id there).
+	beforeForget func(j Job)
+	// reinsertWait, if set, is called by an Insert that waits for the
+	// removal of a job of the same id to be done.
+	reinsertWait func()
 }
 
 // Store runs jobs and keeps them.
@@ -302,8 +309,14 @@ type Store struct {
 
 	mu struct {
 		sync.Mutex
-		jobs   map[key]*entry
-		closed bool
+		jobs map[key]*entry
+		// forgetting holds the jobs out of jobs whose removal (its log
+		// record, their result tables) is not done yet, each with a
+		// channel closed once it is: an Insert of the same id waits
+		// for it, so that the removal neither drops the new job's
+		// result table nor is logged after its creation.
+		forgetting map[key]chan struct{}
+		closed     bool
 	}
 }
 
@@ -341,6 +354,7 @@ func Open(cat *catalog.Catalog, opts Options) (*Store, error) {
 	}
 	s.bgCtx, s.cancel = context.WithCancel(context.Background())
 	s.mu.jobs = map[key]*entry{}
+	s.mu.forgetting = map[key]chan struct{}{}
 	if opts.Dir == "" {
 		s.startSweep()
 		return s, nil
@@ -462,6 +476,18 @@ func (s *Store) Insert(project, id, location string, q Query) (Job, error) {
 	e := &entry{job: Job{Project: project, ID: id, Location: location, Query: q, Created: now, State: StatePending},
 		done: make(chan struct{}), cancel: cancel}
 	s.mu.Lock()
+	for {
+		gone, ok := s.mu.forgetting[k]
+		if !ok {
+			break
+		}
+		s.mu.Unlock()
+		if h := s.opts.reinsertWait; h != nil {
+			h()
+		}
+		<-gone
+		s.mu.Lock()
+	}
 	if s.mu.closed {
 		s.mu.Unlock()
 		cancel()
@@ -575,6 +601,7 @@ func (s *Store) Delete(project, id string) error {
 	}
 	delete(s.mu.jobs, key{project, id})
 	j := e.job
+	s.forgettingLocked(j)
 	s.mu.Unlock()
 	s.forget([]Job{j})
 	return nil
@@ -602,6 +629,7 @@ func (s *Store) expireLocked(now time.Time) []Job {
 	for k, e := range s.mu.jobs {
 		if now.Sub(e.job.Created) > Retention && e.job.State == StateDone {
 			delete(s.mu.jobs, k)
+			s.forgettingLocked(e.job)
 			victims = append(victims, e.job)
 			continue
 		}
@@ -616,15 +644,27 @@ func (s *Store) expireLocked(now time.Time) []Job {
 			continue
 		}
 		delete(s.mu.jobs, key{e.job.Project, e.job.ID})
+		s.forgettingLocked(e.job)
 		victims = append(victims, e.job)
 	}
 	return victims
 }
 
-// forget logs the removal of jobs (already out of the table) and drops
-// their anonymous tables.
+// forgettingLocked records that j, just taken out of the table, is
+// being forgotten (forget ends it).
+// REQUIRES: s.mu held.
+func (s *Store) forgettingLocked(j Job) {
+	s.mu.forgetting[key{j.Project, j.ID}] = make(chan struct{})
+}
+
+// forget logs the removal of jobs (already out of the table, and marked
+// forgetting) and drops their anonymous tables; then an Insert of one of
+// their ids may go on.
 func (s *Store) forget(jobs []Job) {
 	for _, j := range jobs {
+		if h := s.opts.beforeForget; h != nil {
+			h(j)
+		}
 		if s.jl != nil {
 			if err := s.jl.append(logRecord{Delete: &jobKey{j.Project, j.ID}}); err != nil {
 				s.log.Error("jobs: log a removed job", "job", j.ID, "err", err)
@@ -633,6 +673,13 @@ func (s *Store) forget(jobs []Job) {
 		if j.anonymous() {
 			s.dropTable(j.Destination)
 		}
+		k := key{j.Project, j.ID}
+		s.mu.Lock()
+		if gone, ok := s.mu.forgetting[k]; ok {
+			close(gone)
+			delete(s.mu.forgetting, k)
+		}
+		s.mu.Unlock()
 	}
 }
 
