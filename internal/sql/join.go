@@ -50,39 +50,48 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 	if err != nil {
 		return nil, err
 	}
+	var right *relation // the right input, when an UNNEST has made it
 	if u, ok := j.Right.(*UnnestRef); ok {
-		if parts, isPath := u.Expr.path(); isPath {
-			col, err := r.unnestColumn(left, parts, u.Expr.pos())
-			if err != nil {
-				return nil, err
-			}
-			return r.unnestJoin(j, left, u, col, e)
+		parts, _ := u.Expr.path()
+		if u.Alias == "" && parts != nil {
+			u.Alias = parts[len(parts)-1]
 		}
+		joined, rel, err := r.unnestRight(j, left, u, parts, r.text(u.Expr.pos(), u.Expr.end()), e)
+		if err != nil || joined != nil {
+			return joined, err
+		}
+		right = rel
 	}
 	if t, ok := j.Right.(*TableRef); ok && len(t.Path) > 1 && left.vars[strings.ToLower(t.Path[0])] {
 		// GoogleSQL's implicit UNNEST: a path whose first name is a
 		// range variable in scope is that item's array, before any
-		// table of that name (FROM t, t.arr is FROM t, UNNEST(t.arr)).
+		// table of that name (FROM t, t.arr is FROM t, UNNEST(t.arr);
+		// FROM t, t.s.arr the array field arr of the STRUCT column s).
 		if t.AsOf != nil {
 			return nil, r.errf(t.AsOf.pos(), "FOR SYSTEM_TIME AS OF cannot be used with an array path")
 		}
-		col, err := r.unnestColumn(left, t.Path, t.Name.Pos)
-		if err != nil {
+		if _, _, err := left.resolve(r.src, t.Path, t.Name.Pos); err != nil {
 			return nil, err
 		}
 		u := &UnnestRef{Alias: t.Alias, Offset: t.Offset, OffsetAlias: t.OffsetAlias, Pos: t.Name.Pos}
 		if u.Alias == "" {
 			u.Alias = t.Path[len(t.Path)-1]
 		}
-		return r.unnestJoin(j, left, u, col, e)
+		quoted := make([]string, len(t.Path))
+		for i, p := range t.Path {
+			quoted[i] = quoteIdent(p)
+		}
+		joined, _, err := r.unnestRight(j, left, u, t.Path, exprText{at: t.Name.Pos, text: strings.Join(quoted, ".")}, e)
+		return joined, err
 	}
 	if t, ok := j.Right.(*TableRef); ok && j.Kind != "CROSS" && j.On == nil && len(j.Using) == 0 {
 		// The parser let a path go without ON for an array path.
 		return nil, r.errf(t.Name.Pos, "Syntax error: Expected keyword ON or keyword USING after table %s", strings.Join(t.Path, "."))
 	}
-	right, err := r.from(ctx, j.Right, e)
-	if err != nil {
-		return nil, err
+	if right == nil {
+		if right, err = r.from(ctx, j.Right, e); err != nil {
+			return nil, err
+		}
 	}
 	for v := range right.vars {
 		if left.vars[v] {

@@ -15,10 +15,12 @@ import (
 
 // UNNEST: an array literal of constants becomes a relation of its
 // elements; UNNEST(t.arr) after a FROM item that has the REPEATED column
-// arr (comma, CROSS JOIN, [INNER] JOIN, LEFT JOIN) pairs each row of
-// that item with each element of its array (WITH OFFSET: the element's
-// 0-based position), read from the Arrow list arrays by compute.Take.
-// An empty array gives no row (LEFT JOIN: one row, NULL element).
+// arr (comma, CROSS JOIN, [INNER] JOIN, LEFT JOIN), or UNNEST of any
+// array expression over that item's row (unnest_expr.go), pairs each row
+// of that item with each element of its array (WITH OFFSET: the
+// element's 0-based position), read from the Arrow list arrays by
+// compute.Take. An empty array gives no row (LEFT JOIN: one row, NULL
+// element).
 
 // unnestLiteral serves UNNEST(expr) of an array expression that reads no
 // column: an array literal, a parameter, a function of constants
@@ -41,6 +43,12 @@ func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
 	if len(x.Columns()) > 0 {
 		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array of constants or an ARRAY column of an earlier FROM item)")
 	}
+	return r.unnestValues(u, x)
+}
+
+// unnestValues is the relation of the elements of x, an expression of
+// no column.
+func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar) (*relation, error) {
 	t := x.Type()
 	if t == "NULL" {
 		t = "ARRAY<INT64>"
@@ -109,57 +117,121 @@ func closingBracket(toks []filter.Token) int {
 	return -1
 }
 
-// unnestJoin serves left JOIN UNNEST(path) where path names a REPEATED
-// column of left.
-func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e *env) (*relation, error) {
-	if len(j.Using) > 0 || j.On != nil && j.Kind == "LEFT" {
-		return nil, notSupported(r.src, j.Pos, "USING, or LEFT JOIN's ON, with UNNEST")
-	}
-	if j.Kind == "RIGHT" || j.Kind == "FULL" {
-		return nil, notSupported(r.src, j.Pos, j.Kind+" JOIN UNNEST")
-	}
+// unnestJoin serves left JOIN UNNEST(array) where the array is column
+// col of left (a REPEATED column, or one arrayColumn computed from
+// left's row: hidden, it is no column of the output). ON (any join
+// kind) keeps the pairs it holds TRUE for; LEFT JOIN adds, for each left
+// row none of whose pairs were kept (an empty or NULL array too), one
+// row with a NULL element. USING names the element (or the offset) and
+// a left column it must equal; the USING column is the left one (as the
+// left row is always there).
+func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, hidden bool, e *env) (*relation, error) {
 	af := left.field(col)
 	name := u.Alias
-	if name == "" {
-		parts, _ := u.Expr.path()
-		name = parts[len(parts)-1]
-	}
 	out := &relation{schema: &schema.Schema{}, vars: left.vars}
 	var srcIdx []int // output column -> left column, -1 element, -2 offset
-	for i, c := range left.cols {
+	add := func(c relCol, f schema.Field, src int) {
 		c.internal = fmt.Sprintf("__c%d", len(out.cols))
-		f := *left.field(i)
 		f.Name = c.internal
 		out.cols = append(out.cols, c)
 		out.schema.Fields = append(out.schema.Fields, &f)
-		srcIdx = append(srcIdx, i)
+		srcIdx = append(srcIdx, src)
 	}
 	elem := *af
 	elem.Mode = schema.Nullable
-	elem.Name = fmt.Sprintf("__c%d", len(out.cols))
-	out.cols = append(out.cols, relCol{internal: elem.Name, name: name, star: true, unq: true})
-	out.schema.Fields = append(out.schema.Fields, &elem)
-	srcIdx = append(srcIdx, -1)
-	if u.Offset {
-		in := fmt.Sprintf("__c%d", len(out.cols))
-		out.cols = append(out.cols, relCol{internal: in, name: u.OffsetAlias, star: true, unq: true})
-		out.schema.Fields = append(out.schema.Fields, &schema.Field{Name: in, Type: schema.Integer, Mode: schema.Nullable})
-		srcIdx = append(srcIdx, -2)
+	// USING: each name is the element's or the offset's, and a left
+	// column's.
+	usedL := map[int]bool{}
+	usedR := map[int]bool{} // -1 element, -2 offset
+	for _, un := range j.Using {
+		li, bad := sideColumn(left, un.name)
+		if bad {
+			return nil, r.errf(un.pos, "Column %s in USING clause not found on left side of join", un.name)
+		}
+		var rt *schema.Field
+		switch {
+		case name != "" && strings.EqualFold(un.name, name):
+			usedR[-1], rt = true, &elem
+		case u.Offset && strings.EqualFold(un.name, u.OffsetAlias):
+			usedR[-2], rt = true, &schema.Field{Type: schema.Integer}
+		default:
+			return nil, r.errf(un.pos, "Column %s in USING clause not found on right side of join", un.name)
+		}
+		lf := left.field(li)
+		if lf.EffectiveMode() == schema.Repeated || rt.EffectiveMode() == schema.Repeated ||
+			canonical(lf.Type) != canonical(rt.Type) || canonical(lf.Type) == schema.Record {
+			return nil, notSupported(r.src, un.pos, "USING columns of different or ARRAY types")
+		}
+		usedL[li] = true
+		add(relCol{name: left.cols[li].name, star: true, unq: true}, *lf, li)
 	}
-	keepEmpty := j.Kind == "LEFT"
+	for i, c := range left.cols {
+		if hidden && i == col {
+			continue
+		}
+		if usedL[i] {
+			c.star, c.unq = false, false
+		}
+		add(c, *left.field(i), i)
+	}
+	elemAt := len(out.cols)
+	add(relCol{name: name, star: !usedR[-1], unq: !usedR[-1]}, elem, -1)
+	offsetAt := -1
+	if u.Offset {
+		offsetAt = len(out.cols)
+		add(relCol{name: u.OffsetAlias, star: !usedR[-2], unq: !usedR[-2]}, schema.Field{Type: schema.Integer, Mode: schema.Nullable}, -2)
+	}
+	// The join condition over out's columns: ON, or USING's equalities.
+	var on *filter.Scalar
+	if len(j.Using) > 0 {
+		var conds []string
+		for k, un := range j.Using {
+			rc := elemAt
+			if !(name != "" && strings.EqualFold(un.name, name)) {
+				rc = offsetAt
+			}
+			conds = append(conds, quoteIdent(out.cols[k].internal)+" = "+quoteIdent(out.cols[rc].internal))
+		}
+		x, err := r.compileText(exprText{text: strings.Join(conds, " AND ")}, out.schema, nil)
+		if err != nil {
+			return nil, err
+		}
+		on = x
+	} else if j.On != nil {
+		x, err := r.unnestOn(j, out, e)
+		if err != nil {
+			return nil, err
+		}
+		on = x
+	}
+	keepLeft := j.Kind == "LEFT"
 	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
-		// Read the left input: the columns asked for and the array.
-		var in, outNames []string
-		seen := map[int]bool{col: true}
-		in, outNames = append(in, left.cols[col].internal), append(outNames, "__array")
-		for _, c := range cols {
+		// The pairs' columns: those asked for and those of the condition.
+		need := append([]string(nil), cols...)
+		if on != nil {
+			seen := map[string]bool{}
+			for _, c := range cols {
+				seen[strings.ToLower(c)] = true
+			}
+			for _, c := range on.Columns() {
+				if !seen[strings.ToLower(c)] && out.index(c) >= 0 {
+					seen[strings.ToLower(c)] = true
+					need = append(need, c)
+				}
+			}
+		}
+		// Read the left input: the array and the columns needed, each
+		// named __l<its index in left>.
+		in, inNames := []string{left.cols[col].internal}, []string{"__array"}
+		seen := map[int]bool{}
+		for _, c := range need {
 			if k := srcIdx[out.index(c)]; k >= 0 && !seen[k] {
 				seen[k] = true
-				in, outNames = append(in, left.cols[k].internal), append(outNames, c)
+				in, inNames = append(in, left.cols[k].internal), append(inNames, fmt.Sprintf("__l%d", k))
 			}
 		}
 		jr := &joinRel{runner: r}
-		side, err := jr.read(ctx, left, in, outNames)
+		side, err := jr.read(ctx, left, in, inNames)
 		if err != nil {
 			return err
 		}
@@ -171,15 +243,8 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e
 		values := list.ListValues()
 		var li, ei []int32
 		var offs []int64
-		flush := func() error {
-			n := len(li)
-			if n == 0 {
-				return nil
-			}
-			defer func() { li, ei, offs = li[:0], ei[:0], offs[:0] }()
-			if len(cols) == 0 {
-				return fn(nil, n)
-			}
+		// build makes the record of the pairs' columns names.
+		build := func(names []string) (arrow.RecordBatch, error) {
 			lidx, eidx := indices(li), indices(ei)
 			defer lidx.Release()
 			defer eidx.Release()
@@ -190,7 +255,7 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e
 					a.Release()
 				}
 			}()
-			for _, c := range cols {
+			for _, c := range names {
 				var a arrow.Array
 				var err error
 				switch k := srcIdx[out.index(c)]; k {
@@ -208,24 +273,67 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e
 					a = b.NewArray()
 					b.Release()
 				default:
-					a, err = takeArray(ctx, side.arr(c), lidx)
+					a, err = takeArray(ctx, side.arr(fmt.Sprintf("__l%d", k)), lidx)
 				}
 				if err != nil {
-					return err
+					return nil, err
 				}
 				arrs = append(arrs, a)
 				fields = append(fields, arrow.Field{Name: c, Type: a.DataType(), Nullable: true})
 			}
-			rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(n))
+			return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, int64(len(li))), nil
+		}
+		var matched []bool // LEFT JOIN ... ON: left rows a pair of which was kept
+		if keepLeft && on != nil {
+			matched = make([]bool, side.n)
+		}
+		filtering := on != nil
+		flush := func() error {
+			if len(li) == 0 {
+				return nil
+			}
+			defer func() { li, ei, offs = li[:0], ei[:0], offs[:0] }()
+			if filtering {
+				rec, err := build(need)
+				if err != nil {
+					return err
+				}
+				keep, err := selection(ctx, on, rec, len(li))
+				rec.Release()
+				if err != nil {
+					return err
+				}
+				m := 0
+				for k, ok := range keep {
+					if ok {
+						li[m], ei[m], offs[m] = li[k], ei[k], offs[k]
+						m++
+						if matched != nil {
+							matched[li[k]] = true
+						}
+					}
+				}
+				li, ei, offs = li[:m], ei[:m], offs[:m]
+				if m == 0 {
+					return nil
+				}
+			}
+			if len(cols) == 0 {
+				return fn(nil, len(li))
+			}
+			rec, err := build(cols)
+			if err != nil {
+				return err
+			}
 			defer rec.Release()
-			return fn(rec, n)
+			return fn(rec, len(li))
 		}
 		for i := 0; i < side.n; i++ {
 			start, end := list.ValueOffsets(i)
 			if list.IsNull(i) {
 				start, end = 0, 0
 			}
-			if start == end && keepEmpty {
+			if start == end && keepLeft && on == nil {
 				li, ei, offs = append(li, int32(i)), append(ei, -1), append(offs, 0)
 			}
 			for k := start; k < end; k++ {
@@ -237,17 +345,30 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, e
 				}
 			}
 		}
+		if err := flush(); err != nil {
+			return err
+		}
+		// LEFT JOIN ... ON: a NULL element for the left rows left without
+		// a pair.
+		filtering = false
+		for i, m := range matched {
+			if !m {
+				li, ei, offs = append(li, int32(i)), append(ei, -1), append(offs, 0)
+				if len(li) >= joinBatch {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		return flush()
-	}
-	if j.On != nil {
-		return r.unnestOn(j, out, e)
 	}
 	return out, nil
 }
 
-// unnestOn serves [INNER] JOIN UNNEST(...) ON cond: the pairs, then
-// those for which cond is TRUE (an inner join is the cross join filtered).
-func (r *runner) unnestOn(j *JoinRef, out *relation, e *env) (*relation, error) {
+// unnestOn compiles the ON condition of JOIN UNNEST(...) ON cond over the
+// pairs' columns (out).
+func (r *runner) unnestOn(j *JoinRef, out *relation, e *env) (*filter.Scalar, error) {
 	if at, ok := findAgg(j.On.toks); ok {
 		return nil, r.errf(at, "Aggregate function %s not allowed in JOIN ON clause", strings.ToUpper(j.On.toks[indexAt(j.On.toks, at)].Text))
 	}
@@ -268,57 +389,7 @@ func (r *runner) unnestOn(j *JoinRef, out *relation, e *env) (*relation, error) 
 	if t := on.Type(); t != "BOOL" && t != "NULL" {
 		return nil, r.errf(j.On.pos(), "JOIN ON clause should return type BOOL, but returns %s", t)
 	}
-	pairs := out.scan
-	filtered := *out
-	filtered.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
-		read := append([]string(nil), cols...)
-		seen := map[string]bool{}
-		for _, c := range cols {
-			seen[strings.ToLower(c)] = true
-		}
-		for _, c := range on.Columns() {
-			if !seen[strings.ToLower(c)] && out.index(c) >= 0 {
-				seen[strings.ToLower(c)] = true
-				read = append(read, c)
-			}
-		}
-		return pairs(ctx, read, func(rec arrow.RecordBatch, n int) error {
-			kept, m, release, err := whereRows(ctx, on, rec, n)
-			if err != nil {
-				return err
-			}
-			defer release()
-			if m == 0 {
-				return nil
-			}
-			if len(cols) == 0 {
-				return fn(nil, m)
-			}
-			if len(read) == len(cols) {
-				return fn(kept, m)
-			}
-			proj := array.NewRecordBatch(arrow.NewSchema(kept.Schema().Fields()[:len(cols)], nil), kept.Columns()[:len(cols)], int64(m))
-			defer proj.Release()
-			return fn(proj, m)
-		})
-	}
-	return &filtered, nil
-}
-
-// unnestColumn returns the left column an UNNEST path names, if it is a
-// REPEATED column of left.
-func (r *runner) unnestColumn(left *relation, parts []string, pos int) (int, error) {
-	i, used, err := left.resolve(r.src, parts, pos)
-	if err != nil {
-		return 0, err
-	}
-	if used != len(parts) {
-		return 0, notSupported(r.src, pos, "UNNEST of an array inside a STRUCT")
-	}
-	if left.field(i).EffectiveMode() != schema.Repeated {
-		return 0, r.errf(pos, "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", typeName(left.field(i)))
-	}
-	return i, nil
+	return on, nil
 }
 
 func typeName(f *schema.Field) string {
