@@ -153,6 +153,9 @@ func (q *selectQuery) rewrite(sp Span, aggs *[]*agg, groups []Span, groupCol []s
 		}
 		name := strings.ToUpper(toks[i].Text)
 		if !aggFuncs[name] {
+			if analyticFuncs[name] {
+				return exprText{}, q.errf(toks[i].Pos, "Analytic function %s cannot be called without an OVER clause", name)
+			}
 			if knownAggs[name] {
 				return exprText{}, notSupported(q.src, toks[i].Pos, "aggregate or analytic function "+name)
 			}

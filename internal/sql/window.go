@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"sort"
 	"strings"
 
@@ -25,7 +26,7 @@ import (
 
 var analyticFuncs = map[string]bool{"ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "PERCENT_RANK": true,
 	"CUME_DIST": true, "NTILE": true, "LAG": true, "LEAD": true, "FIRST_VALUE": true, "LAST_VALUE": true,
-	"NTH_VALUE": true}
+	"NTH_VALUE": true, "PERCENTILE_CONT": true, "PERCENTILE_DISC": true}
 
 type window struct {
 	name      string // upper case
@@ -40,6 +41,10 @@ type window struct {
 	nullsLast []bool
 	frame     frame
 	offset    int64 // LAG/LEAD offset, NTILE buckets, NTH_VALUE n
+	// IGNORE NULLS or RESPECT NULLS (window_percentile.go); the
+	// percentile of PERCENTILE_CONT/DISC.
+	ignoreNulls, respectNulls bool
+	pct                       *big.Rat
 }
 
 // frame is a window frame. Bounds are row offsets from the current row
@@ -274,9 +279,14 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 	if len(w.order) == 0 && orderRequired[w.name] {
 		return nil, q.errf(overSpecPos(q.src, call), "Window ORDER BY is required for analytic function %s", strings.ToLower(w.name))
 	}
+	if len(w.order) > 0 && orderRefused[w.name] {
+		return nil, q.errf(overSpecPos(q.src, call), "Window ORDER BY is not allowed for analytic function %s", strings.ToLower(w.name))
+	}
 	args, rest := splitArgs(inner)
 	if len(rest) > 0 {
-		return nil, notSupported(q.src, rest[0].Pos, "this form of "+w.name)
+		if err := q.nullHandling(w, rest); err != nil {
+			return nil, err
+		}
 	}
 	if len(args) == 1 && len(args[0]) == 0 {
 		args = nil
@@ -367,6 +377,11 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 		}
 		if w.typ == "NULL" {
 			w.typ = "INT64"
+		}
+		return w, frameless()
+	case "PERCENTILE_CONT", "PERCENTILE_DISC":
+		if err := q.checkPercentile(w, args, pos); err != nil {
+			return nil, err
 		}
 		return w, frameless()
 	case "FIRST_VALUE", "LAST_VALUE":
@@ -757,6 +772,15 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 				} else {
 					out[r] = def
 				}
+			}
+			if err := chargeOut(q, out, rows); err != nil {
+				return nil, err
+			}
+			continue
+		case "PERCENTILE_CONT", "PERCENTILE_DISC":
+			v := w.percentile(args[0], rows)
+			for _, r := range rows {
+				out[r] = v
 			}
 			if err := chargeOut(q, out, rows); err != nil {
 				return nil, err
