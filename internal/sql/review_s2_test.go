@@ -177,3 +177,43 @@ func TestReviewS2UngroupableTypesAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewS2DatetimeFromParts (valid query refused, MEDIUM):
+// DATETIME(year, month, day, hour, minute, second) is one of DATETIME's
+// documented signatures (datetime functions docs, DATETIME: "1.
+// Constructs a DATETIME object using INT64 values representing the
+// year, month, day, hour, minute, and second"; its example
+// DATETIME(2008, 12, 25, 05, 30, 00) is 2008-12-25T05:30:00). DATE(y,
+// m, d) and TIME(h, m, s) work here; DATETIME answers "Number of
+// arguments does not match for function DATETIME. Expected 1 to 2
+// arguments but got 6".
+func TestReviewS2DatetimeFromParts(t *testing.T) {
+	reviewSCheck(t, nil, "SELECT DATETIME(2008, 12, 25, 05, 30, 00) AS a",
+		"a:DATETIME\n2008-12-25T05:30:00\n")
+	if got := reviewSQuery(t, nil, "SELECT DATETIME(2008, 2, 30, 0, 0, 0) AS a"); !strings.HasPrefix(got, "error: Input calculates to invalid datetime") {
+		t.Errorf("DATETIME(2008, 2, 30, 0, 0, 0): got %s want an invalid-datetime error as DATE(2020, 2, 30)'s", got)
+	}
+}
+
+// TestReviewS2JSONFieldAccess (valid query refused, MEDIUM): JSON field
+// access and subscripts, `j.a.b`, `j['a']`, `j.arr[1]`, are how users
+// read a JSON column (JSON data docs, "Extract values from JSON using
+// field access / subscript operator"; zetasql compliance
+// json_queries.test json_dot_notation: (JSON '{"a": "foo"}').a is
+// "foo", json_subscript_int64_and_string: (JSON '[{"a": "foo"}, {"a":
+// "bar"}]')[0]["a"] is "foo", json_subscript_invalid_index: [2] of a
+// 2-element array is NULL, json_dot_notation_invalid_paths: a missing
+// member is NULL). We answer "Cannot access field a on a value with type
+// JSON" -- worded as if the query were invalid; docs/compatibility.md
+// lists only "JSON subscripts" as not yet. Also JSON_EXTRACT's legacy
+// path "$[a][1]['b.c']" (compliance json_extract: [10,20]) is "Invalid
+// JSONPath".
+func TestReviewS2JSONFieldAccess(t *testing.T) {
+	tables := map[string]string{"t": "id:INTEGER j:JSON\n1 | JSON '{\"a\": {\"b\": 5}, \"arr\": [10, 20], \"s\": \"x\"}'\n2 | JSON '{\"a\": null}'"}
+	reviewSCheck(t, tables, "SELECT id, j.a.b AS b, j.arr[1] AS e, j['s'] AS s, j.missing AS m FROM t ORDER BY id",
+		"id:INTEGER b:JSON e:JSON s:JSON m:JSON\n1 | 5 | 20 | \"x\" | NULL\n2 | NULL | NULL | NULL | NULL\n")
+	reviewSCheck(t, nil, `SELECT (JSON '{"a": "foo"}').a AS a, (JSON '[{"a": "foo"}, {"a": "bar"}]')[0]['a'] AS b, (JSON '[1]')[2] AS c`,
+		"a:JSON b:JSON c:JSON\n\"foo\" | \"foo\" | NULL\n")
+	reviewSCheck(t, nil, `SELECT TO_JSON_STRING(JSON_EXTRACT(JSON '{"a": [1, {"b.c": [10, 20]}]}', "$[a][1]['b.c']")) AS a`,
+		"a:STRING\n[10,20]\n")
+}
