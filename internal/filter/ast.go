@@ -108,6 +108,16 @@ type Call struct {
 	P    int
 }
 
+// NamedArg is a named argument of a function call, name => x (GoogleSQL's
+// "mandatory-named" optional arguments such as PARSE_JSON's
+// wide_number_mode); it appears only in Call.Args, after the positional
+// arguments. Name is as written (names match case-insensitively).
+type NamedArg struct {
+	Name string
+	X    Expr
+	P    int // position of the name
+}
+
 // Cast is CAST(x AS type) or SAFE_CAST(x AS type); Type is upper case.
 type Cast struct {
 	X    Expr
@@ -178,6 +188,7 @@ func (e *Between) Pos() int      { return e.P }
 func (e *In) Pos() int           { return e.P }
 func (e *Like) Pos() int         { return e.P }
 func (e *Call) Pos() int         { return e.P }
+func (e *NamedArg) Pos() int     { return e.P }
 func (e *Cast) Pos() int         { return e.P }
 func (e *Extract) Pos() int      { return e.P }
 func (e *Interval) Pos() int     { return e.P }
@@ -192,6 +203,7 @@ func (*Between) exprNode()      {}
 func (*In) exprNode()           {}
 func (*Like) exprNode()         {}
 func (*Call) exprNode()         {}
+func (*NamedArg) exprNode()     {}
 func (*Cast) exprNode()         {}
 func (*Extract) exprNode()      {}
 func (*Interval) exprNode()     {}
@@ -279,6 +291,8 @@ func (e *Call) String() string {
 	}
 	return name + "(" + strings.Join(args, ", ") + ")"
 }
+
+func (e *NamedArg) String() string { return quoteIdent(e.Name) + " => " + e.X.String() }
 
 func (e *Cast) String() string {
 	fn := "CAST"

@@ -81,8 +81,13 @@ func (c *checker) call(e *Call) (node, error) {
 		c.lazy++
 		defer func() { c.lazy-- }()
 	}
+	// Named arguments (funcs_named.go) follow the positional ones.
+	e, named, err := c.splitNamed(e)
+	if err != nil {
+		return nil, err
+	}
 	// Arguments that are not expressions: INTERVAL and date parts.
-	args := make([]node, len(e.Args))
+	args := make([]node, len(e.Args), len(e.Args)+len(named))
 	for i, a := range e.Args {
 		switch a.(type) {
 		case *Interval:
@@ -109,7 +114,7 @@ func (c *checker) call(e *Call) (node, error) {
 		c.safeCall = true
 		defer func() { c.safeCall = false }()
 	}
-	return b(c, e, args)
+	return b(c, e, append(args, named...))
 }
 
 // lazyArgs are the functions that evaluate some of their arguments only

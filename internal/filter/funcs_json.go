@@ -211,9 +211,17 @@ func jsonNumber(s string) string {
 	return jsonFloat(f)
 }
 
+// jsonFloat prints a JSON number held as FLOAT64: integral values below
+// 1e15 without a fraction, magnitudes of 1e15 and more in exponent form
+// (9.223372036854776e+20: the 15-digit limit of ZetaSQL's JSON writer,
+// as BigQuery prints PARSE_JSON(..., wide_number_mode => 'round')), the
+// rest as encoding/json does.
 func jsonFloat(f float64) string {
 	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	if a := math.Abs(f); a >= 1e15 && a < 1e21 {
+		return strconv.FormatFloat(f, 'e', -1, 64)
 	}
 	out, _ := json.Marshal(f)
 	return string(out)
@@ -241,10 +249,20 @@ func canonicalJSONMode(doc string, exact bool) (string, error) {
 	return b.String(), nil
 }
 
+// wideMode says which numbers toJSONText encodes as JSON strings.
+type wideMode int
+
+const (
+	wideNone    wideMode = iota // numbers stay numbers (TO_JSON)
+	wideInts                    // INT64 beyond ±2^53 (TO_JSON_STRING)
+	wideNumbers                 // also decimals FLOAT64 cannot hold (TO_JSON stringify_wide_numbers)
+)
+
 // toJSONText encodes a scalar of type t as TO_JSON_STRING does: INT64
-// beyond ±2^53 and non-finite floats as strings, BYTES as base64,
-// date/time values as quoted strings (TIMESTAMP in RFC 3339 UTC).
-func toJSONText(t typ, v value, wideAsString bool) (string, error) {
+// beyond ±2^53 (wide >= wideInts) and non-finite floats as strings, BYTES
+// as base64, date/time values as quoted strings (TIMESTAMP in RFC 3339
+// UTC).
+func toJSONText(t typ, v value, wide wideMode) (string, error) {
 	if v.null {
 		return "null", nil
 	}
@@ -271,7 +289,7 @@ func toJSONText(t typ, v value, wideAsString bool) (string, error) {
 				jsonString(&b, name)
 				b.WriteByte(':')
 			}
-			s, err := toJSONText(et, x, wideAsString)
+			s, err := toJSONText(et, x, wide)
 			if err != nil {
 				return "", err
 			}
@@ -285,7 +303,7 @@ func toJSONText(t typ, v value, wideAsString bool) (string, error) {
 		return strconv.FormatBool(v.b), nil
 	case tInt:
 		s := strconv.FormatInt(v.i, 10)
-		if wideAsString && (v.i > 1<<53 || v.i < -(1<<53)) {
+		if wide >= wideInts && (v.i > 1<<53 || v.i < -(1<<53)) {
 			return `"` + s + `"`, nil
 		}
 		return s, nil
@@ -301,6 +319,9 @@ func toJSONText(t typ, v value, wideAsString bool) (string, error) {
 		return jsonFloat(v.f), nil
 	case tNumeric, tBigNumeric:
 		s, _ := castToString(t, v)
+		if wide == wideNumbers && jsonExact(json.Number(s)) != nil {
+			return `"` + s + `"`, nil
+		}
 		return s, nil
 	case tString:
 		jsonString(&b, v.s)
@@ -380,9 +401,15 @@ func registerJSON() {
 			return value{s: formatDatetime(a[0].i+int64(off)*microsPerSecond) + z}, nil
 		})
 	}
+	// PARSE_JSON(s, wide_number_mode => 'exact' | 'round'): 'exact'
+	// refuses a number FLOAT64 cannot hold, 'round' rounds it; a NULL
+	// mode gives NULL (ZetaSQL's JsonParse).
 	builtins["PARSE_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
-		return c.sig(e, args, []typ{tString}, tJSON, func(a []value) (value, error) {
-			s, err := canonicalJSONMode(a[0].s, true)
+		return c.sig(e, args, []typ{tString, tString}, tJSON, func(a []value) (value, error) {
+			if m := a[1].s; m != "exact" && m != "round" {
+				return value{}, fmt.Errorf("Invalid `wide_number_mode` specified for PARSE_JSON: %s", m)
+			}
+			s, err := canonicalJSONMode(a[0].s, a[1].s == "exact")
 			if err != nil {
 				return value{}, fmt.Errorf("Invalid input to PARSE_JSON: %v", err)
 			}
@@ -390,16 +417,26 @@ func registerJSON() {
 		})
 	}
 	jsonable := isJSONable
+	// TO_JSON(v, stringify_wide_numbers => b): b encodes INT64 beyond
+	// ±2^53 and NUMERIC/BIGNUMERIC that FLOAT64 cannot hold as strings,
+	// in containers too.
 	builtins["TO_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
-		if err := c.arity(e, args, 1, 1); err != nil {
+		if err := c.arity(e, args, 2, 2); err != nil {
 			return nil, err
 		}
 		t := args[0].typ()
 		if !jsonable(t) {
 			return nil, c.noSig(e, args)
 		}
-		return c.sigStrict(e, args, []typ{tNull}, tJSON, false, func(a []value) (value, error) {
-			s, err := toJSONText(t, a[0], false)
+		return c.sigStrict(e, args, []typ{tNull, tBool}, tJSON, false, func(a []value) (value, error) {
+			if a[1].null {
+				return nullValue, nil
+			}
+			wide := wideNone
+			if a[1].b {
+				wide = wideNumbers
+			}
+			s, err := toJSONText(t, a[0], wide)
 			if err == nil && t.comp() != nil {
 				s, err = canonicalJSON(s) // a JSON object's keys are sorted
 			}
@@ -415,7 +452,7 @@ func registerJSON() {
 			return nil, c.noSig(e, args)
 		}
 		return c.sigStrict(e, args, []typ{tNull, tBool}, tString, false, func(a []value) (value, error) {
-			s, err := toJSONText(t, a[0], true)
+			s, err := toJSONText(t, a[0], wideInts)
 			if err != nil || len(a) < 2 || !a[1].b || a[1].null {
 				return value{s: s}, err
 			}
@@ -446,7 +483,7 @@ func registerJSON() {
 		return c.sigStrict(e, args, repeatT(tNull, max(len(args), 1)), tJSON, false, func(a []value) (value, error) {
 			parts := make([]string, len(a))
 			for i, v := range a {
-				s, err := toJSONText(args[i].typ(), v, false)
+				s, err := toJSONText(args[i].typ(), v, wideNone)
 				if err != nil {
 					return value{}, err
 				}
@@ -476,14 +513,14 @@ func registerJSON() {
 				if a[i].null {
 					return value{}, fmt.Errorf("A key of JSON_OBJECT cannot be NULL")
 				}
-				s, err := toJSONText(args[i+1].typ(), a[i+1], false)
+				s, err := toJSONText(args[i+1].typ(), a[i+1], wideNone)
 				if err != nil {
 					return value{}, err
 				}
 				if i > 0 {
 					b.WriteByte(',')
 				}
-				k, _ := toJSONText(tString, a[i], false)
+				k, _ := toJSONText(tString, a[i], wideNone)
 				b.WriteString(k + ":" + s)
 			}
 			b.WriteByte('}')

@@ -1,7 +1,6 @@
 // JSON mutators and inspectors: JSON_SET, JSON_REMOVE, JSON_ARRAY_APPEND,
-// JSON_ARRAY_INSERT, JSON_STRIP_NULLS and JSON_KEYS, with their default
-// options (named arguments such as create_if_missing => FALSE are not
-// parsed yet). Each decodes the JSON value, changes it and writes it back
+// JSON_ARRAY_INSERT, JSON_STRIP_NULLS and JSON_KEYS, with their named
+// options (create_if_missing => FALSE, ...: funcs_named.go). Each decodes the JSON value, changes it and writes it back
 // in BigQuery's canonical form (keys sorted). A path that does not lead
 // where the operation needs (a key of a non-object, an index of a
 // non-array) leaves the value as it was, as GoogleSQL's documentation
@@ -178,8 +177,8 @@ func jsonReplaceAt(v any, steps []jsonStep, f func(any) any) any {
 }
 
 // stripNulls removes JSON nulls from objects (and arrays, when arrays);
-// with empty it then removes the objects and arrays left empty, and an
-// empty value becomes null.
+// with empty it then removes the objects (and, when arrays, the arrays)
+// left empty, and an empty value becomes null.
 func stripNulls(v any, arrays, empty bool) any {
 	switch c := v.(type) {
 	case *jsonObject:
@@ -198,10 +197,25 @@ func stripNulls(v any, arrays, empty bool) any {
 			return nil
 		}
 	case []any:
+		if !arrays {
+			// Arrays are left as they are, but for the objects in them.
+			out := make([]any, len(c))
+			for i, e := range c {
+				if o, ok := e.(*jsonObject); ok {
+					if x := stripNulls(o, false, empty); x != nil {
+						e = x
+					} else {
+						e = &jsonObject{vals: map[string]any{}}
+					}
+				}
+				out[i] = e
+			}
+			return out
+		}
 		out := c[:0:0]
 		for _, e := range c {
 			x := stripNulls(e, arrays, empty)
-			if x == nil && arrays {
+			if x == nil {
 				continue
 			}
 			out = append(out, x)
@@ -214,10 +228,36 @@ func stripNulls(v any, arrays, empty bool) any {
 	return v
 }
 
+// constBool is the value of the one constant BOOL node in n (a named
+// option, funcs_named.go).
+func constBool(n []node) value {
+	return n[0].(*constNode).v.get(0)
+}
+
+// JSON_KEYS's modes: how deep into arrays jsonKeys looks for objects.
+const (
+	keysStrict       = iota // not into arrays
+	keysLax                 // into an array directly under an object member
+	keysLaxRecursive        // into arrays nested in arrays too
+)
+
+var jsonKeysModes = map[string]int{"strict": keysStrict, "lax": keysLax, "lax recursive": keysLaxRecursive}
+
 // jsonKeys adds to set the keys of v's objects down to depth levels
-// (depth < 0: all), nested ones as parent.child; arrays are not entered
-// (JSON_KEYS's default mode, 'strict').
-func jsonKeys(v any, prefix string, depth int, set map[string]bool) {
+// (depth < 0: all), nested ones as parent.child (an object in an array
+// adds its keys under the array member's name): 'strict' enters no
+// array, 'lax' an array that is an object member's value, 'lax
+// recursive' arrays in arrays too (GoogleSQL JSON_KEYS).
+func jsonKeys(v any, prefix string, depth, mode int, set map[string]bool) {
+	if arr, ok := v.([]any); ok && prefix != "" && mode != keysStrict {
+		for _, x := range arr {
+			if _, nested := x.([]any); nested && mode != keysLaxRecursive {
+				continue
+			}
+			jsonKeys(x, prefix, depth, mode, set)
+		}
+		return
+	}
 	o, ok := v.(*jsonObject)
 	if !ok || depth == 0 {
 		return
@@ -233,7 +273,7 @@ func jsonKeys(v any, prefix string, depth int, set map[string]bool) {
 			name = prefix + "." + name
 		}
 		set[name] = true
-		jsonKeys(o.vals[k], name, depth-1, set)
+		jsonKeys(o.vals[k], name, depth-1, mode, set)
 	}
 }
 
@@ -253,8 +293,16 @@ func isPlainJSONKey(k string) bool {
 func registerJSONMut() {
 	// mutate builds JSON_SET-like functions: a JSON value, then (path,
 	// value) pairs applied left to right.
-	mutate := func(apply func(v any, steps []jsonStep, x any, xt typ, xv value) (any, error)) builtin {
+	// opt is the value of the function's named BOOL option
+	// (create_if_missing, append_each_element, insert_each_element), a
+	// constant; a NULL option makes the result NULL.
+	mutate := func(apply func(v any, steps []jsonStep, x any, xt typ, opt bool) (any, error)) builtin {
 		return func(c *checker, e *Call, args []node) (node, error) {
+			args, named := namedTail(e.Name, args)
+			opt := constBool(named)
+			if opt.null {
+				return &constNode{v: constVec(tJSON, nullValue), p: e.P}, nil
+			}
 			if len(args) < 3 || len(args)%2 == 0 {
 				return nil, c.errf(e.P, "Number of arguments does not match for function %s. Expected a JSON value and pairs of a JSONPath and a value but got %d arguments", e.Name, len(args))
 			}
@@ -292,7 +340,7 @@ func registerJSONMut() {
 					xt := args[i+1].typ()
 					var x any
 					if !a[i+1].null {
-						s, err := toJSONText(xt, a[i+1], false)
+						s, err := toJSONText(xt, a[i+1], wideNone)
 						if err != nil {
 							return value{}, err
 						}
@@ -300,7 +348,7 @@ func registerJSONMut() {
 							return value{}, err
 						}
 					}
-					if v, err = apply(v, steps, x, xt, a[i+1]); err != nil {
+					if v, err = apply(v, steps, x, xt, opt.b); err != nil {
 						return value{}, err
 					}
 				}
@@ -310,12 +358,13 @@ func registerJSONMut() {
 			})
 		}
 	}
-	builtins["JSON_SET"] = mutate(func(v any, steps []jsonStep, x any, _ typ, _ value) (any, error) {
-		return jsonSetAt(v, steps, x, true)
+	builtins["JSON_SET"] = mutate(func(v any, steps []jsonStep, x any, _ typ, create bool) (any, error) {
+		return jsonSetAt(v, steps, x, create)
 	})
-	// JSON_ARRAY_APPEND: the value (each element of an ARRAY value) at
-	// the end of the array at the path; JSON null there becomes [].
-	builtins["JSON_ARRAY_APPEND"] = mutate(func(v any, steps []jsonStep, x any, xt typ, _ value) (any, error) {
+	// JSON_ARRAY_APPEND: the value (each element of an ARRAY value, unless
+	// append_each_element => FALSE) at the end of the array at the path;
+	// JSON null there becomes [].
+	builtins["JSON_ARRAY_APPEND"] = mutate(func(v any, steps []jsonStep, x any, xt typ, each bool) (any, error) {
 		target, ok := jsonAt(v, steps)
 		if !ok {
 			return v, nil
@@ -325,15 +374,16 @@ func registerJSONMut() {
 			return v, nil
 		}
 		add := []any{x}
-		if xs, ok := x.([]any); ok && xt.isArray() {
+		if xs, ok := x.([]any); ok && xt.isArray() && each {
 			add = xs
 		}
 		return jsonReplaceAt(v, steps, func(any) any { return append(append([]any{}, arr...), add...) }), nil
 	})
 	// JSON_ARRAY_INSERT: the path ends in an index of an array; the value
-	// (each element of an ARRAY value) is inserted there, the array padded
-	// with nulls up to the index.
-	builtins["JSON_ARRAY_INSERT"] = mutate(func(v any, steps []jsonStep, x any, xt typ, _ value) (any, error) {
+	// (each element of an ARRAY value, unless insert_each_element =>
+	// FALSE) is inserted there, the array padded with nulls up to the
+	// index.
+	builtins["JSON_ARRAY_INSERT"] = mutate(func(v any, steps []jsonStep, x any, xt typ, each bool) (any, error) {
 		if len(steps) == 0 || steps[len(steps)-1].index < 0 {
 			return v, nil
 		}
@@ -347,7 +397,7 @@ func registerJSONMut() {
 			return nil, fmt.Errorf("JSON array index %d is too large", at)
 		}
 		add := []any{x}
-		if xs, ok := x.([]any); ok && xt.isArray() {
+		if xs, ok := x.([]any); ok && xt.isArray() && each {
 			add = xs
 		}
 		out := append([]any{}, arr...)
@@ -410,9 +460,14 @@ func registerJSONMut() {
 			return value{s: b.String()}, nil
 		})
 	}
-	// JSON_STRIP_NULLS(json [, path]): include_arrays TRUE and
-	// remove_empty FALSE, the defaults.
+	// JSON_STRIP_NULLS(json [, path], include_arrays => TRUE,
+	// remove_empty => FALSE): constant options; a NULL one gives NULL.
 	builtins["JSON_STRIP_NULLS"] = func(c *checker, e *Call, args []node) (node, error) {
+		args, named := namedTail(e.Name, args)
+		arrays, empty := constBool(named[:1]), constBool(named[1:])
+		if arrays.null || empty.null {
+			return &constNode{v: constVec(tJSON, nullValue), p: e.P}, nil
+		}
 		if err := c.arity(e, args, 1, 2); err != nil {
 			return nil, err
 		}
@@ -428,20 +483,30 @@ func registerJSONMut() {
 				}
 			}
 			if _, ok := jsonAt(v, steps); ok {
-				v = jsonReplaceAt(v, steps, func(x any) any { return stripNulls(x, true, false) })
+				v = jsonReplaceAt(v, steps, func(x any) any { return stripNulls(x, arrays.b, empty.b) })
 			}
 			var b bytes.Buffer
 			jsonWrite(&b, v, "", "", true)
 			return value{s: b.String()}, nil
 		})
 	}
-	// JSON_KEYS(json [, max_depth]): the object keys, nested ones as
-	// a.b, unique and sorted; arrays are not entered ('strict' mode).
+	// JSON_KEYS(json [, max_depth], mode => 'strict'): the object keys,
+	// nested ones as a.b, unique and sorted; arrays are entered as the
+	// mode says (jsonKeys).
 	builtins["JSON_KEYS"] = func(c *checker, e *Call, args []node) (node, error) {
+		args, named := namedTail(e.Name, args)
+		at, _ := arrayOf(tString)
+		m := constBool(named) // the constant STRING mode
+		if m.null {
+			return &constNode{v: constVec(at, nullValue), p: e.P}, nil
+		}
+		mode, ok := jsonKeysModes[m.s]
+		if !ok {
+			return nil, c.errf(named[0].pos(), "JSON_KEYS: invalid mode '%s'; expected 'strict', 'lax' or 'lax recursive'", m.s)
+		}
 		if err := c.arity(e, args, 1, 2); err != nil {
 			return nil, err
 		}
-		at, _ := arrayOf(tString)
 		return c.sig(e, args, []typ{tJSON, tInt}[:len(args)], at, func(a []value) (value, error) {
 			depth := -1
 			if len(a) == 2 {
@@ -455,7 +520,7 @@ func registerJSONMut() {
 				return value{}, fmt.Errorf("Invalid JSON: %v", err)
 			}
 			set := map[string]bool{}
-			jsonKeys(v, "", depth, set)
+			jsonKeys(v, "", depth, mode, set)
 			keys := make([]string, 0, len(set))
 			for k := range set {
 				keys = append(keys, k)

@@ -225,7 +225,7 @@ func (l *lexer) scan() (token, *Error) {
 		return token{kind: kParam, pos: start, text: l.src[start:l.pos], val: l.src[start+1 : l.pos]}, nil
 	}
 	// Operators.
-	for _, op := range []string{"<=", ">=", "<>", "!=", "||", "<<", ">>"} {
+	for _, op := range []string{"<=", ">=", "<>", "!=", "||", "<<", ">>", "=>"} {
 		if strings.HasPrefix(l.src[l.pos:], op) {
 			l.pos += 2
 			return token{kind: kOp, pos: start, text: op}, nil

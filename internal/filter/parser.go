@@ -152,6 +152,8 @@ func depth(e Expr) (int, int, Expr) {
 		visit(e.X, e.Pattern)
 	case *Call:
 		visit(e.Args...)
+	case *NamedArg:
+		visit(e.X)
 	case *Cast:
 		visit(e.X)
 	case *Extract:
@@ -647,7 +649,7 @@ func (p *parser) parseCall() (Expr, *Error) {
 		if p.isKw("DISTINCT") {
 			return nil, p.errf(p.tok.pos, "Aggregate functions are not supported in row_restriction")
 		}
-		e, err := p.parseExpr(0)
+		e, err := p.parseArg()
 		if err != nil {
 			return nil, err
 		}
@@ -663,6 +665,35 @@ func (p *parser) parseCall() (Expr, *Error) {
 		}
 		return c, nil
 	}
+}
+
+// parseArg parses one argument of a call: an expression, or a named
+// argument name => expression (the checker places it, funcs_named.go).
+func (p *parser) parseArg() (Expr, *Error) {
+	if p.tok.kind == kIdent || p.tok.kind == kQIdent {
+		nt, err := p.peek()
+		if err != nil {
+			return nil, err
+		}
+		if nt.kind == kOp && nt.text == "=>" {
+			name := p.tok
+			if name.kind == kIdent && isReserved(name.text) {
+				return nil, p.unexpected()
+			}
+			if err := p.advance(); err != nil { // name
+				return nil, err
+			}
+			if err := p.advance(); err != nil { // =>
+				return nil, err
+			}
+			x, err := p.parseExpr(0)
+			if err != nil {
+				return nil, err
+			}
+			return &NamedArg{Name: name.val, X: x, P: name.pos}, nil
+		}
+	}
+	return p.parseExpr(0)
 }
 
 // parseSafeCall parses SAFE.name(args): the SAFE. prefix of a function

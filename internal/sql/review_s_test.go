@@ -216,7 +216,6 @@ func TestReviewSParseJSONWideNumber(t *testing.T) {
 // TestReviewSParseJSONWideNumberRound is the named-argument half of
 // TestReviewSParseJSONWideNumber.
 func TestReviewSParseJSONWideNumberRound(t *testing.T) {
-	t.Skip("review-s finding, fix-vals deferred: named arguments (name => value) are not parsed by the filter parser yet")
 	reviewSCheck(t, nil, `SELECT PARSE_JSON('{"id": 922337203685477580701}', wide_number_mode => 'round') AS j`,
 		"j:JSON\n{\"id\":9.223372036854776e+20}\n")
 }
