@@ -303,6 +303,9 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	}
 	var havingText exprText
 	if sel.Having != nil {
+		if err := q.checkAmbiguousAliases(sel.Having.toks, items); err != nil {
+			return nil, err
+		}
 		t, err := q.rewrite(*sel.Having, &aggs, groups, groupCol, "HAVING clause")
 		if err != nil {
 			return nil, err
@@ -322,7 +325,7 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			return nil, err
 		}
 		if col < 0 {
-			if sel.Distinct {
+			if _, agg := findAgg(o.Expr.toks); sel.Distinct && agg {
 				return nil, q.errf(o.Expr.pos(), "ORDER BY clause expression references columns that are not visible after SELECT DISTINCT")
 			}
 			t, err := q.rewrite(o.Expr, &aggs, groups, groupCol, "ORDER BY clause")
@@ -474,6 +477,14 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	aliases := orderAliases(items)
 	aliased := map[int]bool{}
 	for _, h := range hiddens {
+		if sel.Distinct {
+			// After SELECT DISTINCT, ORDER BY sees the select list only
+			// (`ORDER BY x + 1` of an item x; orderalias.go): then its
+			// value over a group is one of the item values DISTINCT keeps.
+			if _, _, err := q.compileDistinctOrder(h.o.Expr, items, out.types); err != nil {
+				return nil, err
+			}
+		}
 		used := map[string]bool{}
 		x, err := compileIn(h.text, "ORDER BY clause", aliasSchema(post, out.types), func(name string) (string, bool) {
 			k, ok := aliases[strings.ToLower(name)]

@@ -125,6 +125,11 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		}
 		q.where = where
 	}
+	if sel.Qualify != nil {
+		if err := q.checkAmbiguousAliases(sel.Qualify.toks, items); err != nil {
+			return nil, err
+		}
+	}
 	aggregate := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, it := range items {
 		if !it.Star {
@@ -348,14 +353,8 @@ func (q *selectQuery) resolveOrder(o OrderItem, items []Item) (int, error) {
 	// A select-list alias two items with different expressions have is
 	// ambiguous in ORDER BY, whole or inside an expression (ZetaSQL's
 	// orderby.test: "Column name b is ambiguous").
-	toks := o.Expr.toks
-	for j, t := range toks {
-		if !t.QIdent && !(t.Ident && !filter.IsReserved(t.Text)) || j > 0 && toks[j-1].Op && toks[j-1].Text == "." || j+1 < len(toks) && toks[j+1].Op && toks[j+1].Text == "(" {
-			continue
-		}
-		if name := t.Value; ambiguousAlias(items, name) {
-			return 0, q.errf(t.Pos, "Column name %s is ambiguous", name)
-		}
+	if err := q.checkAmbiguousAliases(o.Expr.toks, items); err != nil {
+		return 0, err
 	}
 	if name, ok := o.Expr.singleName(); ok {
 		for i, it := range items {
@@ -371,6 +370,27 @@ func (q *selectQuery) resolveOrder(o OrderItem, items []Item) (int, error) {
 		}
 	}
 	return -1, nil
+}
+
+// checkAmbiguousAliases fails an expression of ORDER BY, HAVING or
+// QUALIFY (which see the select list's aliases) that names an alias two
+// items with different expressions have: "Column name a is ambiguous",
+// as ZetaSQL resolves it. Names inside its subqueries are theirs.
+func (q *selectQuery) checkAmbiguousAliases(toks []filter.Token, items []Item) error {
+	for j := 0; j < len(toks); j++ {
+		if end := subqueryEnd(toks, j); end > 0 {
+			j = end
+			continue
+		}
+		t := toks[j]
+		if !t.QIdent && !(t.Ident && !filter.IsReserved(t.Text)) || j > 0 && toks[j-1].Op && toks[j-1].Text == "." || j+1 < len(toks) && toks[j+1].Op && toks[j+1].Text == "(" {
+			continue
+		}
+		if name := t.Value; ambiguousAlias(items, name) {
+			return q.errf(t.Pos, "Column name %s is ambiguous", name)
+		}
+	}
+	return nil
 }
 
 // ambiguousAlias reports whether two items of items are called name
