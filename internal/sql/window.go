@@ -45,6 +45,7 @@ type window struct {
 	// percentile of PERCENTILE_CONT/DISC.
 	ignoreNulls, respectNulls bool
 	pct                       *big.Rat
+	lagDef                    any // LAG/LEAD's default, of the result type
 }
 
 // frame is a window frame. Bounds are row offsets from the current row
@@ -311,18 +312,30 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 		}
 		return nil
 	}
+	// constInt reads argument k, an INT64 literal or parameter, as
+	// ZetaSQL checks the options of NTILE's, NTH_VALUE's (non-NULL, at
+	// least 1) and LAG/LEAD's offset (non-NULL).
 	constInt := func(k int, what string) (int64, error) {
 		x := w.args[k]
-		if len(x.Columns()) > 0 || x.Type() != "INT64" {
-			return 0, q.errf(args[k][0].Pos, "Argument %d to %s must be a literal or query parameter", k+1, w.name)
+		prefix := fmt.Sprintf("Argument %d to %s", k+1, w.name)
+		if w.name == "NTILE" {
+			prefix = "The argument to NTILE"
+		}
+		if len(x.Columns()) > 0 || x.Type() != "INT64" && x.Type() != "NULL" {
+			return 0, q.errf(args[k][0].Pos, "%s must be a literal or query parameter", prefix)
 		}
 		v, err := x.Values(context.Background(), nil, 1)
 		if err != nil {
 			return 0, err
 		}
 		n, ok := v[0].(int64)
-		if !ok || n < 0 || (what == "positive" && n == 0) {
-			return 0, q.errf(args[k][0].Pos, "The %s argument to %s must be %s", ordinalWord(k+1), w.name, map[bool]string{true: "positive", false: "non-negative"}[what == "positive"])
+		switch {
+		case !ok:
+			return 0, q.errf(args[k][0].Pos, "%s must be non-NULL", prefix)
+		case what == "positive" && n < 1:
+			return 0, q.errf(args[k][0].Pos, "%s must be at least 1", prefix)
+		case n < 0:
+			return 0, q.errf(args[k][0].Pos, "The %s argument to %s must be non-negative", ordinalWord(k+1), w.name)
 		}
 		return n, nil
 	}
@@ -368,11 +381,8 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 			w.offset = n
 		}
 		if len(w.args) == 3 {
-			if len(w.args[2].Columns()) > 0 {
-				return nil, notSupported(q.src, args[2][0].Pos, "a "+w.name+" default that is not a constant")
-			}
-			if dt := w.args[2].Type(); dt != w.typ && dt != "NULL" {
-				return nil, notSupported(q.src, args[2][0].Pos, "a "+w.name+" default of another type")
+			if err := q.lagDefault(w, args[2], pos); err != nil {
+				return nil, err
 			}
 		}
 		if w.typ == "NULL" {
@@ -758,19 +768,16 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 			}
 			continue
 		case "LAG", "LEAD":
-			var def any
-			if len(args) == 3 {
-				def = args[2][0]
-			}
+			from := w.args[0].Type()
 			for i, r := range rows {
 				j := i - int(w.offset)
 				if w.name == "LEAD" {
 					j = i + int(w.offset)
 				}
 				if j >= 0 && j < m {
-					out[r] = args[0][rows[j]]
+					out[r] = coerce(args[0][rows[j]], from, w.typ)
 				} else {
-					out[r] = def
+					out[r] = w.lagDef
 				}
 			}
 			if err := chargeOut(q, out, rows); err != nil {
@@ -787,24 +794,7 @@ func (w *window) compute(ctx context.Context, rec arrow.RecordBatch, n int, f *s
 			}
 			continue
 		case "FIRST_VALUE", "LAST_VALUE", "NTH_VALUE":
-			for i, r := range rows {
-				lo, hi := bounds(i)
-				switch {
-				case lo >= hi:
-					out[r] = nil
-				case w.name == "FIRST_VALUE":
-					out[r] = args[0][rows[lo]]
-				case w.name == "LAST_VALUE":
-					out[r] = args[0][rows[hi-1]]
-				default:
-					if w.offset <= int64(hi-lo) {
-						k := lo + int(w.offset) - 1
-						out[r] = args[0][rows[k]]
-					} else {
-						out[r] = nil
-					}
-				}
-			}
+			w.navigate(args[0], rows, bounds, out)
 			if err := chargeOut(q, out, rows); err != nil {
 				return nil, err
 			}

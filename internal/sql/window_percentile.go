@@ -234,7 +234,8 @@ var orderRefused = map[string]bool{"PERCENTILE_CONT": true, "PERCENTILE_DISC": t
 
 // nullsAllowed are the analytic functions that take IGNORE NULLS or
 // RESPECT NULLS.
-var nullsAllowed = map[string]bool{"PERCENTILE_CONT": true, "PERCENTILE_DISC": true}
+var nullsAllowed = map[string]bool{"PERCENTILE_CONT": true, "PERCENTILE_DISC": true,
+	"FIRST_VALUE": true, "LAST_VALUE": true, "NTH_VALUE": true}
 
 // nullHandling reads the clause after an analytic call's arguments:
 // IGNORE NULLS or RESPECT NULLS, where the function takes it.
