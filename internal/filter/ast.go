@@ -138,11 +138,13 @@ type Extract struct {
 	P    int
 }
 
-// Interval is INTERVAL x part, an argument of DATE_ADD and its relatives;
-// Part is upper case.
+// Interval is INTERVAL x part [TO part]: an argument of DATE_ADD and its
+// relatives, or (in queries) an INTERVAL value; Part and To are upper
+// case, To "" without TO.
 type Interval struct {
 	X    Expr
 	Part string
+	To   string
 	P    int
 }
 
@@ -316,7 +318,12 @@ func (e *Extract) String() string {
 	return "EXTRACT(" + e.Part + " FROM " + e.X.String() + ")"
 }
 
-func (e *Interval) String() string { return "INTERVAL " + e.X.String() + " " + e.Part }
+func (e *Interval) String() string {
+	if e.To != "" {
+		return "INTERVAL " + e.X.String() + " " + e.Part + " TO " + e.To
+	}
+	return "INTERVAL " + e.X.String() + " " + e.Part
+}
 
 func notStr(not bool) string {
 	if not {

@@ -36,6 +36,11 @@ func castable(from, to typ) bool {
 		return to == tString || to == tDate || to == tDatetime || to == tTime || to == tTimestamp
 	case tTime:
 		return to == tString
+	case tInterval:
+		return to == tString
+	}
+	if to == tInterval {
+		return from == tString
 	}
 	return false
 }
@@ -214,6 +219,9 @@ func castValue(from, to typ, v value) (value, error) {
 // TIMESTAMP strings (nil: UTC).
 func castFromString(t typ, s string, zone *time.Location) (value, error) {
 	switch t {
+	case tInterval:
+		iv, err := ParseInterval(s)
+		return value{iv: iv}, err
 	case tString:
 		return value{s: s}, nil
 	case tBytes:
@@ -301,6 +309,8 @@ func castToString(t typ, v value) (string, error) {
 	switch t {
 	case tString, tJSON:
 		return v.s, nil
+	case tInterval:
+		return v.iv.String(), nil
 	case tBytes:
 		if !utf8.ValidString(v.s) {
 			return "", fmt.Errorf("Invalid cast of BYTES to STRING: not valid UTF-8")

@@ -343,6 +343,9 @@ func (c *checker) check(e Expr) (node, error) {
 			if x.typ() == tNull {
 				x = &constNode{v: constVec(tInt, nullValue), p: x.pos()}
 			}
+			if x.typ() == tInterval {
+				return c.fold(&intervalArithNode{op: "-iv", l: x, t: tInterval, p: e.P}, x)
+			}
 			if !isNumeric(x.typ()) {
 				return nil, c.errf(e.P, "No matching signature for operator unary minus for argument types: %s", x.typ())
 			}
@@ -411,7 +414,10 @@ func (c *checker) check(e Expr) (node, error) {
 	case *FieldAccess:
 		return c.fieldAccess(e)
 	case *Interval:
-		return nil, c.errf(e.P, "INTERVAL is only supported as an argument of DATE_ADD, DATE_SUB, DATETIME_ADD, DATETIME_SUB, TIMESTAMP_ADD and TIMESTAMP_SUB")
+		if !c.query {
+			return nil, c.errf(e.P, "INTERVAL is only supported as an argument of DATE_ADD, DATE_SUB, DATETIME_ADD, DATETIME_SUB, TIMESTAMP_ADD and TIMESTAMP_SUB")
+		}
+		return c.interval(e)
 	}
 	return nil, c.errf(e.Pos(), "unsupported expression")
 }
@@ -552,7 +558,7 @@ func (c *checker) compare(op string, l, r node, p int) (node, error) {
 		return c.fold(&structEqNode{not: op != "=", l: l, r: r, p: p}, l, r)
 	}
 	switch t.kind() {
-	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
+	case tGeo, tJSON, tStruct, tArray, tRange:
 		return nil, c.errf(p, "%s is not defined for arguments of type %s", opNames[op], t)
 	}
 	if t == tNull {
@@ -613,6 +619,9 @@ func (c *checker) arith(op string, l, r node, p int) (node, error) {
 	}
 	if tr == tNull {
 		tr = tl
+	}
+	if n, ok, err := c.intervalArith(op, l, r, p); ok {
+		return n, err
 	}
 	// DATE +/- INT64.
 	if (op == "+" || op == "-") && tl == tDate && tr == tInt {
@@ -705,7 +714,7 @@ func (c *checker) inNodes(e *In, x node, list []Expr, checked []node) (node, err
 		t = tInt
 	}
 	switch t.kind() {
-	case tGeo, tJSON, tStruct, tArray, tRange, tInterval:
+	case tGeo, tJSON, tStruct, tArray, tRange:
 		return nil, c.errf(e.P, "Equality is not defined for arguments of type %s", t)
 	}
 	if x, err = c.coerce(x, t, "operator IN"); err != nil {
@@ -885,6 +894,8 @@ func (c *checker) extract(e *Extract) (node, error) {
 		case "HOUR", "MINUTE", "SECOND", "MILLISECOND", "MICROSECOND":
 			ok = true
 		}
+	case tInterval:
+		return c.extractInterval(e, x)
 	default:
 		return nil, c.errf(e.P, "No matching signature for function EXTRACT for argument types: DATE_TIME_PART FROM %s", t)
 	}

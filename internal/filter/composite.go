@@ -137,7 +137,7 @@ func structOf(fields []structField) (typ, error) {
 // fields all are; not ARRAYs, GEOGRAPHY, JSON, ...).
 func isEqualityType(t typ) bool {
 	switch t.kind() {
-	case tGeo, tJSON, tArray, tRange, tInterval:
+	case tGeo, tJSON, tArray, tRange:
 		return false
 	case tStruct:
 		c := t.comp()
@@ -408,6 +408,8 @@ func goValue(t typ, x value) any {
 		return x.f
 	case isDecimal(t):
 		return x.r
+	case t == tInterval:
+		return x.iv
 	}
 	// A copy: evaluation aliases strings to the record's buffers, which
 	// the scan recycles, while callers keep the values (see ownStrings).
@@ -455,6 +457,8 @@ func fromGo(t typ, v any) (value, error) {
 		x.f = y
 	case *big.Rat:
 		x.r = y
+	case IntervalValue:
+		x.iv = y
 	case string:
 		x.s = y
 		if t == tGeo {

@@ -67,9 +67,9 @@
 //     (params.go); IN UNNEST takes an ARRAY parameter only.
 //   - Not supported: IN UNNEST of other arrays, subqueries (the query
 //     engine substitutes them, WithConstants), JSON_SET/JSON_REMOVE and
-//     the ARRAY-returning JSON functions, RANGE
-//     and INTERVAL values (only IS [NOT] NULL on such columns), STRUCT and
-//     ARRAY values (they exist in queries only, below).
+//     the ARRAY-returning JSON functions, RANGE values (only IS [NOT]
+//     NULL on such columns), INTERVAL, STRUCT and ARRAY values (they
+//     exist in queries only, below and interval.go).
 //   - FORMAT_* / PARSE_*: %Z formats the zone's name (UTC, or the IANA
 //     name given); BigQuery's exact %Z text for named zones is unverified.
 //     PARSE_* reads %Y as at most four digits, so "%Y%m%d" works.

@@ -329,6 +329,21 @@ func loadArray(arr arrow.Array, t typ, n int) (*vec, error) {
 		default:
 			return mismatch()
 		}
+	case tInterval:
+		a, ok := arr.(*array.MonthDayNanoInterval)
+		if !ok {
+			return mismatch()
+		}
+		v.c = make([]value, n)
+		for i := range v.c {
+			if a.IsValid(i) {
+				iv, err := intervalOfMDN(a.Value(i))
+				if err != nil {
+					return nil, err
+				}
+				v.c[i] = value{iv: iv}
+			}
+		}
 	default:
 		if t >= tFirstComposite {
 			c, err := loadComposite(arr, t)
@@ -520,6 +535,8 @@ func compareValues(t typ, a, b value) int {
 		return cmp.Compare(a.f, b.f)
 	case isDecimal(t):
 		return a.r.Cmp(b.r)
+	case t == tInterval:
+		return cmp.Compare(a.iv.Total(), b.iv.Total())
 	}
 	return strings.Compare(a.s, b.s)
 }

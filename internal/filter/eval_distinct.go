@@ -31,7 +31,7 @@ func (c *checker) distinct(op string, l, r node, p int) (node, error) {
 // operands of IS DISTINCT FROM.
 func groupable(t typ) bool {
 	switch t.kind() {
-	case tGeo, tJSON, tRange, tInterval:
+	case tGeo, tJSON, tRange:
 		return false
 	case tArray:
 		return groupable(t.elem())

@@ -91,7 +91,12 @@ func (c *checker) call(e *Call) (node, error) {
 	for i, a := range e.Args {
 		switch a.(type) {
 		case *Interval:
-			continue
+			if iv := a.(*Interval); iv.To != "" && intervalSyntax[e.Name] {
+				return nil, c.errf(iv.P, "%s expects INTERVAL n part, not a range of parts", e.Name)
+			}
+			if intervalSyntax[e.Name] || !c.query {
+				continue
+			}
 		case *Ident:
 			if isPartArg(e.Name, i) {
 				continue
@@ -116,6 +121,13 @@ func (c *checker) call(e *Call) (node, error) {
 	}
 	return b(c, e, append(args, named...))
 }
+
+// intervalSyntax are the functions that read an INTERVAL n part argument
+// as syntax (its count and part) rather than as an INTERVAL value.
+var intervalSyntax = map[string]bool{"DATE_ADD": true, "DATE_SUB": true, "DATETIME_ADD": true,
+	"DATETIME_SUB": true, "TIMESTAMP_ADD": true, "TIMESTAMP_SUB": true, "TIME_ADD": true, "TIME_SUB": true,
+	"GENERATE_DATE_ARRAY": true, "GENERATE_TIMESTAMP_ARRAY": true, "DATE_BUCKET": true,
+	"DATETIME_BUCKET": true, "TIMESTAMP_BUCKET": true}
 
 // lazyArgs are the functions that evaluate some of their arguments only
 // on some rows (see checker.lazy).
@@ -455,6 +467,7 @@ func init() {
 	registerMath()
 	registerConditional()
 	registerTime()
+	registerInterval()
 	registerGeo()
 	registerMore()
 	registerString()

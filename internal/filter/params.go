@@ -245,6 +245,8 @@ func ParseParam(typeName, text string) (any, error) {
 		return v.f, nil
 	case isDecimal(t):
 		return new(big.Rat).Set(v.r), nil
+	case t == tInterval:
+		return v.iv, nil
 	}
 	return v.s, nil
 }

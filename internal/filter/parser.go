@@ -567,7 +567,20 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 		if err := p.advance(); err != nil {
 			return nil, err
 		}
-		return &Interval{X: x, Part: part, P: t.pos}, nil
+		iv := &Interval{X: x, Part: part, P: t.pos}
+		if p.tok.kind == kIdent && strings.EqualFold(p.tok.text, "TO") {
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			if p.tok.kind != kIdent || isReserved(p.tok.text) {
+				return nil, p.errf(p.tok.pos, "Syntax error: Expected interval date part but got %s", p.tok.describe())
+			}
+			iv.To = strings.ToUpper(p.tok.text)
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+		}
+		return iv, nil
 	}
 	nt, err := p.peek()
 	if err != nil {
@@ -752,7 +765,7 @@ func (p *parser) parseCast(safe bool) (Expr, *Error) {
 		}
 		ty = kw + params
 	} else {
-		if p.tok.kind != kIdent || isReserved(p.tok.text) {
+		if p.tok.kind != kIdent || isReserved(p.tok.text) && !(p.query && p.isKw("INTERVAL")) {
 			return nil, p.errf(p.tok.pos, "Syntax error: Expected type name but got %s", p.tok.describe())
 		}
 		ty = strings.ToUpper(p.tok.text)

@@ -78,7 +78,7 @@ func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any
 	}
 	t := v.t
 	switch t {
-	case tStruct, tArray, tInterval, tRange:
+	case tStruct, tArray, tRange:
 		return nil, x.src.errf(x.root.pos(), "not supported yet by bqstore: query results of type %s", t)
 	}
 	out := make([]any, n)
@@ -102,6 +102,8 @@ func (x *Scalar) Values(cx context.Context, rec arrow.RecordBatch, n int) ([]any
 			out[i] = val.f
 		case isDecimal(t):
 			out[i] = val.r
+		case t == tInterval:
+			out[i] = val.iv
 		default:
 			out[i] = val.s
 		}
@@ -273,6 +275,8 @@ func (c *checker) constNodeOf(typeName string, v any, pos int) (node, error) {
 		x.f = y
 	case *big.Rat:
 		x.r = y
+	case IntervalValue:
+		x.iv = y
 	case string:
 		x.s = y
 		if t == tGeo {

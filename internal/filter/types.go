@@ -89,7 +89,7 @@ var castTypes = map[string]typ{
 	"FLOAT64": tFloat, "FLOAT": tFloat, "NUMERIC": tNumeric, "DECIMAL": tNumeric,
 	"BIGNUMERIC": tBigNumeric, "BIGDECIMAL": tBigNumeric, "BOOL": tBool, "BOOLEAN": tBool,
 	"STRING": tString, "BYTES": tBytes, "DATE": tDate, "DATETIME": tDatetime, "TIME": tTime,
-	"TIMESTAMP": tTimestamp, "JSON": tJSON, "GEOGRAPHY": tGeo,
+	"TIMESTAMP": tTimestamp, "JSON": tJSON, "GEOGRAPHY": tGeo, "INTERVAL": tInterval,
 }
 
 // value is one scalar of some typ (the type is known statically).
@@ -100,8 +100,9 @@ type value struct {
 	b    bool
 	s    string // STRING, BYTES, JSON, GEOGRAPHY (WKT)
 	r    *big.Rat
-	g    *geometry // GEOGRAPHY, parsed
-	a    []value   // ARRAY: the elements (non-nil when not NULL); STRUCT: the fields
+	g    *geometry     // GEOGRAPHY, parsed
+	a    []value       // ARRAY: the elements (non-nil when not NULL); STRUCT: the fields
+	iv   IntervalValue // INTERVAL
 }
 
 var nullValue = value{null: true}
@@ -128,7 +129,8 @@ type vec struct {
 	// then materialised on first use by rats).
 	d128   []decimal128.Num
 	dscale int32
-	// c holds the rows of an ARRAY or STRUCT type (composite.go).
+	// c holds the rows of an ARRAY or STRUCT type (composite.go) and of
+	// INTERVAL (interval.go).
 	c []value
 }
 
@@ -215,7 +217,7 @@ func newVec(t typ, n int) *vec {
 		v.g = make([]*geometry, n)
 	case isStrLike(t):
 		v.s = make([]string, n)
-	case t >= tFirstComposite:
+	case t >= tFirstComposite || t == tInterval:
 		v.c = make([]value, n)
 	}
 	return v

@@ -139,13 +139,13 @@ func paramValue(label string, t *queryParameterType, v *queryParameterValue) (fi
 	return out, nil
 }
 
-// unsupportedIn reports whether t holds a RANGE or INTERVAL.
+// unsupportedIn reports whether t holds a RANGE.
 func unsupportedIn(t *queryParameterType) bool {
 	if t == nil {
 		return false
 	}
 	switch strings.ToUpper(t.Type) {
-	case "RANGE", "INTERVAL":
+	case "RANGE":
 		return true
 	case "ARRAY":
 		return unsupportedIn(t.ArrayType)

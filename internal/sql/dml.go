@@ -53,7 +53,7 @@ func Coerce(v any, from, literal string, f *schema.Field) (any, error) {
 			return nil, &CoerceError{From: from, To: full}
 		}
 		return v, nil
-	case f.Type == schema.Range || f.Type == schema.Interval:
+	case f.Type == schema.Range:
 		return nil, &CoerceError{From: from, To: to}
 	case from == to:
 		return v, nil

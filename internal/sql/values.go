@@ -19,7 +19,8 @@ import (
 )
 
 // Values are as filter.Scalar.Values returns them: nil (NULL), bool,
-// int64, float64, *big.Rat, string, []any (ARRAY) or filter.Struct.
+// int64, float64, *big.Rat, string, filter.IntervalValue, []any (ARRAY)
+// or filter.Struct.
 
 // appendKey appends an encoding of v that is equal for values GROUP BY
 // and DISTINCT treat as equal: -0 and +0 are one key, every NaN is one key.
@@ -47,6 +48,10 @@ func appendKey(dst []byte, v any) []byte {
 		return append(binary.BigEndian.AppendUint32(append(dst, 4), uint32(len(s))), s...)
 	case string:
 		return append(binary.BigEndian.AppendUint32(append(dst, 5), uint32(len(x))), x...)
+	case filter.IntervalValue:
+		// Intervals that compare equal (1 MONTH, 30 DAY) are one group,
+		// as in GoogleSQL.
+		return binary.BigEndian.AppendUint64(append(dst, 8), uint64(x.Total()))
 	}
 	return appendCompositeKey(dst, v)
 }
@@ -93,6 +98,15 @@ func compareValues(a, b any) int {
 		return x.Cmp(b.(*big.Rat))
 	case string:
 		return strings.Compare(x, b.(string))
+	case filter.IntervalValue:
+		y := b.(filter.IntervalValue)
+		switch xt, yt := x.Total(), y.Total(); {
+		case xt < yt:
+			return -1
+		case xt > yt:
+			return 1
+		}
+		return 0
 	}
 	return 0
 }
@@ -192,6 +206,8 @@ func arrayBytes(arr arrow.Array) int64 {
 		return 16 * valid
 	case *array.Decimal256:
 		return 32 * valid
+	case *array.MonthDayNanoInterval:
+		return 16 * valid
 	case *array.Struct:
 		var n int64
 		for i := 0; i < a.NumField(); i++ {
@@ -287,6 +303,12 @@ func appendValue(fb array.Builder, v any, nullArrays bool) error {
 	case *array.Decimal256Builder:
 		scale := b.Type().(*arrow.Decimal256Type).Scale
 		b.Append(decimal256.FromBigInt(scaled(v.(*big.Rat), scale)))
+	case *array.MonthDayNanoIntervalBuilder:
+		iv, ok := v.(filter.IntervalValue)
+		if !ok {
+			return fmt.Errorf("value %T for an INTERVAL column", v)
+		}
+		b.Append(iv.MonthDayNano())
 	case *array.ListBuilder:
 		elems, ok := v.([]any)
 		if !ok {
