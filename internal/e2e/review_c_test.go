@@ -24,7 +24,6 @@ import (
 // self-contradicting 'Syntax error: Expected "(" or "<" or "[" but got
 // "[" at [1:14]'. Severity HIGH (a valid query refused).
 func TestReviewCArrayKeywordLiteral(t *testing.T) {
-	t.Skip("review-c finding, being fixed by fix-s2b: remove this line with the fix")
 	e := newEnv(t)
 	e.fillSimple("t_rc_arr", 3)
 	for _, sql := range []string{

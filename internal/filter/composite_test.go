@@ -2,6 +2,7 @@ package filter
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,5 +45,40 @@ func TestCompositeTypeBounds(t *testing.T) {
 	}
 	if _, err := x.Values(context.Background(), nil, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestArrayKeywordLiteral: the ARRAY keyword before a bracketed array
+// literal is optional, with or without an element type (GoogleSQL
+// lexical structure, "Array literals": [1, 2, 3], ARRAY[1, 2, 3] and
+// ARRAY<string>['x', 'y', 'xy'] are all array literals).
+func TestArrayKeywordLiteral(t *testing.T) {
+	for _, tc := range []struct{ expr, typ, val string }{
+		{"ARRAY[1, 2, 3]", "ARRAY<INT64>", "[1 2 3]"},
+		{"array['x', 'y', 'xy']", "ARRAY<STRING>", "[x y xy]"},
+		{"ARRAY[]", "ARRAY<INT64>", "[]"},
+		{"ARRAY<FLOAT64>[1, 2]", "ARRAY<FLOAT64>", "[1 2]"},
+		{"ARRAY[1, 2][OFFSET(1)]", "INT64", "2"},
+	} {
+		x, err := CompileScalar(tc.expr, &schema.Schema{})
+		if err != nil {
+			t.Errorf("%s: %v", tc.expr, err)
+			continue
+		}
+		if got := x.Type(); got != tc.typ {
+			t.Errorf("%s: type %s, want %s", tc.expr, got, tc.typ)
+		}
+		v, err := x.Values(context.Background(), nil, 1)
+		if err != nil {
+			t.Errorf("%s: %v", tc.expr, err)
+			continue
+		}
+		if got := fmt.Sprint(v[0]); got != tc.val {
+			t.Errorf("%s: %s, want %s", tc.expr, got, tc.val)
+		}
+	}
+	// Anything else after ARRAY is still a syntax error naming what may follow.
+	if _, err := CompileScalar("ARRAY 1", &schema.Schema{}); err == nil || !strings.Contains(err.Error(), `Expected "(" or "<" or "[" but got integer literal "1"`) {
+		t.Errorf("ARRAY 1: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import "strings"
 
 // ARRAY and STRUCT syntax, parsed only for the query engine
 // (parser.query; a row_restriction keeps its scalar language): array
-// literals [a, b] and ARRAY<T>[...], STRUCT(x AS a, ...) and
+// literals [a, b], ARRAY[a, b] and ARRAY<T>[...], STRUCT(x AS a, ...) and
 // STRUCT<a T>(...), tuples (a, b), subscripts arr[OFFSET(i)] (also
 // SAFE_OFFSET, ORDINAL, SAFE_ORDINAL, and arr[i] meaning OFFSET) and
 // field access on any STRUCT expression (f(x).a, arr[OFFSET(0)].b).
@@ -28,8 +28,8 @@ type FieldAccess struct {
 	P    int // position of the name
 }
 
-// ArrayLit is [e, ...] or ARRAY<T>[e, ...]; Type is "ARRAY<T>" as
-// written or "".
+// ArrayLit is [e, ...], ARRAY[e, ...] or ARRAY<T>[e, ...]; Type is
+// "ARRAY<T>" as written or "".
 type ArrayLit struct {
 	Type  string
 	Elems []Expr
@@ -211,9 +211,10 @@ func (p *parser) arrayOrStruct(kw string) (Expr, *Error) {
 		if p.isOp("(") {
 			return nil, p.errf(pos, "ARRAY subqueries are not supported here")
 		}
-		if typ == "" {
+		if typ == "" && !p.isOp("[") {
 			return nil, p.errf(p.tok.pos, "Syntax error: Expected \"(\" or \"<\" or \"[\" but got %s", p.tok.describe())
 		}
+		// ARRAY[...] without a type is [...]: the keyword is optional.
 		return p.arrayLit(typ, pos)
 	}
 	if err := p.expectOp("("); err != nil {
