@@ -745,6 +745,11 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 			return nil, err
 		}
 	}
+	if q.hold {
+		// A derived table's rows: into Arrow batches (derived.go).
+		out.held = newHeldRows(q.runner, out.types)
+		return out, out.held.add(cols[:len(out.types)], n, keep)
+	}
 	for i := 0; i < n; i++ {
 		if !keep[i] {
 			continue

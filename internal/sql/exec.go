@@ -196,6 +196,10 @@ type runner struct {
 	// prunable are the wildcard tables whose block's WHERE may choose
 	// the tables they read (wildcard.go).
 	prunable map[*TableRef]*Span
+	// holding are the queries whose result is a derived table being
+	// materialized: their SELECT block appends its rows to Arrow batches
+	// (derived.go).
+	holding map[*Query]bool
 	// depth is how many queries enclose the one running: each level of
 	// expression subqueries re-reads its whole text, so an unbounded
 	// nesting costs time quadratic in the query's length.
@@ -333,7 +337,7 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		}
 		return r.tableRelation(t, qual), nil
 	case *SubqueryRef:
-		rs, err := r.query(ctx, f.Q, e)
+		rs, err := r.derived(ctx, f.Q, e)
 		if err != nil {
 			return nil, err
 		}

@@ -123,6 +123,13 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			}
 			cols[j] = vals
 		}
+		if q.hold {
+			// A derived table's rows: into Arrow batches (derived.go).
+			if out.held == nil {
+				out.held = newHeldRows(q.runner, out.types)
+			}
+			return out.held.add(cols, n, nil)
+		}
 		var batch [][]any
 		var charged int64
 		for i := 0; i < n; i++ {
@@ -159,6 +166,7 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 				q.release(tk.offer(row, b))
 			default:
 				out.rows = append(out.rows, row)
+				out.charged += b
 			}
 		}
 		if stream {
@@ -175,6 +183,9 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		return nil, err
 	}
 	if tk != nil {
+		for _, row := range tk.rows {
+			out.charged += row.bytes
+		}
 		out.rows = tk.sorted()
 	}
 	return out, nil

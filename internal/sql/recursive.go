@@ -57,6 +57,9 @@ func (r *runner) cteResult(ctx context.Context, c *env, ref *TableRef) (*rowset,
 	if err != nil {
 		return nil, err
 	}
+	if rs, err = r.holdRowset(rs); err != nil { // derived.go
+		return nil, err
+	}
 	c.result = rs
 	return rs, nil
 }
@@ -81,7 +84,7 @@ func (r *runner) cteQuery(ctx context.Context, c *env) (*rowset, error) {
 	q := c.cte.Q
 	op, ok := q.Body.(*SetOp)
 	if !c.recursive || !ok || op.Op != "UNION" || countRefs(op.Right, c.name) == 0 {
-		return r.query(ctx, q, c.def)
+		return r.derived(ctx, q, c.def)
 	}
 	if len(q.OrderBy) > 0 || q.Limit >= 0 {
 		return nil, r.errf(op.Pos, "A recursive WITH entry cannot have ORDER BY or LIMIT after its recursive union")

@@ -157,6 +157,9 @@ func rowsRelation(rs *rowset, qual string) *relation {
 		rel.schema.Fields = append(rel.schema.Fields, resultField(in, rs.types[i]))
 	}
 	rel.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
+		if rs.held != nil {
+			return rs.held.scan(rel, cols, fn) // derived.go
+		}
 		if len(cols) == 0 {
 			if len(rs.rows) == 0 {
 				return nil
@@ -196,4 +199,10 @@ type rowset struct {
 	names []string
 	types []string
 	rows  [][]any
+	// held, for a derived table, holds the rows as Arrow batches instead
+	// of rows (derived.go).
+	held *heldRows
+	// charged is what rows were charged to the memory budget by the
+	// block that made them, released once they are held.
+	charged int64
 }

@@ -39,6 +39,9 @@ type selectQuery struct {
 	// block must not apply it again.
 	where     *filter.Scalar
 	whereDone bool
+	// hold: the block's rows are a derived table's, appended to Arrow
+	// batches as they come (output.held, derived.go).
+	hold bool
 }
 
 func (q *selectQuery) scope() *scope { return &scope{env: q.env, outer: q.in, q: q} }
@@ -199,6 +202,9 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if qq != nil && qq.Limit >= 0 && !sel.Distinct {
 		q.topK = qq.Limit + min(qq.Offset, math.MaxInt64-qq.Limit)
 	}
+	// A derived table whose rows come out as the block makes them.
+	q.hold = qq != nil && r.holding[qq] && !streaming && !sel.Distinct && len(q.order) == 0 &&
+		qq.Limit < 0 && qq.Offset == 0 && !sel.AsStruct && !sel.AsValue
 	if aggregate {
 		out, err = q.runAggregate(ctx, items, where)
 	} else {
@@ -206,6 +212,16 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	}
 	if err != nil {
 		return nil, err
+	}
+	if out.held != nil {
+		if err := out.held.finish(); err != nil {
+			return nil, err
+		}
+		rs := &rowset{types: out.types, held: out.held}
+		for _, it := range items {
+			rs.names = append(rs.names, it.Alias)
+		}
+		return rs, nil
 	}
 	if streaming {
 		// The rows went to the sink; LIMIT and OFFSET applied there.
@@ -237,7 +253,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	for i, row := range rows {
 		rows[i] = row[:len(items)]
 	}
-	rs.rows = rows
+	rs.rows, rs.charged = rows, out.charged
 	return r.asStructOrValue(sel, rs)
 }
 
@@ -335,6 +351,10 @@ type output struct {
 	rows  [][]any
 	types []string // of the select list
 	order []orderKey
+	// charged is what rows were charged to the memory budget; held, in
+	// a block of a derived table, holds its rows instead (derived.go).
+	charged int64
+	held    *heldRows
 }
 
 type orderKey struct {
