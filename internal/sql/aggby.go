@@ -33,7 +33,7 @@ func (a *agg) addBy(s *acc, vals [][]any, i int) {
 		return
 	}
 	c := compareValues(y, s.by)
-	if a.name == "MIN_BY" {
+	if a.name == "MIN_BY" || a.having == "MIN" {
 		c = -c
 	}
 	switch {
@@ -42,4 +42,15 @@ func (a *agg) addBy(s *acc, vals [][]any, i int) {
 	case c == 0 && s.ext == nil:
 		s.ext = x
 	}
+}
+
+// checkHaving checks ANY_VALUE(x HAVING MAX|MIN y): y is orderable, and
+// becomes the second argument (addBy reads it there).
+func (q *selectQuery) checkHaving(a *agg) error {
+	switch typeKind(a.havingBy.Type()) {
+	case "ARRAY", "STRUCT", "GEOGRAPHY", "JSON", "INTERVAL", "RANGE":
+		return q.errf(a.havingPos, "HAVING %s does not support expressions of type %s", a.having, a.havingBy.Type())
+	}
+	a.args = append(a.args, a.havingBy)
+	return nil
 }

@@ -44,8 +44,17 @@ type agg struct {
 	order []*filter.Scalar
 	desc  []bool
 	limit int64
+	// orderText: the ORDER BY keys' normalised text (DISTINCT may only
+	// order by the argument).
+	orderText []string
+	orderPos  []int
 	// ARRAY_AGG: IGNORE NULLS; APPROX_QUANTILES: RESPECT NULLS.
 	ignoreNulls, respectNulls bool
+	// ANY_VALUE(x HAVING MAX|MIN y): "MAX" or "MIN", y being the last
+	// of args.
+	having    string
+	havingPos int
+	havingBy  *filter.Scalar
 	// APPROX_QUANTILES, APPROX_TOP_COUNT/SUM: the number argument.
 	buckets int64
 }
@@ -140,6 +149,11 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		types = append(types, x.Type())
 	}
 	a.argType = types[0]
+	if a.distinct && typeKind(a.argType) == "JSON" {
+		// JSON is the one type that does not group (BigQuery's data
+		// types reference, "Groupable data types").
+		return nil, q.errf(args[0][0].Pos, "Aggregate functions with DISTINCT cannot be used with arguments of type %s", a.argType)
+	}
 	sig := func(supported string) error {
 		return q.errf(a.pos, "No matching signature for aggregate function %s for argument types: %s. Supported signatures: %s", a.name, strings.Join(types, ", "), supported)
 	}
@@ -293,7 +307,21 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		return nil, notSupported(q.src, rest[0].Pos, "ORDER BY or LIMIT in "+a.name)
 	}
 	if a.distinct && len(a.order) > 0 {
-		return nil, notSupported(q.src, rest[0].Pos, "DISTINCT with ORDER BY in "+a.name)
+		// ZetaSQL: each ORDER BY key must be one of the arguments; the
+		// distinct values are then ordered by themselves.
+		for k, t := range a.orderText {
+			if t != (Span{toks: args[0]}).key() {
+				return nil, q.errf(a.orderPos[k], "An aggregate function that has both DISTINCT and ORDER BY arguments can only ORDER BY expressions that are arguments to the function")
+			}
+		}
+	}
+	if a.having != "" {
+		if a.name != "ANY_VALUE" {
+			return nil, notSupported(q.src, a.havingPos, "HAVING "+a.having+" in "+a.name)
+		}
+		if err := q.checkHaving(a); err != nil {
+			return nil, err
+		}
 	}
 	_ = clause
 	return a, nil
@@ -341,6 +369,37 @@ func (q *selectQuery) aggClauses(a *agg, rest []filter.Token) error {
 		i++
 		a.ignoreNulls, a.respectNulls = ignore, !ignore
 	}
+	if kw("HAVING") {
+		a.havingPos = rest[i].Pos
+		i++
+		if !kw("MAX") && !kw("MIN") {
+			if i < len(rest) {
+				return q.errf(rest[i].Pos, "Syntax error: Expected keyword MAX or keyword MIN but got %s", describe(rest[i]))
+			}
+			return q.errf(rest[i-1].End, "Syntax error: Expected keyword MAX or keyword MIN but got \")\"")
+		}
+		a.having = strings.ToUpper(rest[i].Text)
+		i++
+		start, depth := i, 0
+		for ; i < len(rest); i++ {
+			t := rest[i]
+			if t.Op && (t.Text == "(" || t.Text == "[") {
+				depth++
+			} else if t.Op && (t.Text == ")" || t.Text == "]") {
+				depth--
+			} else if depth == 0 && t.Ident && (strings.EqualFold(t.Text, "ORDER") || strings.EqualFold(t.Text, "LIMIT")) {
+				break
+			}
+		}
+		if i == start {
+			return q.errf(rest[i-1].End, "Syntax error: Unexpected \")\"")
+		}
+		x, err := q.compileArg(Span{toks: rest[start:i]})
+		if err != nil {
+			return err
+		}
+		a.havingBy = x
+	}
 	if kw("ORDER") {
 		i++
 		if !kw("BY") {
@@ -374,6 +433,8 @@ func (q *selectQuery) aggClauses(a *agg, rest []filter.Token) error {
 			if err != nil {
 				return err
 			}
+			a.orderText = append(a.orderText, (Span{toks: rest[start:i]}).key())
+			a.orderPos = append(a.orderPos, rest[start].Pos)
 			desc := false
 			if kw("DESC") {
 				desc = true
@@ -418,7 +479,7 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 	if a.name == "ARRAY_AGG" && v == nil && !a.ignoreNulls {
 		return a.addValue(s, v, vals, i)
 	}
-	if a.name == "MAX_BY" || a.name == "MIN_BY" {
+	if a.name == "MAX_BY" || a.name == "MIN_BY" || a.having != "" {
 		a.addBy(s, vals, i) // a NULL x is a value here
 		return nil
 	}
