@@ -40,9 +40,13 @@ type viewError struct {
 func (e *viewError) Error() string { return fmt.Sprintf("in view %s: %v", e.view, e.err) }
 func (e *viewError) Unwrap() error { return e.err }
 
-// ViewSchema runs a view's query in project and returns its result
-// schema: the schema tables.insert and CREATE VIEW give the view.
-func (s *Store) ViewSchema(ctx context.Context, project, query string) (*schema.Schema, error) {
+// ViewSchema runs the query of view self ("p:d.t", the full id of the
+// view tables.insert/update/patch defines) in project and returns its
+// result schema: the schema tables.insert and CREATE VIEW give the view.
+// A query reading self, directly or through other views, is refused as
+// CREATE OR REPLACE VIEW refuses it.
+func (s *Store) ViewSchema(ctx context.Context, project, self, query string) (*schema.Schema, error) {
+	ctx = context.WithValue(ctx, creatingViewKey{}, self)
 	res, err := s.query(ctx, project, Query{}, query, s.readTime(s.opts.Clock()))
 	if err != nil {
 		return nil, err

@@ -362,7 +362,7 @@ func (h *Handler) insertTable(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, notImplementedYet("views"))
 			return
 		}
-		s, err := h.jobs.ViewSchema(r.Context(), p, v.Query)
+		s, err := h.jobs.ViewSchema(r.Context(), p, p+":"+d+"."+ref.TableID, v.Query)
 		if err != nil {
 			h.writeError(w, r, queryError(err))
 			return
@@ -584,7 +584,7 @@ func (h *Handler) updateTable(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, notImplementedYet("views"))
 			return
 		}
-		s, err := h.jobs.ViewSchema(r.Context(), p, v.Query)
+		s, err := h.jobs.ViewSchema(r.Context(), p, cur.FullID(), v.Query)
 		if err != nil {
 			h.writeError(w, r, queryError(err))
 			return
