@@ -214,9 +214,20 @@ func TestDDLAndInsertOfficialClient(t *testing.T) {
 	if qs := st.Statistics.Details.(*bigquery.QueryStatistics); qs.StatementType != "SCRIPT" || st.Statistics.NumChildJobs != 2 {
 		t.Fatalf("script statistics %+v, %d children", qs, st.Statistics.NumChildJobs)
 	}
-	// No child jobs are listed (jobs.list parentJobId), not every job.
-	if _, err := job.Children(e.ctx).Next(); !errors.Is(err, iterator.Done) {
-		t.Fatalf("children of a script: %v, want none", err)
+	// Its two statements are its child jobs (jobs.list parentJobId),
+	// not every job.
+	kids := job.Children(e.ctx)
+	for i := 0; ; i++ {
+		c, err := kids.Next()
+		if errors.Is(err, iterator.Done) {
+			if i != 2 {
+				t.Fatalf("%d children of a script, want 2", i)
+			}
+			break
+		}
+		if err != nil || c.LastStatus().Statistics.ParentJobID != job.ID() {
+			t.Fatalf("child of a script: %v %v", c, err)
+		}
 	}
 
 	// Statements bqstore does not run yet say so.

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"path"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -169,7 +170,8 @@ type Query struct {
 	// its location (replace.go); temps are the script's temporary
 	// tables by name (temp.go); job is the job's id; stmts is how many
 	// statements the script has, and last whether the running one makes
-	// the job's last change (commit.go).
+	// the job's last change (commit.go); script records a script's
+	// statements as child jobs (children.go).
 	spent    int64
 	stage    TableRef
 	location string
@@ -177,6 +179,7 @@ type Query struct {
 	temps    map[string]TableRef
 	stmts    int
 	last     bool
+	script   *script
 }
 
 // BytesBilledError is a query refused because its bytes billed pass the
@@ -238,6 +241,12 @@ type Job struct {
 	// or Query.Destination. Zero until DONE without error, and without a
 	// data engine (Options.DB nil; the rows are then held in memory).
 	Destination TableRef
+
+	// Parent is the id of the script job this job is a statement of
+	// ("" for a job of its own), and Frame that statement in its
+	// script (children.go).
+	Parent string
+	Frame  *ScriptFrame
 
 	// commit is the stream the job is committing (an INSERT's, an
 	// append to its destination's) while it is RUNNING (commit.go);
@@ -440,9 +449,10 @@ func (s *Store) sweep() {
 	s.forget(victims)
 }
 
-// anonymous reports whether j's result is in its anonymous table.
+// anonymous reports whether j's result is in its own anonymous table
+// (a script's result statement's child names its parent's).
 func (j *Job) anonymous() bool {
-	return j.Query.Destination == nil && j.Destination != (TableRef{})
+	return j.Query.Destination == nil && j.Destination != (TableRef{}) && j.Destination == anonRef(j.Project, j.Location, j.ID)
 }
 
 // Close cancels the running jobs, waits for their goroutines and closes
@@ -586,8 +596,9 @@ func (s *Store) Cancel(project, id string) (Job, error) {
 	return s.Get(project, id)
 }
 
-// Delete forgets the job project/id and drops its anonymous table. A job
-// not DONE is ErrRunning.
+// Delete forgets the job project/id, and its child jobs if it is a
+// script, and drops their anonymous tables. A job not DONE is
+// ErrRunning; a child job is ErrChildJob.
 func (s *Store) Delete(project, id string) error {
 	s.mu.Lock()
 	e, ok := s.mu.jobs[key{project, id}]
@@ -599,11 +610,17 @@ func (s *Store) Delete(project, id string) error {
 		s.mu.Unlock()
 		return ErrRunning
 	}
-	delete(s.mu.jobs, key{project, id})
-	j := e.job
-	s.forgettingLocked(j)
+	if e.job.Parent != "" {
+		s.mu.Unlock()
+		return ErrChildJob
+	}
+	gone := append(s.childrenLocked(project, id), e.job)
+	for _, j := range gone {
+		delete(s.mu.jobs, key{j.Project, j.ID})
+		s.forgettingLocked(j)
+	}
 	s.mu.Unlock()
-	s.forget([]Job{j})
+	s.forget(gone)
 	return nil
 }
 
@@ -635,6 +652,8 @@ func (s *Store) expireLocked(now time.Time) []Job {
 		}
 		all = append(all, e)
 	}
+	// MaxJobs counts jobs of their own; a script's children go with it.
+	all = slices.DeleteFunc(all, func(e *entry) bool { return e.job.Parent != "" })
 	if len(all) <= MaxJobs {
 		return victims
 	}
@@ -643,9 +662,11 @@ func (s *Store) expireLocked(now time.Time) []Job {
 		if e.job.State != StateDone {
 			continue
 		}
-		delete(s.mu.jobs, key{e.job.Project, e.job.ID})
-		s.forgettingLocked(e.job)
-		victims = append(victims, e.job)
+		for _, j := range append(s.childrenLocked(e.job.Project, e.job.ID), e.job) {
+			delete(s.mu.jobs, key{j.Project, j.ID})
+			s.forgettingLocked(j)
+			victims = append(victims, j)
+		}
 	}
 	return victims
 }

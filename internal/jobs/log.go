@@ -73,6 +73,10 @@ type jobRecord struct {
 	// Commit is the stream a RUNNING job is committing
 	// (commit.go); absent in older logs.
 	Commit *commitRecord `json:"commit,omitempty"`
+	// Parent and Frame: a script's child job (children.go); absent
+	// in older logs and for other jobs.
+	Parent string       `json:"parent,omitempty"`
+	Frame  *ScriptFrame `json:"frame,omitempty"`
 }
 
 // errRecord is a job's error, of one of the kinds the API layer maps.
@@ -166,7 +170,7 @@ func recordOf(j *Job) *jobRecord {
 		Project: j.Project, ID: j.ID, Location: j.Location, Query: j.Query, State: j.State.String(),
 		Created: usOf(j.Created), Started: usOf(j.Started), End: usOf(j.End), Err: encodeErr(j.Err),
 		Schema: j.Schema, NumRows: j.NumRows, BytesProcessed: j.BytesProcessed,
-		Referenced: j.Referenced, Stats: j.Stats, Commit: j.commit,
+		Referenced: j.Referenced, Stats: j.Stats, Commit: j.commit, Parent: j.Parent, Frame: j.Frame,
 	}
 	if j.Destination != (TableRef{}) {
 		d := j.Destination
@@ -180,7 +184,7 @@ func (r *jobRecord) job() *Job {
 		Project: r.Project, ID: r.ID, Location: r.Location, Query: r.Query,
 		Created: timeOf(r.Created), Started: timeOf(r.Started), End: timeOf(r.End), Err: r.Err.decode(),
 		Schema: r.Schema, NumRows: r.NumRows, BytesProcessed: r.BytesProcessed,
-		Referenced: r.Referenced, Stats: r.Stats, commit: r.Commit,
+		Referenced: r.Referenced, Stats: r.Stats, commit: r.Commit, Parent: r.Parent, Frame: r.Frame,
 	}
 	switch r.State {
 	case "DONE":

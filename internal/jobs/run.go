@@ -127,6 +127,7 @@ func (s *Store) finish(e *entry, out Job, rec arrow.RecordBatch, err error) {
 func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBatch, err error) {
 	j.Query.stage, j.Query.location, j.Query.job = stageRef(j.Project, j.Location, j.ID), j.Location, j.ID
 	ctx = withReads(ctx) // what a replace of a table the job read checks (replace.go)
+	j.Query.script = &script{project: j.Project, id: j.ID, location: j.Location}
 	q := j.Query
 	var sink *resultSink
 	var ssink sql.Sink // nil without an engine (not a nil *resultSink)
@@ -141,22 +142,15 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 		}
 		if err != nil {
 			sink.abort()
+			s.finishScript(q.script, TableRef{}, nil, false)
 		}
 	}()
 	q.temps = map[string]TableRef{} // runScript fills it
 	res, stats, err := s.runScript(ctx, j.Project, q, j.Started, ssink)
 	out.Stats, out.BytesProcessed = stats, stats.BytesProcessed
-	if res != nil {
-		for _, n := range res.Tables {
-			// A script's temporary table is named as it exists: in
-			// the job's hidden dataset (BigQuery's _script dataset).
-			r, ok := q.temp(n)
-			if !ok {
-				r = resolveRef(j, n)
-			}
-			out.Referenced = append(out.Referenced, r)
-		}
-	}
+	// A script's temporary table is named as it exists: in the job's
+	// hidden dataset (BigQuery's _script dataset).
+	out.Referenced = referenced(j, q, res)
 	if err != nil {
 		return out, nil, err
 	}
@@ -175,6 +169,9 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 			return out, nil, &BackendError{Msg: "bqstore runs without a storage engine here: no destination table"}
 		}
 		rec, err := res.Record()
+		if err == nil {
+			s.finishScript(q.script, TableRef{}, rec, true)
+		}
 		return out, rec, err
 	}
 	if !sink.began() {
@@ -195,6 +192,7 @@ func (s *Store) execute(ctx context.Context, j Job) (out Job, rec arrow.RecordBa
 		return out, nil, err
 	}
 	out.Destination = sink.ref
+	s.finishScript(q.script, sink.ref, nil, true)
 	return out, nil, nil
 }
 

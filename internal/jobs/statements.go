@@ -65,8 +65,9 @@ const (
 // The result's query (a lone query, or a script's last) hands its rows
 // to sink (nil: none) as they are produced (sql.Options.Sink), so a
 // script's result streams as a query's does; a script's other queries
-// hand theirs to a sink that drops them (they are no one's result), so
-// that they hold no more than the result's query.
+// hand theirs to their child job's table (children.go; q.script records
+// each statement as a child job), so that they hold no more than the
+// result's query.
 func (s *Store) runScript(ctx context.Context, project string, q Query, at time.Time, sink sql.Sink) (*sql.Result, Stats, error) {
 	sts, err := sql.ParseScript(q.SQL)
 	if err != nil {
@@ -97,6 +98,12 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if q.KeyResult == KeyResultFirstSelect {
 		last = slices.IndexFunc(sts, func(st *sql.Statement) bool { return st.Type == "SELECT" })
 	}
+	sc := q.script // records each statement as a child job (children.go)
+	if len(sts) < 2 {
+		sc = nil
+	} else if sc != nil {
+		sc.frames = scriptFrames(q.SQL, sts)
+	}
 	var res *sql.Result
 	var stats, total Stats
 	for i, st := range sts {
@@ -108,17 +115,29 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		if i == last {
 			sk = sink
 		}
+		start := s.opts.Clock()
+		var csink *resultSink
+		if sc != nil && i != last && st.Type == "SELECT" {
+			csink, sk = s.childSink(sc.placeholder(i, start)), nil
+			if csink != nil {
+				sk = csink
+			}
+		}
 		// A result held for a destination table is written after the
 		// last statement, which is then not the job's last change.
 		q.stmts, q.last = len(sts), i == len(sts)-1 && (q.Destination == nil || res == nil)
 		sctx := withReads(ctx) // what this statement's replace checks (replace.go)
 		r, one, err := s.runStatement(sctx, project, q, st, at, total.BytesProcessed, sk)
+		err = q.hideTemps(err)
 		total.BytesProcessed += one.BytesProcessed
+		if sc != nil {
+			s.recordChild(ctx, sc, q, i, i == last, start, one, r, csink, err)
+		}
 		if err != nil {
 			// A failed job still says what it ran (statementType).
 			total.StatementType = one.StatementType
 			if len(sts) > 1 {
-				total.StatementType = "SCRIPT"
+				total.StatementType, total.NumChildJobs = "SCRIPT", i+1
 			}
 			return nil, total, err
 		}
@@ -801,8 +820,9 @@ func (s *Store) alterSchema(ctx context.Context, project string, q Query, a *sql
 	return nil
 }
 
-// dropRows is the sink of a script's query that is not its result: the
-// rows go nowhere.
+// dropRows is the sink of a script's query that is neither its result
+// nor a child job's (no script record: q.script nil): the rows go
+// nowhere.
 type dropRows struct{}
 
 func (dropRows) Begin(context.Context, *schema.Schema) error { return nil }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bqstore/bqstore/internal/catalog"
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/sql"
 )
 
@@ -49,6 +50,54 @@ func (s *Store) newTemp(ctx context.Context, q Query, name string) (TableRef, er
 	r := TableRef{Project: q.stage.Project, Dataset: q.stage.Dataset, Table: tempPrefix(q.stage.Project, q.job) + name}
 	q.temps[name] = r
 	return r, nil
+}
+
+// publicRef is r as the user names it: a temporary table of the
+// script by its name (in the job's hidden dataset), any other table
+// unchanged.
+func (q Query) publicRef(r TableRef) TableRef {
+	for name, t := range q.temps {
+		if t == r {
+			return TableRef{Project: r.Project, Dataset: r.Dataset, Table: name}
+		}
+	}
+	return r
+}
+
+// hideTemps is err with the internal names of the script's temporary
+// tables in its message replaced by the names the script gave them.
+func (q Query) hideTemps(err error) error {
+	if err == nil || len(q.temps) == 0 {
+		return err
+	}
+	hide := func(msg string) string {
+		for name, t := range q.temps {
+			if !strings.Contains(msg, t.Table) {
+				continue
+			}
+			for _, full := range []string{t.Project + ":" + t.Dataset + "." + t.Table, t.Project + "." + t.Dataset + "." + t.Table, t.Dataset + "." + t.Table, t.Table} {
+				msg = strings.ReplaceAll(msg, full, name)
+			}
+		}
+		return msg
+	}
+	if hide(err.Error()) == err.Error() {
+		return err // none named (the error unchanged, with its chain)
+	}
+	var fe *filter.Error
+	var te *TableError
+	var de *DestinationError
+	switch {
+	case errors.As(err, &fe):
+		c := *fe
+		c.Msg = hide(c.Msg)
+		return &c
+	case errors.As(err, &te):
+		return &TableError{NotFound: te.NotFound, Msg: hide(te.Msg)}
+	case errors.As(err, &de):
+		return &DestinationError{Reason: de.Reason, Msg: hide(de.Msg)}
+	}
+	return err
 }
 
 // dropTemps drops the script's temporary tables.

@@ -167,12 +167,32 @@ type jobStatus struct {
 }
 
 type jobStatistics struct {
-	CreationTime        schema.Int64     `json:"creationTime,omitempty"`
-	StartTime           schema.Int64     `json:"startTime,omitempty"`
-	EndTime             schema.Int64     `json:"endTime,omitempty"`
-	TotalBytesProcessed schema.Int64     `json:"totalBytesProcessed"`
-	NumChildJobs        schema.Int64     `json:"numChildJobs,omitempty"`
-	Query               *queryStatistics `json:"query,omitempty"`
+	CreationTime        schema.Int64 `json:"creationTime,omitempty"`
+	StartTime           schema.Int64 `json:"startTime,omitempty"`
+	EndTime             schema.Int64 `json:"endTime,omitempty"`
+	TotalBytesProcessed schema.Int64 `json:"totalBytesProcessed"`
+	NumChildJobs        schema.Int64 `json:"numChildJobs,omitempty"`
+	// ParentJobID and ScriptStatistics: a script's child job.
+	ParentJobID      string            `json:"parentJobId,omitempty"`
+	ScriptStatistics *scriptStatistics `json:"scriptStatistics,omitempty"`
+	Query            *queryStatistics  `json:"query,omitempty"`
+}
+
+// scriptStatistics is ScriptStatistics: a child job of a script runs a
+// statement (bqstore has no procedural language: no EXPRESSION
+// evaluations, no procedures).
+type scriptStatistics struct {
+	EvaluationKind string             `json:"evaluationKind"`
+	StackFrames    []scriptStackFrame `json:"stackFrames"`
+}
+
+type scriptStackFrame struct {
+	StartLine   int    `json:"startLine"`
+	StartColumn int    `json:"startColumn"`
+	EndLine     int    `json:"endLine"`
+	EndColumn   int    `json:"endColumn"`
+	ProcedureID string `json:"procedureId,omitempty"`
+	Text        string `json:"text"`
 }
 
 type queryStatistics struct {
@@ -948,6 +968,13 @@ func jobResource(j jobs.Job) *jobJSON {
 	}
 	out.Statistics.TotalBytesProcessed = qs.TotalBytesProcessed
 	out.Statistics.NumChildJobs = schema.Int64(st.NumChildJobs)
+	if j.Parent != "" {
+		out.Statistics.ParentJobID = j.Parent
+		if f := j.Frame; f != nil {
+			out.Statistics.ScriptStatistics = &scriptStatistics{EvaluationKind: "STATEMENT", StackFrames: []scriptStackFrame{{
+				StartLine: f.StartLine, StartColumn: f.StartColumn, EndLine: f.EndLine, EndColumn: f.EndColumn, Text: f.Text}}}
+		}
+	}
 	if j.Err != nil {
 		ep := jobErrorOf(j.Err)
 		out.Status.ErrorResult = ep
@@ -1020,6 +1047,11 @@ func (h *Handler) deleteJob(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, jobs.ErrNotFound):
 		h.writeError(w, r, jobNotFound(r, j.Project, j.ID))
 		return
+	case errors.Is(err, jobs.ErrChildJob):
+		// BigQuery's jobs.delete: "Direct deletion of the metadata of
+		// child jobs is not allowed."
+		h.writeError(w, r, invalid("Job %s:%s.%s is a child job of script job %s: direct deletion of the metadata of child jobs is not allowed; delete the parent job.", j.Project, j.Location, j.ID, j.Parent))
+		return
 	case err != nil:
 		h.writeError(w, r, err)
 		return
@@ -1055,11 +1087,17 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &j
 	}
-	if q.Get("parentJobId") != "" {
-		// A script runs its statements inside its own job: there are no
-		// child jobs to list (the Go client then reads the script's
-		// result from the script job itself).
-		writeJSON(w, http.StatusOK, &jobList{Kind: "bigquery#jobList", Jobs: []jobListItem{}})
+	// parentJobId lists the child jobs of a script job; without it,
+	// jobs.list lists jobs of their own only ("top-level jobs").
+	// allUsers is accepted: every job is the one user's here.
+	parent := q.Get("parentJobId")
+	minimal := false
+	switch v := q.Get("projection"); strings.ToLower(v) {
+	case "", "full":
+	case "minimal":
+		minimal = true // "Does not include the job configuration"
+	default:
+		h.writeError(w, r, invalid("Invalid value for projection: %q: full or minimal", v))
 		return
 	}
 	states := map[string]bool{}
@@ -1095,13 +1133,16 @@ func (h *Handler) listJobs(w http.ResponseWriter, r *http.Request) {
 	for _, j := range all {
 		jr := jobResource(j)
 		ms := j.Created.UnixMilli()
-		if len(states) > 0 && !states[jr.Status.State] || ms < minT || ms > maxT || after != nil && !before(after, &j) {
+		if len(states) > 0 && !states[jr.Status.State] || ms < minT || ms > maxT || after != nil && !before(after, &j) || j.Parent != parent {
 			continue
 		}
 		kept = append(kept, j)
 	}
 	for i := 0; i < len(kept) && i < size; i++ {
 		jr := jobResource(kept[i])
+		if minimal {
+			jr.Configuration = nil
+		}
 		out.Jobs = append(out.Jobs, jobListItem{ID: jr.ID, Kind: jr.Kind, JobReference: jr.JobReference, State: jr.Status.State,
 			ErrorResult: jr.Status.ErrorResult, Statistics: jr.Statistics, Configuration: jr.Configuration, Status: jr.Status})
 	}

@@ -22,8 +22,9 @@ type Statement struct {
 	// (newlines kept), so that errors in it carry the script's
 	// [line:column]; a query statement is run from it (Run).
 	Text string
-	// Pos is the offset of the statement's first token in the script.
-	Pos int
+	// Pos is the offset of the statement's first token in the script,
+	// and End that of its ';' (the script's length if it has none).
+	Pos, End int
 
 	CreateTable  *CreateTable
 	CreateView   *CreateView
@@ -59,6 +60,7 @@ func ParseScript(src string) ([]*Statement, error) {
 		if err != nil {
 			return nil, err
 		}
+		st.End = r[1]
 		out = append(out, st)
 	}
 	return out, nil
