@@ -19,7 +19,7 @@ func FuzzArrowEncode(f *testing.F) {
 	f.Add(uint64(3), uint8(64), uint8(63), uint8(1), uint8(2), uint16(0x03ff))
 	f.Add(uint64(4), uint8(0), uint8(0), uint8(0), uint8(2), uint16(0x0010))
 	s := testSchema()
-	full, err := SchemaMessage(s)
+	full, err := SchemaMessage(NewProjectionMust(s).Schema())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func FuzzArrowEncode(f *testing.F) {
 		}
 		defer out.Release()
 		schemaMsg := full
-		if len(paths) > 0 {
+		if proj.Schema() != s {
 			if schemaMsg, err = SchemaMessage(proj.Schema()); err != nil {
 				t.Fatal(err)
 			}

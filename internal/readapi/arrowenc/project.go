@@ -7,6 +7,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/bqstore/bqstore/internal/rowjson"
 )
 
 // Projection selects a subset of a schema's columns and nested fields, as
@@ -17,8 +20,11 @@ import (
 //
 // Projecting a record shares every buffer with the input (zero-copy): a
 // projected RECORD is a struct array over the same validity bitmap with a
-// subset of its children. A Projection is immutable and safe for concurrent
-// use.
+// subset of its children. The exception is INTERVAL (stored as
+// month_day_nano_interval): it goes out as utf8 in BigQuery's canonical
+// text (Y-M D H:M:S[.F]), the form the Go client's Arrow reader parses
+// (it has no case for Arrow's interval types; Avro sends the same
+// string). A Projection is immutable and safe for concurrent use.
 type Projection struct {
 	in, out *arrow.Schema
 	cols    []colPlan // in output order
@@ -36,6 +42,7 @@ type fieldPlan struct {
 	typ      arrow.DataType
 	elem     *fieldPlan // list: the element's plan
 	children []colPlan  // struct: kept children, in order
+	interval bool       // month_day_nano_interval in, its canonical text (utf8) out
 }
 
 // selNode is a node of the selection tree: whole means the field is selected
@@ -64,6 +71,7 @@ func NewProjection(s *arrow.Schema, selected []string) (*Projection, error) {
 		for i := range p.cols {
 			p.cols[i] = colPlan{src: i}
 		}
+		p.textIntervals()
 		return p, nil
 	}
 	root := newSelNode()
@@ -92,7 +100,75 @@ func NewProjection(s *arrow.Schema, selected []string) (*Projection, error) {
 	p.cols = cols
 	md := s.Metadata()
 	p.out = arrow.NewSchema(outFields, &md)
+	p.textIntervals()
 	return p, nil
+}
+
+// textIntervals plans the INTERVAL columns and fields of the output as
+// utf8 (see Projection).
+func (p *Projection) textIntervals() {
+	fields := p.out.Fields()
+	changed := false
+	for i, c := range p.cols {
+		plan, typ, ok := intervalPlan(fields[i].Type, c.plan)
+		if !ok {
+			continue
+		}
+		p.cols[i].plan = plan
+		fields[i].Type = typ
+		changed = true
+	}
+	if changed {
+		md := p.out.Metadata()
+		p.out = arrow.NewSchema(fields, &md)
+	}
+}
+
+// intervalPlan returns the plan of a field of output type t (plan: its
+// projection so far, nil for the whole field) that also turns its
+// intervals into text; ok is false when t holds no interval.
+func intervalPlan(t arrow.DataType, plan *fieldPlan) (*fieldPlan, arrow.DataType, bool) {
+	switch t := t.(type) {
+	case *arrow.MonthDayNanoIntervalType:
+		return &fieldPlan{typ: arrow.BinaryTypes.String, interval: true}, arrow.BinaryTypes.String, true
+	case *arrow.StructType:
+		fs := t.Fields()
+		var children []colPlan
+		if plan != nil {
+			children = append([]colPlan(nil), plan.children...)
+		} else {
+			children = make([]colPlan, len(fs))
+			for i := range children {
+				children[i] = colPlan{src: i}
+			}
+		}
+		changed := false
+		for i := range fs {
+			cp, ct, ok := intervalPlan(fs[i].Type, children[i].plan)
+			if ok {
+				children[i].plan, fs[i].Type, changed = cp, ct, true
+			}
+		}
+		if !changed {
+			return nil, nil, false
+		}
+		typ := arrow.StructOf(fs...)
+		return &fieldPlan{typ: typ, children: children}, typ, true
+	case *arrow.ListType:
+		var elem *fieldPlan
+		if plan != nil {
+			elem = plan.elem
+		}
+		ef := t.ElemField()
+		ep, et, ok := intervalPlan(ef.Type, elem)
+		if !ok {
+			return nil, nil, false
+		}
+		ef.Type = et
+		typ := arrow.ListOfField(ef)
+		return &fieldPlan{typ: typ, elem: ep}, typ, true
+	}
+	return nil, nil, false
 }
 
 // planFields plans the children of one level against its selection node and
@@ -200,6 +276,9 @@ func projectData(d arrow.ArrayData, plan *fieldPlan) arrow.ArrayData {
 		d.Retain()
 		return d
 	}
+	if plan.interval {
+		return intervalText(d)
+	}
 	var children []arrow.ArrayData
 	bufs := d.Buffers()
 	if isList(plan.typ) {
@@ -216,6 +295,30 @@ func projectData(d arrow.ArrayData, plan *fieldPlan) arrow.ArrayData {
 	for _, c := range children {
 		c.Release()
 	}
+	return out
+}
+
+// intervalText returns the canonical text of a month_day_nano_interval
+// array's values, as a utf8 array.
+func intervalText(d arrow.ArrayData) arrow.ArrayData {
+	a := array.NewMonthDayNanoIntervalData(d)
+	defer a.Release()
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Reserve(a.Len())
+	var buf []byte
+	for i := 0; i < a.Len(); i++ {
+		if a.IsNull(i) {
+			b.AppendNull()
+			continue
+		}
+		buf = rowjson.AppendInterval(buf[:0], a.Value(i))
+		b.BinaryBuilder.Append(buf)
+	}
+	s := b.NewStringArray()
+	defer s.Release()
+	out := s.Data()
+	out.Retain()
 	return out
 }
 
