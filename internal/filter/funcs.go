@@ -91,10 +91,11 @@ func (c *checker) call(e *Call) (node, error) {
 	for i, a := range e.Args {
 		switch a.(type) {
 		case *Interval:
-			if iv := a.(*Interval); iv.To != "" && intervalSyntax[e.Name] {
+			_, syntax := intervalArgPos[e.Name]
+			if iv := a.(*Interval); iv.To != "" && syntax {
 				return nil, c.errf(iv.P, "%s expects INTERVAL n part, not a range of parts", e.Name)
 			}
-			if intervalSyntax[e.Name] || !c.query {
+			if syntax || !c.query {
 				continue
 			}
 		case *Ident:
@@ -112,6 +113,17 @@ func (c *checker) call(e *Call) (node, error) {
 		}
 		args[i] = n
 	}
+	// An INTERVAL n part left unchecked above is read as syntax only by
+	// the functions of intervalArgPos, at that position; anywhere else it
+	// is a signature mismatch, answered here before any builtin sees a
+	// nil argument.
+	for i, a := range e.Args {
+		if _, ok := a.(*Interval); ok && args[i] == nil {
+			if p, ok := intervalArgPos[e.Name]; !ok || p != i {
+				return nil, c.noSig(e, args)
+			}
+		}
+	}
 	if e.Safe {
 		if noSafe[e.Name] {
 			return nil, c.errf(e.P, "Function %s does not support SAFE error mode", e.Name)
@@ -122,12 +134,12 @@ func (c *checker) call(e *Call) (node, error) {
 	return b(c, e, append(args, named...))
 }
 
-// intervalSyntax are the functions that read an INTERVAL n part argument
-// as syntax (its count and part) rather than as an INTERVAL value.
-var intervalSyntax = map[string]bool{"DATE_ADD": true, "DATE_SUB": true, "DATETIME_ADD": true,
-	"DATETIME_SUB": true, "TIMESTAMP_ADD": true, "TIMESTAMP_SUB": true, "TIME_ADD": true, "TIME_SUB": true,
-	"GENERATE_DATE_ARRAY": true, "GENERATE_TIMESTAMP_ARRAY": true, "DATE_BUCKET": true,
-	"DATETIME_BUCKET": true, "TIMESTAMP_BUCKET": true}
+// intervalArgPos is, for the functions that read an INTERVAL n part
+// argument as syntax (its count and part), that argument's position.
+var intervalArgPos = map[string]int{"DATE_ADD": 1, "DATE_SUB": 1, "DATETIME_ADD": 1, "DATETIME_SUB": 1,
+	"TIMESTAMP_ADD": 1, "TIMESTAMP_SUB": 1, "TIME_ADD": 1, "TIME_SUB": 1,
+	"DATE_BUCKET": 1, "DATETIME_BUCKET": 1, "TIMESTAMP_BUCKET": 1,
+	"GENERATE_DATE_ARRAY": 2, "GENERATE_TIMESTAMP_ARRAY": 2}
 
 // lazyArgs are the functions that evaluate some of their arguments only
 // on some rows (see checker.lazy).
@@ -199,6 +211,9 @@ func (c *checker) sig(e *Call, args []node, want []typ, ret typ, impl func([]val
 func (c *checker) sigStrict(e *Call, args []node, want []typ, ret typ, strict bool, impl func([]value) (value, error)) (node, error) {
 	for i := range args {
 		w := want[min(i, len(want)-1)]
+		if args[i] == nil { // an argument that is syntax, not a value
+			return nil, c.noSig(e, args)
+		}
 		if w == tNull {
 			continue
 		}

@@ -27,7 +27,6 @@ import (
 // GENERATE_DATE_ARRAY for argument types: DATE, INTERVAL" (the
 // signatures are (DATE, DATE[, INTERVAL INT64 date_part])).
 func TestReviewS2GenerateDateArrayIntervalPanics(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	for _, q := range []string{
 		"SELECT GENERATE_DATE_ARRAY(DATE '2020-01-01', INTERVAL 1 DAY) AS a",
 		"SELECT GENERATE_DATE_ARRAY('2020-01-01', INTERVAL 1 DAY) AS a",
