@@ -2,10 +2,14 @@ package jobs
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/bqstore/bqstore/internal/catalog"
 	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/sql"
@@ -21,7 +25,9 @@ import (
 // INSERT or CREATE TABLE AS SELECT is checked as its run checks it before
 // writing (the target table and its columns, the query analyzed and
 // sized as above; nothing written or created); a script or another
-// statement is only parsed: its statementType, no bytes.
+// statement is only parsed: its statementType, no bytes. A query's
+// destinationTable is checked as its run checks it (dryDestination).
+// destinationTable with a script, DDL or DML is the run's error.
 func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (Job, error) {
 	now := s.opts.Clock()
 	at := s.readTime(now) // the snapshot a run would read
@@ -32,6 +38,10 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 	}
 	if q.Params != nil {
 		q.Params.Index(q.SQL)
+	}
+	if typ, err := destinationRefused(q, sts); err != nil {
+		j.Stats.StatementType = typ
+		return j, err
 	}
 	if len(sts) != 1 {
 		j.Stats.StatementType = "SCRIPT"
@@ -73,6 +83,11 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 	}
 	if st.Type == "SELECT" {
 		j.Schema = res.Schema
+		if q.Destination != nil {
+			if err := s.dryDestination(q, res.Schema); err != nil {
+				return j, err
+			}
+		}
 	}
 	j.BytesProcessed, j.Stats.BytesProcessed = bytes, bytes
 	for _, n := range res.Tables {
@@ -100,6 +115,47 @@ func (s *Store) dryInsert(project string, q Query, ins *sql.Insert) error {
 		if names.Lookup(c) < 0 {
 			return filter.NewError(q.SQL, ins.Table.Pos, "Column %s is not present in table %s", c, ct.FullID())
 		}
+	}
+	return nil
+}
+
+// dryDestination checks q's destinationTable against the result's
+// schema sch as openDestination does when the run has the result,
+// changing nothing: a view, CREATE_NEVER of a missing table, the job's
+// partitioning and clustering (against sch for a table the run would
+// create or truncate, against the table's own for an append), and
+// whether WRITE_APPEND can append sch once its schemaUpdateOptions
+// applied. Whether a WRITE_EMPTY table is empty is left to the run.
+func (s *Store) dryDestination(q Query, sch *schema.Schema) error {
+	d := *q.Destination
+	name := fmt.Sprintf("%s:%s.%s", d.Project, d.Dataset, d.Table)
+	ct, err := s.cat.Table(d.Project, d.Dataset, d.Table)
+	exists := err == nil
+	if err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return err
+	}
+	if exists && ct.View != nil {
+		return &DestinationError{Reason: "invalid", Msg: fmt.Sprintf("Cannot write to a view: %s", name)}
+	}
+	if !exists && q.CreateDisposition == CreateNever {
+		return &DestinationError{Reason: "notFound", Msg: "Not found: Table " + name}
+	}
+	if exists && q.WriteDisposition != WriteTruncate {
+		if err := samePartitioning(q.Partitioning, ct); err != nil {
+			return err
+		}
+		if q.WriteDisposition != WriteAppend {
+			return nil
+		}
+		want := ct.Schema()
+		add, relax := slices.Contains(q.SchemaUpdateOptions, AllowFieldAddition), slices.Contains(q.SchemaUpdateOptions, AllowFieldRelaxation)
+		if next, changed := evolved(want, sch, add, relax); (add || relax) && changed {
+			want = next
+		}
+		return appendable(want, sch, name)
+	}
+	if p := q.Partitioning; p != nil {
+		return checkPartitioning(p, sch)
 	}
 	return nil
 }

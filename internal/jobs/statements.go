@@ -76,16 +76,8 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 	if len(sts) == 1 && sts[0].CreateTable != nil && sts[0].CreateTable.Temp {
 		return nil, Stats{}, &TableError{Msg: "Use of CREATE TEMPORARY TABLE requires a script or session"}
 	}
-	if q.Destination != nil {
-		// BigQuery's answers for a destinationTable with these.
-		switch {
-		case len(sts) > 1:
-			return nil, Stats{StatementType: "SCRIPT"}, &TableError{Msg: "configuration.query.destinationTable cannot be set for scripts"}
-		case sts[0].Insert != nil:
-			return nil, Stats{StatementType: sts[0].Type}, &TableError{Msg: "Cannot set destination table in jobs with DML statements"}
-		case sts[0].Type != "SELECT":
-			return nil, Stats{StatementType: sts[0].Type}, &TableError{Msg: "Cannot set destination table in jobs with DDL statements"}
-		}
+	if typ, err := destinationRefused(q, sts); err != nil {
+		return nil, Stats{StatementType: typ}, err
 	}
 	if q.temps == nil { // the caller's map, if any, learns the temps' names
 		q.temps = map[string]TableRef{}
@@ -151,6 +143,24 @@ func (s *Store) runScript(ctx context.Context, project string, q Query, at time.
 		return res, Stats{StatementType: "SCRIPT", NumChildJobs: len(sts), BytesProcessed: total.BytesProcessed}, nil
 	}
 	return res, stats, nil
+}
+
+// destinationRefused is BigQuery's answer for a destinationTable (q's)
+// with a script, DML or DDL, and the job's statementType then; nil when
+// q has none or sts is one query.
+func destinationRefused(q Query, sts []*sql.Statement) (string, error) {
+	if q.Destination == nil {
+		return "", nil
+	}
+	switch {
+	case len(sts) > 1:
+		return "SCRIPT", &TableError{Msg: "configuration.query.destinationTable cannot be set for scripts"}
+	case sts[0].Insert != nil:
+		return sts[0].Type, &TableError{Msg: "Cannot set destination table in jobs with DML statements"}
+	case sts[0].Type != "SELECT":
+		return sts[0].Type, &TableError{Msg: "Cannot set destination table in jobs with DDL statements"}
+	}
+	return "", nil
 }
 
 // runStatement runs one statement of a script; spent is the bytes the
