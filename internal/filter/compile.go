@@ -474,6 +474,9 @@ func (c *checker) coerce(n node, t typ, what string) (node, error) {
 		return n, nil
 	}
 	if from == tNull {
+		if !isConst(n) {
+			return &nullAsNode{x: n, t: t}, nil // ERROR(...): funcs_debug.go
+		}
 		return &constNode{v: constVec(t, nullValue), p: n.pos()}, nil
 	}
 	if from.comp() != nil && t.comp() != nil {

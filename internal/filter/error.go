@@ -15,9 +15,15 @@ type Error struct {
 	Line   int
 	Column int
 	Msg    string
+	// Bare is set for the error of ERROR(message): Msg is the user's
+	// message, which Error returns as it is, with no position.
+	Bare bool
 }
 
 func (e *Error) Error() string {
+	if e.Bare {
+		return e.Msg
+	}
 	return fmt.Sprintf("%s at [%d:%d]", e.Msg, e.Line, e.Column)
 }
 

@@ -58,6 +58,11 @@ func (n *callNode) eval(ctx *evalCtx) (*vec, error) {
 				out.nulls[i] = true
 				continue
 			}
+			if ue, ok := err.(*userError); ok {
+				e := ctx.errf(n.p, "%s", ue.msg)
+				e.Bare = true
+				return nil, e
+			}
 			return nil, ctx.errf(n.p, "%s", err.Error())
 		}
 		out.set(i, v)
@@ -496,6 +501,7 @@ func init() {
 	registerJSONArray()
 	registerHLL()
 	registerJSONMut()
+	registerDebug()
 }
 
 func asciiLower(s string) string {

@@ -86,7 +86,10 @@ func registerMath() {
 	roundLike := func(name string, f func(float64) float64, mode int) {
 		builtins[name] = func(c *checker, e *Call, args []node) (node, error) {
 			max := 1
-			if name == "ROUND" || name == "TRUNC" {
+			switch name {
+			case "ROUND":
+				max = 3
+			case "TRUNC":
 				max = 2
 			}
 			if err := c.arity(e, args, 1, max); err != nil {
@@ -95,6 +98,24 @@ func registerMath() {
 			t, ok := numericOf(args[:1])
 			if !ok {
 				return nil, c.noSig(e, args)
+			}
+			mode := mode
+			if len(args) == 3 {
+				// ROUND(x, digits, rounding_mode): NUMERIC and
+				// BIGNUMERIC only (ZetaSQL FN_ROUND_WITH_ROUNDING_MODE_*),
+				// the mode a literal of the ROUNDING_MODE enum.
+				m, ok := args[2].(*constNode)
+				if !ok || !isDecimal(t) || !m.lit || m.typ() != tString {
+					return nil, c.noSig(e, args)
+				}
+				switch s := m.v.s[0]; s {
+				case "ROUND_HALF_AWAY_FROM_ZERO":
+				case "ROUND_HALF_EVEN":
+					mode = 4
+				default:
+					return nil, c.errf(m.pos(), "Could not cast literal %q to type ROUNDING_MODE", s)
+				}
+				args = args[:2]
 			}
 			if t == tInt {
 				t = tFloat
@@ -341,7 +362,7 @@ func cmpInt(a, b int64) int {
 func roundHalfAway(x float64) float64 { return math.Round(x) }
 
 // roundRat rounds r to digits decimal places: mode 0 half away from zero,
-// 1 toward zero, 2 floor, 3 ceiling.
+// 1 toward zero, 2 floor, 3 ceiling, 4 half to even.
 func roundRat(r *big.Rat, digits int64, mode int) (*big.Rat, error) {
 	if digits > 76 {
 		return r, nil
@@ -364,6 +385,16 @@ func roundRat(r *big.Rat, digits int64, mode int) (*big.Rat, error) {
 			m2 := new(big.Int).Abs(m)
 			m2.Lsh(m2, 1)
 			if m2.Cmp(x.Denom()) >= 0 {
+				if neg {
+					q.Sub(q, big.NewInt(1))
+				} else {
+					q.Add(q, big.NewInt(1))
+				}
+			}
+		case 4:
+			m2 := new(big.Int).Abs(m)
+			m2.Lsh(m2, 1)
+			if c := m2.Cmp(x.Denom()); c > 0 || c == 0 && q.Bit(0) == 1 {
 				if neg {
 					q.Sub(q, big.NewInt(1))
 				} else {

@@ -3,6 +3,7 @@ package filter
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 
@@ -24,6 +25,8 @@ func scalarText(t *testing.T, expr string) string {
 	switch v := vals[0].(type) {
 	case nil:
 		return "NULL"
+	case *big.Rat:
+		return v.RatString()
 	case []any:
 		parts := make([]string, len(v))
 		for i, e := range v {
