@@ -14,7 +14,7 @@ import (
 // setOp runs UNION / INTERSECT / EXCEPT. Columns are matched by position
 // and named by the first input; each column's type is the inputs' common
 // supertype (INT64 -> NUMERIC -> BIGNUMERIC -> FLOAT64, NULL to
-// anything). DISTINCT compares rows as GROUP BY does (NULLs equal, -0 =
+// anything, literals coerced: setop_types.go). DISTINCT compares rows as GROUP BY does (NULLs equal, -0 =
 // +0, NaN = NaN).
 func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) {
 	// The chain a UNION ALL b UNION ALL c is left-deep: run it flat so
@@ -50,65 +50,42 @@ func (r *runner) setOp(ctx context.Context, op *SetOp, e *env) (*rowset, error) 
 				name, len(out.types), plural(len(out.types)), k+2, len(rs.types), plural(len(rs.types)))
 		}
 	}
-	// A STRING literal column (SELECT '2020-01-02') coerces to the
-	// DATE, DATETIME, TIME or TIMESTAMP the other inputs have, as a
-	// literal does in IF and CASE (filter's commonSupertype; GoogleSQL's
-	// "Literal coercion"): the other inputs' supertype first, then the
-	// literals'.
-	lits := make([][]*filter.Token, len(sets)) // input, column: its STRING literal
-	for i, in := range inputs {
-		lits[i] = make([]*filter.Token, len(sets[i].types))
-		if s, ok := in.(*Select); ok && len(s.Items) == len(sets[i].types) {
-			for c, it := range s.Items {
-				if t := it.Expr.toks; !it.Star && len(t) == 1 && sets[i].types[c] == "STRING" && !t[0].Ident && !t[0].QIdent && !t[0].Op && !t[0].Param && !t[0].EOF {
-					lits[i][c] = &t[0]
-				}
-			}
-		}
-	}
+	// The columns' supertypes (setop_types.go), literals coerced as
+	// GoogleSQL coerces them.
+	args := setArgs(inputs, sets)
 	for c := range out.types {
-		out.types[c] = ""
-		for _, lit := range []bool{false, true} {
-			for i, rs := range sets {
-				if (lits[i][c] != nil) != lit {
-					continue
-				}
-				if out.types[c] == "" {
-					out.types[c] = rs.types[c]
-					continue
-				}
-				if lit {
-					switch out.types[c] {
-					case "DATE", "DATETIME", "TIME", "TIMESTAMP":
-						continue
-					}
-				}
-				t, ok := supertype(out.types[c], rs.types[c])
-				if !ok {
-					var all []string
-					for _, s := range sets {
-						all = append(all, s.types[c])
-					}
-					return nil, r.errf(start, "Column %d in %s has incompatible types: %s", c+1, name, strings.Join(all, ", "))
-				}
-				out.types[c] = t
+		t, ok := setSupertype(args[c])
+		if !ok {
+			var all []string
+			for _, s := range sets {
+				all = append(all, s.types[c])
 			}
+			return nil, r.errf(start, "Column %d in %s has incompatible types: %s", c+1, name, strings.Join(all, ", "))
 		}
-		for i, rs := range sets {
-			if tok := lits[i][c]; tok != nil && out.types[c] != "STRING" {
-				x, err := r.compileText(exprText{text: "CAST(" + tok.Text + " AS " + out.types[c] + ")"}, nil, nil)
+		out.types[c] = t
+	}
+	for i, rs := range sets {
+		for c, to := range out.types {
+			from := rs.types[c]
+			if simpleCoercion(from, to) {
+				continue // coerce, below
+			}
+			if a := args[c][i]; a.lit != "" {
+				x, err := r.compileText(exprText{text: "CAST(" + a.lit + " AS " + to + ")"}, nil, nil)
 				var v []any
 				if err == nil {
 					v, err = x.Values(ctx, nil, 1)
 				}
 				if err != nil {
-					return nil, r.errf(tok.Pos, "Could not cast literal %s to type %s", tok.Text, out.types[c])
+					return nil, r.errf(a.at, "Could not cast literal %s to type %s", a.lit, to)
 				}
 				for _, row := range rs.rows {
 					row[c] = v[0]
 				}
-				rs.types[c] = out.types[c]
+			} else if err := r.castColumn(ctx, rs, c, from, to); err != nil {
+				return nil, err
 			}
+			rs.types[c] = to
 		}
 	}
 	for c := range out.types {

@@ -170,16 +170,23 @@ func (r *runner) streamUnion(ctx context.Context, q *Query) (rs *rowset, ok bool
 	}
 	r.probing = false
 	out := &rowset{names: sets[0].names, types: append([]string(nil), sets[0].types...)}
-	for _, in := range sets[1:] {
-		if len(in.types) != len(out.types) {
+	bodies := make([]queryBody, len(inputs))
+	for i, in := range inputs {
+		bodies[i] = in
+		if len(sets[i].types) != len(out.types) {
 			return nil, false, nil // setOp reports it
 		}
-		for c := range out.types {
-			t, ok := supertype(out.types[c], in.types[c])
-			if !ok {
-				return nil, false, nil
+	}
+	for c, args := range setArgs(bodies, sets) {
+		t, ok := setSupertype(args)
+		if !ok {
+			return nil, false, nil
+		}
+		out.types[c] = t
+		for _, in := range sets {
+			if !simpleCoercion(in.types[c], t) {
+				return nil, false, nil // a literal or a STRUCT converted: setOp does it
 			}
-			out.types[c] = t
 		}
 	}
 	if err := r.begin(ctx, out.names, out.types); err != nil {
