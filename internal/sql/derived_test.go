@@ -77,3 +77,24 @@ func TestDerivedMemoryHeld(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainSlicesBigBatch: a relation that hands on all its rows in one
+// batch (a window's: 200,000 rows here) is evaluated by the select list
+// in slices of plainChunk rows; each row's values are its own (the
+// STRING column read through slices' offsets).
+func TestPlainSlicesBigBatch(t *testing.T) {
+	res, err := Run(context.Background(), "SELECT k, CONCAT(s, '!') AS s2, ROW_NUMBER() OVER (ORDER BY k) AS rn, k * 2 AS k2 FROM t WHERE MOD(v, 3) = 0 ORDER BY k",
+		heldTable(), Options{MaxMemory: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) <= plainChunk {
+		t.Fatalf("%d rows: not more than a slice", len(res.Rows))
+	}
+	for i, row := range res.Rows {
+		k := row[0].(int64)
+		if k%1000%3 != 0 || row[1] != fmt.Sprintf("s%07d!", k) || row[2] != int64(i+1) || row[3] != 2*k {
+			t.Fatalf("row %d: %v", i, row)
+		}
+	}
+}

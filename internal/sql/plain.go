@@ -92,7 +92,7 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 	if len(aliasCols) > 0 {
 		read = slices.DeleteFunc(read, func(c string) bool { return aliasCols[c] })
 	}
-	err := q.in.scanPast(ctx, where, q.past, read, func(rec arrow.RecordBatch, n int) error {
+	err := q.in.scanPast(ctx, where, q.past, read, sliced(func(rec arrow.RecordBatch, n int) error {
 		if done {
 			// Past LIMIT: the scan goes on only to count the bytes of
 			// the columns read, which BigQuery bills whole.
@@ -178,7 +178,7 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 			return err
 		}
 		return nil
-	})
+	}))
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,31 @@ func (q *selectQuery) runPlain(ctx context.Context, items []Item, where *filter.
 		out.rows = tk.sorted()
 	}
 	return out, nil
+}
+
+// plainChunk is the most rows of a batch runPlain evaluates at once.
+const plainChunk = 8192
+
+// sliced calls fn with rec cut into slices of at most plainChunk rows: a
+// relation that hands on all its rows in one batch (a window's) is not
+// evaluated into a boxed value per row and column for all of them at
+// once.
+func sliced(fn func(rec arrow.RecordBatch, n int) error) func(rec arrow.RecordBatch, n int) error {
+	return func(rec arrow.RecordBatch, n int) error {
+		if rec == nil || n <= plainChunk {
+			return fn(rec, n)
+		}
+		for lo := 0; lo < n; lo += plainChunk {
+			hi := min(n, lo+plainChunk)
+			sub := rec.NewSlice(int64(lo), int64(hi))
+			err := fn(sub, hi-lo)
+			sub.Release()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // whereRows is the batch of rec's rows that where keeps (rec itself when
