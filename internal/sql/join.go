@@ -30,6 +30,11 @@ type joinCol struct {
 	side  int // 0 left, 1 right, 2 a USING column (both)
 	index int // in the side's relation (side 2: the left one)
 	right int // side 2: the right one
+	// side 2 of a FULL JOIN whose inputs' types differ: the key
+	// expressions (k in lkeys and rkeys) cast each side to the merged
+	// column's type.
+	cast bool
+	key  int
 }
 
 type joinRel struct {
@@ -115,6 +120,7 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		jr.src = append(jr.src, src)
 	}
 	usedL, usedR := map[int]bool{}, map[int]bool{}
+	var keyTypes []string // of each USING comparison
 	for _, u := range j.Using {
 		li, lerr := sideColumn(left, u.name)
 		ri, rerr := sideColumn(right, u.name)
@@ -125,12 +131,24 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 			return nil, r.errf(u.pos, "Column %s in USING clause not found on right side of join", u.name)
 		}
 		lf, rf := left.field(li), right.field(ri)
-		if lf.EffectiveMode() == schema.Repeated || rf.EffectiveMode() == schema.Repeated ||
-			canonical(lf.Type) != canonical(rf.Type) {
-			return nil, notSupported(r.src, u.pos, "USING columns of different or ARRAY types")
+		st, err := usingType(r, u, lf, rf)
+		if err != nil {
+			return nil, err
 		}
 		usedL[li], usedR[ri] = true, true
-		add(relCol{name: left.cols[li].name, star: true, unq: true}, lf, joinCol{side: 2, index: li, right: ri})
+		keyTypes = append(keyTypes, st)
+		// The merged column is the left one for INNER and LEFT JOIN, the
+		// right one for RIGHT JOIN, each of its own type, and for FULL
+		// JOIN COALESCE(left, right) of their supertype.
+		f, src := lf, joinCol{side: 2, index: li, right: ri, key: len(keyTypes) - 1}
+		switch {
+		case j.Kind == "RIGHT":
+			f = rf
+		case j.Kind == "FULL" && st != filter.FieldTypeName(lf):
+			f = resultField(lf.Name, st)
+			src.cast = true
+		}
+		add(relCol{name: left.cols[li].name, star: true, unq: true}, f, src)
 	}
 	for i, c := range left.cols {
 		if usedL[i] {
@@ -174,11 +192,18 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		}
 	}
 	for k := range j.Using {
-		lx, err := r.compileText(colText(jr.outName(0, jr.src[k].index)), out.schema, nil)
+		key := func(side, i int) (*filter.Scalar, error) {
+			text := colText(jr.outName(side, i))
+			if t := filter.FieldTypeName(out.field(out.index(jr.outName(side, i)))); t != keyTypes[k] {
+				text.text = "CAST(" + text.text + " AS " + keyTypes[k] + ")"
+			}
+			return r.compileText(text, out.schema, nil)
+		}
+		lx, err := key(0, jr.src[k].index)
 		if err != nil {
 			return nil, err
 		}
-		rx, err := r.compileText(colText(jr.outName(1, jr.src[k].right)), out.schema, nil)
+		rx, err := key(1, jr.src[k].right)
 		if err != nil {
 			return nil, err
 		}
@@ -186,6 +211,50 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 	}
 	out.scan = jr.scan
 	return out, nil
+}
+
+// usingType is the type a USING column's two sides are compared at:
+// their common supertype (GoogleSQL's conversion rules: INT64 ->
+// NUMERIC -> BIGNUMERIC -> FLOAT64, DATE -> DATETIME). Types without
+// one, and types without equality, are ZetaSQL's errors at the name.
+func usingType(r *runner, u nameAt, lf, rf *schema.Field) (string, error) {
+	lt, rt := filter.FieldTypeName(lf), filter.FieldTypeName(rf)
+	for _, f := range []*schema.Field{lf, rf} {
+		if !equalityField(f) {
+			return "", r.errf(u.pos, "Column '%s' in USING has types that do not support equality comparison: %s", u.name, filter.FieldTypeName(f))
+		}
+	}
+	if lt == rt {
+		return lt, nil
+	}
+	if typeKind(lt) == "STRUCT" && typeKind(rt) == "STRUCT" {
+		return "", notSupported(r.src, u.pos, "USING columns of different STRUCT types")
+	}
+	st, ok := supertype(lt, rt)
+	if !ok {
+		return "", r.errf(u.pos, "Column '%s' in USING has incompatible types that cannot be directly compared using equality on either side of the join: %s and %s", u.name, lt, rt)
+	}
+	return st, nil
+}
+
+// equalityField reports whether a column's values can be compared with
+// = (GoogleSQL: not ARRAY, JSON, GEOGRAPHY or RANGE, nor a STRUCT with
+// such a field).
+func equalityField(f *schema.Field) bool {
+	if f.EffectiveMode() == schema.Repeated {
+		return false
+	}
+	switch canonical(f.Type) {
+	case schema.JSON, schema.Geography, schema.Range:
+		return false
+	case schema.Record:
+		for _, g := range f.Fields {
+			if !equalityField(g) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func canonical(t schema.Type) schema.Type {
@@ -417,6 +486,7 @@ func (jr *joinRel) scan(ctx context.Context, cols []string, fn func(arrow.Record
 	L, R := sides[0], sides[1]
 	em := &joinEmitter{jr: jr, ctx: ctx, cols: cols, L: L, R: R, fn: fn,
 		matchedL: make([]bool, L.n), matchedR: make([]bool, R.n)}
+	defer em.release()
 	if len(jr.lkeys) > 0 {
 		rk, err := keyStrings(ctx, jr.rkeys, R)
 		if err != nil {
@@ -525,8 +595,16 @@ type joinEmitter struct {
 	L, R               *joinSide
 	fn                 func(arrow.RecordBatch, int) error
 	matchedL, matchedR []bool
-	candL, candR       []int32 // pairs awaiting the ON condition
-	outL, outR         []int32 // pairs to emit (-1: NULL side)
+	candL, candR       []int32                // pairs awaiting the ON condition
+	outL, outR         []int32                // pairs to emit (-1: NULL side)
+	casts              map[int][2]arrow.Array // castKeys' arrays, by key
+}
+
+func (em *joinEmitter) release() {
+	for _, c := range em.casts {
+		c[0].Release()
+		c[1].Release()
+	}
 }
 
 func (em *joinEmitter) pair(i, j int32) error {
@@ -639,10 +717,28 @@ func (em *joinEmitter) record(cols []string, li, ri []int32) (arrow.RecordBatch,
 	return rec, nil
 }
 
-// usingColumn is a USING column: the left value, or the right one where
-// the left row is NULL-extended.
+// usingColumn is a USING column: the left value (INNER, LEFT JOIN), the
+// right one (RIGHT JOIN), or of a FULL JOIN the left value or the right
+// one where the left row is NULL-extended.
 func (em *joinEmitter) usingColumn(s joinCol, li, ri []int32) (arrow.Array, error) {
+	switch em.jr.j.Kind {
+	case "RIGHT":
+		ia := indices(ri)
+		defer ia.Release()
+		return takeArray(em.ctx, em.R.arr(em.jr.outName(1, s.right)), ia)
+	case "FULL":
+	default: // no left row is NULL-extended
+		ia := indices(li)
+		defer ia.Release()
+		return takeArray(em.ctx, em.L.arr(em.jr.outName(0, s.index)), ia)
+	}
 	la, ra := em.L.arr(em.jr.outName(0, s.index)), em.R.arr(em.jr.outName(1, s.right))
+	if s.cast {
+		var err error
+		if la, ra, err = em.castKeys(s); err != nil {
+			return nil, err
+		}
+	}
 	both, err := array.Concatenate([]arrow.Array{la, ra}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, err
@@ -659,6 +755,43 @@ func (em *joinEmitter) usingColumn(s joinCol, li, ri []int32) (arrow.Array, erro
 	ia := indices(idx)
 	defer ia.Release()
 	return takeArray(em.ctx, both, ia)
+}
+
+// castKeys is a FULL JOIN USING column's two sides cast to its type:
+// the key expressions' values over each whole side, built once.
+func (em *joinEmitter) castKeys(s joinCol) (arrow.Array, arrow.Array, error) {
+	if c, ok := em.casts[s.key]; ok {
+		return c[0], c[1], nil
+	}
+	var f *schema.Field // the merged column's
+	for k, c := range em.jr.src {
+		if c == s {
+			f = em.jr.out.field(k)
+		}
+	}
+	var out [2]arrow.Array
+	for side, in := range []*joinSide{em.L, em.R} {
+		x := em.jr.lkeys[s.key]
+		if side == 1 {
+			x = em.jr.rkeys[s.key]
+		}
+		vals, err := x.Values(em.ctx, in.rec, in.n)
+		if err != nil {
+			return nil, nil, err
+		}
+		rec, err := buildRecord(&schema.Schema{Fields: []*schema.Field{f}}, in.n, func(_, row int) any { return vals[row] })
+		if err != nil {
+			return nil, nil, err
+		}
+		out[side] = rec.Column(0)
+		out[side].Retain()
+		rec.Release()
+	}
+	if em.casts == nil {
+		em.casts = map[int][2]arrow.Array{}
+	}
+	em.casts[s.key] = out
+	return out[0], out[1], nil
 }
 
 func (s *joinSide) arr(name string) arrow.Array {

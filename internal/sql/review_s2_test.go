@@ -95,15 +95,43 @@ func TestReviewS2FormatStarWidth(t *testing.T) {
 // the merged column of a FULL JOIN is COALESCE(l.k, r.k) of that type
 // (query syntax docs, FULL JOIN ... USING). Joining an INT64 id with a
 // FLOAT64 (or NUMERIC) copy of it is a common check after a load.
+//
+// fix-s2b: only FULL JOIN's merged column takes the supertype. ZetaSQL's
+// analyzer tests (analyzer/testdata/join_using.test) resolve the USING
+// column of an INNER or LEFT JOIN to the left input's column, of its own
+// type, and of a RIGHT JOIN to the right one's ("the 'b' join keys
+// coerce ...": `select *` of int32/uint32 keys answers b INT32 for JOIN
+// and LEFT JOIN, UINT32 for RIGHT JOIN), the comparison alone being made
+// at the supertype; FULL JOIN's column is COALESCE of both cast to it.
+// Types without a supertype: "Column 'value' in USING has incompatible
+// types that cannot be directly compared using equality on either side
+// of the join: STRING and INT64"; types without equality: "Column 'geo'
+// in USING has types that do not support equality comparison:
+// STRUCT<a GEOGRAPHY>", both at the USING name.
 func TestReviewS2JoinUsingCoercesTypes(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2b: remove this line with the fix")
 	tables := map[string]string{
 		"l": "k:INTEGER a:STRING\n1 | 'l1'\n2 | 'l2'\nNULL | 'lnull'",
 		"r": "k:FLOAT b:STRING\n2.0 | 'r2'\n3.0 | 'r3'\nNULL | 'rnull'",
+		"n": "k:NUMERIC c:STRING\nNUMERIC '2' | 'n2'\nNUMERIC '2.5' | 'n25'",
+		"s": "k:STRING d:STRING\n'2' | 's2'",
+		"j": "k:JSON e:STRING\nJSON '2' | 'j2'",
 	}
 	reviewSCheck(t, tables, "SELECT k, a, b FROM l FULL JOIN r USING (k) ORDER BY a, b",
 		"k:FLOAT a:STRING b:STRING\n3.0 | NULL | r3\nNULL | NULL | rnull\n1.0 | l1 | NULL\n2.0 | l2 | r2\nNULL | lnull | NULL\n")
-	reviewSCheck(t, tables, "SELECT * EXCEPT (a) FROM l JOIN r USING (k)", "k:FLOAT b:STRING\n2.0 | r2\n")
+	reviewSCheck(t, tables, "SELECT * EXCEPT (a) FROM l JOIN r USING (k)", "k:INTEGER b:STRING\n2 | r2\n")
+	reviewSCheck(t, tables, "SELECT k, a, b FROM l LEFT JOIN r USING (k) ORDER BY a",
+		"k:INTEGER a:STRING b:STRING\n1 | l1 | NULL\n2 | l2 | r2\nNULL | lnull | NULL\n")
+	reviewSCheck(t, tables, "SELECT k, a, b FROM l RIGHT JOIN r USING (k) ORDER BY b",
+		"k:FLOAT a:STRING b:STRING\n2.0 | l2 | r2\n3.0 | NULL | r3\nNULL | NULL | rnull\n")
+	reviewSCheck(t, tables, "SELECT k, a, c FROM l FULL JOIN n USING (k) ORDER BY c, a",
+		"k:NUMERIC a:STRING c:STRING\n1 | l1 | NULL\nNULL | lnull | NULL\n2 | l2 | n2\n2.5 | NULL | n25\n")
+	reviewSCheck(t, tables, "SELECT k, c, b FROM n JOIN r USING (k)", "k:NUMERIC c:STRING b:STRING\n2 | n2 | r2\n")
+	reviewSCheck(t, tables, "SELECT l.k AS lk, s.k AS sk FROM l JOIN s USING (k)",
+		"error: Column 'k' in USING has incompatible types that cannot be directly compared using equality on either side of the join: INT64 and STRING at [1:50]\n")
+	reviewSCheck(t, tables, "SELECT e FROM j JOIN j AS j2 USING (k)",
+		"error: Column 'k' in USING has types that do not support equality comparison: JSON at [1:37]\n")
+	reviewSCheck(t, tables, "SELECT 1 AS x FROM (SELECT [1] AS k) JOIN (SELECT [1] AS k) USING (k)",
+		"error: Column 'k' in USING has types that do not support equality comparison: ARRAY<INT64> at [1:68]\n")
 }
 
 // TestReviewS2RangeFrameNonIntegerOffset (valid query refused, MEDIUM):
