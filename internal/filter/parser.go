@@ -48,6 +48,13 @@ type parser struct {
 // is an *Error naming the position.
 func Parse(expr string) (Expr, error) { return parse(expr, false) }
 
+// ParseAt is Parse of expr placed after prefix in a larger text (as At
+// places CompileScalar's): positions are offsets in prefix+expr and
+// errors' lines and columns count prefix, which is not lexed or copied.
+func ParseAt(prefix, expr string) (Expr, error) {
+	return parseAt(source{prefix: prefix, text: expr}, false)
+}
+
 // parse parses an expression; query admits the query engine's ARRAY and
 // STRUCT syntax (parse_composite.go).
 func parse(expr string, query bool) (Expr, error) { return parseAt(source{text: expr}, query) }

@@ -65,7 +65,7 @@ func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Sta
 	}
 	var groups []rowGroup
 	if ins.Query != "" {
-		res, err := s.query(ctx, project, q, ins.Query, at)
+		res, err := s.query(ctx, project, q, ins.Query, ins.QueryPos, at)
 		if err != nil {
 			return err
 		}

@@ -49,7 +49,7 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 	}
 	st := sts[0]
 	j.Stats.StatementType = st.Type
-	text := st.Text
+	text, from := st.Text, st.Pos
 	switch {
 	case st.Type == "SELECT":
 	case st.Insert != nil:
@@ -57,16 +57,16 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 		if err := s.dryInsert(project, q, st.Insert); err != nil {
 			return j, err
 		}
-		text = st.Insert.Query
+		text, from = st.Insert.Query, st.Insert.QueryPos
 	case st.CreateTable != nil && st.CreateTable.Query != "":
-		text = st.CreateTable.Query
+		text, from = st.CreateTable.Query, st.CreateTable.QueryPos
 	default:
 		return j, nil
 	}
 	if text == "" {
 		return j, nil // INSERT ... VALUES: reads no table
 	}
-	res, bytes, err := s.dryQuery(ctx, project, q, text, at)
+	res, bytes, err := s.dryQuery(ctx, project, q, text, from, at)
 	if err != nil {
 		return j, err
 	}
@@ -162,7 +162,7 @@ func (s *Store) dryDestination(q Query, sch *schema.Schema) error {
 
 // dryQuery analyzes the query text against its tables with no rows, the
 // columns it reads sized: the result (schema, tables) and the bytes.
-func (s *Store) dryQuery(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, int64, error) {
+func (s *Store) dryQuery(ctx context.Context, project string, q Query, text string, from int, at time.Time) (*sql.Result, int64, error) {
 	var bytes int64
 	res, err := sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		var t sql.Table
@@ -180,7 +180,7 @@ func (s *Store) dryQuery(ctx context.Context, project string, q Query, text stri
 			return nil, err
 		}
 		return &sizingTable{Table: t, bytes: &bytes}, nil
-	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at,
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Offset: from,
 		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
 			return s.wildcard(project, q, n)
 		}})

@@ -173,7 +173,7 @@ func (s *Store) runStatement(ctx context.Context, project string, q Query, st *s
 	switch {
 	case st.Type == "SELECT":
 		var res *sql.Result
-		res, err = s.queryTo(ctx, project, q, st.Text, at, sink)
+		res, err = s.queryTo(ctx, project, q, st.Text, st.Pos, at, sink)
 		if err == nil {
 			stats.BytesProcessed = res.BytesProcessed
 			return res, stats, nil
@@ -210,13 +210,15 @@ func billable(q Query, res *sql.Result) error {
 	return nil
 }
 
-// query runs one query statement at snapshot time at.
-func (s *Store) query(ctx context.Context, project string, q Query, text string, at time.Time) (*sql.Result, error) {
-	return s.queryTo(ctx, project, q, text, at, nil)
+// query runs one query statement at snapshot time at: the one at byte
+// offset from of text (a script up to the statement's end, as
+// sql.Statement.Text; 0 for a query alone).
+func (s *Store) query(ctx context.Context, project string, q Query, text string, from int, at time.Time) (*sql.Result, error) {
+	return s.queryTo(ctx, project, q, text, from, at, nil)
 }
 
 // queryTo is query handing its rows to sink (nil: in the result).
-func (s *Store) queryTo(ctx context.Context, project string, q Query, text string, at time.Time, sink sql.Sink) (*sql.Result, error) {
+func (s *Store) queryTo(ctx context.Context, project string, q Query, text string, from int, at time.Time, sink sql.Sink) (*sql.Result, error) {
 	return sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		if ref, err := qualify(project, q, n); err == nil {
 			if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View != nil {
@@ -228,7 +230,7 @@ func (s *Store) queryTo(ctx context.Context, project string, q Query, text strin
 			recordRead(ctx, tb)
 		}
 		return t, err
-	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink,
+	}, sql.Options{MaxMemory: s.opts.MaxMemory, Params: q.Params, Now: at, Sink: sink, Offset: from,
 		Wildcard: func(ctx context.Context, n sql.TableName) ([]sql.WildcardTable, error) {
 			return s.wildcard(project, q, n)
 		}})
@@ -334,7 +336,7 @@ func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sq
 	var res *sql.Result
 	sch := ct.Schema
 	if ct.Query != "" {
-		if res, err = s.query(ctx, project, q, ct.Query, at); err != nil {
+		if res, err = s.query(ctx, project, q, ct.Query, ct.QueryPos, at); err != nil {
 			return err
 		}
 		stats.BytesProcessed = res.BytesProcessed

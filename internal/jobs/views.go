@@ -47,7 +47,7 @@ func (e *viewError) Unwrap() error { return e.err }
 // CREATE OR REPLACE VIEW refuses it.
 func (s *Store) ViewSchema(ctx context.Context, project, self, query string) (*schema.Schema, error) {
 	ctx = context.WithValue(ctx, creatingViewKey{}, self)
-	res, err := s.query(ctx, project, Query{}, query, s.readTime(s.opts.Clock()))
+	res, err := s.query(ctx, project, Query{}, query, 0, s.readTime(s.opts.Clock()))
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (s *Store) openView(ctx context.Context, ct *catalog.Table, at time.Time) (
 		return nil, &TableError{Msg: fmt.Sprintf("View %s cannot read itself: its query references it", v)}
 	}
 	ctx = context.WithValue(ctx, viewDepthKey{}, depth+1)
-	res, err := s.query(ctx, ct.ProjectID, Query{}, ct.View.Query, at)
+	res, err := s.query(ctx, ct.ProjectID, Query{}, ct.View.Query, 0, at)
 	if err != nil {
 		var ve *viewError
 		if errors.As(err, &ve) {
@@ -151,7 +151,7 @@ func (s *Store) createView(ctx context.Context, project string, q Query, st *sql
 	if exists {
 		qctx = context.WithValue(ctx, creatingViewKey{}, cur.FullID())
 	}
-	res, err := s.query(qctx, ref.Project, Query{}, cv.QueryText, at)
+	res, err := s.query(qctx, ref.Project, Query{}, cv.QueryText, cv.QueryPos, at)
 	if err != nil {
 		return err
 	}

@@ -55,6 +55,11 @@ type Options struct {
 	// as the scan produces them when the query streams, else once the
 	// result is complete (sink.go). Nil: Result.Rows holds them.
 	Sink Sink
+	// Offset is where the statement starts in the text Run is given: a
+	// script up to the statement's end (Statement.Text and Pos), whose
+	// earlier statements Run does not read, but whose lines and columns
+	// its errors' [line:column] count.
+	Offset int
 }
 
 // Result is the answer to a query.
@@ -97,7 +102,7 @@ func Run(ctx context.Context, src string, resolve Resolver, opts Options) (res *
 			res, err = nil, &PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
-	q, err := parse(src, opts.Params)
+	q, err := parse(src, opts.Offset, opts.Params)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // countParam is LIMIT or OFFSET given by a query parameter: an INT64, not
 // NULL, not negative.
 func (p *parser) countParam(clause string, t filter.Token) (int64, error) {
-	x, err := filter.CompileScalar(blank(p.src, t.Pos, t.End), &schema.Schema{}, filter.WithParams(p.params))
+	x, err := filter.CompileScalar(p.src[t.Pos:t.End], &schema.Schema{}, filter.WithParams(p.params), filter.At(p.src[:t.Pos]))
 	if err != nil {
 		return 0, err
 	}

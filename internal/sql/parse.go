@@ -85,17 +85,21 @@ func notSupported(src string, pos int, feature string) error {
 }
 
 // Parse parses one GoogleSQL query statement (an optional trailing
-// semicolon allowed; text before the statement may be blanked with
-// spaces, positions then stay those of the whole text). Errors are
-// *filter.Error with BigQuery's position suffix.
-func Parse(src string) (*Query, error) { return parse(src, nil) }
+// semicolon allowed). Errors are *filter.Error with BigQuery's position
+// suffix.
+func Parse(src string) (*Query, error) { return parse(src, 0, nil) }
 
-// parse is Parse with the query's parameters.
-func parse(src string, params *filter.Params) (*Query, error) {
+// parse is Parse of the statement at byte offset from of src (a script up
+// to the statement's end; the text before from is neither lexed nor
+// copied, but errors' [line:column] count it), with the query's
+// parameters.
+func parse(src string, from int, params *filter.Params) (*Query, error) {
 	if len(src) > filter.MaxLength {
 		return nil, &filter.Error{Line: 1, Column: 1, Msg: "The query is too large. The maximum standard SQL query length is 1024.00K characters"}
 	}
-	toks, err := filter.Tokens(trimSemicolon(src))
+	text := trimSemicolon(src)
+	from = min(max(from, 0), len(text))
+	toks, err := filter.TokensAt(src[:from], text[from:])
 	if err != nil {
 		return nil, err
 	}

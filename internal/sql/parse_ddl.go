@@ -136,7 +136,7 @@ func (p *parser) create(st *Statement) error {
 			if p.tok().EOF {
 				return p.unexpected()
 			}
-			ct.Query = blank(p.src, p.tok().Pos, len(p.src))
+			ct.Query, ct.QueryPos = p.src, p.tok().Pos
 			st.Type = "CREATE_TABLE_AS_SELECT"
 			return nil
 		}
@@ -172,7 +172,7 @@ func (p *parser) create(st *Statement) error {
 			return p.unexpected()
 		}
 		cv.Query = strings.TrimSpace(p.src[p.tok().Pos:])
-		cv.QueryText = blank(p.src, p.tok().Pos, len(p.src))
+		cv.QueryText, cv.QueryPos = p.src, p.tok().Pos
 		return nil
 	case p.isKw("SCHEMA"):
 		p.i++

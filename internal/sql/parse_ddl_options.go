@@ -83,11 +83,11 @@ func (p *parser) options(allowed map[string]string) ([]Option, error) {
 // constant evaluates a constant expression; a string literal where want
 // is TIMESTAMP is read as a TIMESTAMP literal.
 func (p *parser) constant(sp Span, want string) (any, string, error) {
-	text := blank(p.src, sp.pos(), sp.end())
+	text := p.src[sp.pos():sp.end()]
 	if want == "TIMESTAMP" && len(sp.toks) == 1 && isStringLit(sp.toks[0]) {
-		text = blank(p.src, sp.pos(), sp.pos()) + "TIMESTAMP " + p.src[sp.pos():sp.end()]
+		text = "TIMESTAMP " + text
 	}
-	x, err := filter.CompileScalar(text, &schema.Schema{})
+	x, err := filter.CompileScalar(text, &schema.Schema{}, filter.At(p.src[:sp.pos()]))
 	if err != nil {
 		return nil, "", err
 	}

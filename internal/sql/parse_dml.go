@@ -10,12 +10,12 @@ import (
 // Compile compiles the value as a constant expression with the job's
 // query parameters (nil: none).
 func (v *ValueExpr) Compile(params *filter.Params) (*filter.Scalar, error) {
-	x, err := filter.CompileScalar(v.Text, &schema.Schema{}, filter.WithParams(params))
+	x, err := filter.CompileScalar(v.Text, &schema.Schema{}, filter.WithParams(params), filter.At(v.prefix))
 	if err != nil {
 		return nil, err
 	}
 	if cols := x.Columns(); len(cols) > 0 {
-		return nil, filter.NewError(v.Text, v.Pos, "Unrecognized name: %s", cols[0])
+		return nil, filter.NewError(v.prefix+v.Text, v.Pos, "Unrecognized name: %s", cols[0])
 	}
 	return x, nil
 }
@@ -77,8 +77,7 @@ func (p *parser) insert() (*Insert, error) {
 	}
 	t := p.tok()
 	if p.isKw("SELECT") || p.isKw("WITH") || p.isOp("(") {
-		ins.Query = blank(p.src, t.Pos, len(p.src))
-		ins.QueryPos = t.Pos
+		ins.Query, ins.QueryPos = p.src, t.Pos
 		return ins, nil
 	}
 	return nil, p.errf(t.Pos, "Syntax error: Expected \"(\" or keyword SELECT or keyword VALUES or keyword WITH but got %s", describe(t))
@@ -102,8 +101,8 @@ func (p *parser) valuesRow() ([]*ValueExpr, error) {
 			}
 			// Syntax errors now; names, types and parameters when the
 			// job compiles the value (Compile).
-			text := blank(p.src, sp.pos(), sp.end())
-			if _, err := filter.Parse(text); err != nil {
+			text, prefix := p.src[sp.pos():sp.end()], p.src[:sp.pos()]
+			if _, err := filter.ParseAt(prefix, text); err != nil {
 				// The expression's text ends where the statement goes
 				// on: its "end of input" is the token that follows.
 				if fe, ok := err.(*filter.Error); ok && strings.HasPrefix(fe.Msg, "Syntax error: Unexpected end of input") && !p.tok().EOF {
@@ -111,7 +110,7 @@ func (p *parser) valuesRow() ([]*ValueExpr, error) {
 				}
 				return nil, err
 			}
-			v := &ValueExpr{Text: text, Pos: sp.pos()}
+			v := &ValueExpr{Text: text, Pos: sp.pos(), prefix: prefix}
 			if len(sp.toks) == 1 && isStringLit(sp.toks[0]) || isNumberLit(sp.toks) {
 				v.Literal = p.src[sp.pos():sp.end()]
 			}

@@ -18,9 +18,10 @@ type Statement struct {
 	// CREATE_TABLE_AS_SELECT, DROP_TABLE, ALTER_TABLE, CREATE_SCHEMA,
 	// DROP_SCHEMA, CREATE_VIEW, DROP_VIEW.
 	Type string
-	// Text is the script with everything but this statement blanked
-	// (newlines kept), so that errors in it carry the script's
-	// [line:column]; a query statement is run from it (Run).
+	// Text is the script up to the statement's end (a slice of it, not
+	// a copy): positions here are the script's, so that errors carry its
+	// [line:column]. A query statement runs from it at Pos
+	// (Run with Options.Offset = Pos), which reads nothing before.
 	Text string
 	// Pos is the offset of the statement's first token in the script,
 	// and End that of its ';' (the script's length if it has none).
@@ -42,8 +43,10 @@ func ParseScript(src string) ([]*Statement, error) {
 	}
 	var out []*Statement
 	for _, r := range splitStatements(src) {
-		text := blank(src, r[0], r[1])
-		toks, err := filter.Tokens(text)
+		// Each statement is lexed alone, its positions the script's:
+		// the work is linear in the script, however many statements.
+		text := src[:r[1]]
+		toks, err := filter.TokensAt(src[:r[0]], src[r[0]:r[1]])
 		if err != nil {
 			return nil, err
 		}
@@ -107,22 +110,6 @@ func splitStatements(src string) [][2]int {
 		}
 	}
 	return append(out, [2]int{start, len(src)})
-}
-
-// blank returns src[:to] with everything before from blanked (each
-// character a space, newlines kept).
-func blank(src string, from, to int) string {
-	var b strings.Builder
-	b.Grow(to)
-	for _, r := range src[:from] {
-		if r == '\n' {
-			b.WriteByte('\n')
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	b.WriteString(src[from:to])
-	return b.String()
 }
 
 // parseStatement dispatches on the statement's first keywords.
@@ -198,8 +185,10 @@ type CreateTable struct {
 	// ClusterBy are the columns of CLUSTER BY.
 	ClusterBy  []string
 	ClusterPos int
-	// Query is the text of AS SELECT (blanked before it), "" if none.
-	Query string
+	// Query is the script up to the end of AS SELECT's query, which
+	// starts at QueryPos (Run at that Offset); "" if none.
+	Query    string
+	QueryPos int `json:",omitempty"`
 
 	// Temp is CREATE TEMP|TEMPORARY TABLE: a table of the script, named
 	// without a dataset, dropped when the script ends.
@@ -214,8 +203,10 @@ type CreateView struct {
 	Options     []Option
 	// Query is the view's query as written.
 	Query string
-	// QueryText is the query with everything before it blanked.
+	// QueryText is the script up to the end of the query, which starts
+	// at QueryPos (Run at that Offset).
 	QueryText string
+	QueryPos  int `json:",omitempty"`
 }
 
 // Drop is DROP TABLE|VIEW|SCHEMA [IF EXISTS].
@@ -285,16 +276,20 @@ type Insert struct {
 	// Rows are the VALUES rows: one compiled constant expression per
 	// column (nil for DEFAULT).
 	Rows [][]*ValueExpr
-	// Query is the text of the SELECT (blanked before it), "" with VALUES.
+	// Query is the script up to the end of the SELECT, which starts at
+	// QueryPos (Run at that Offset); "" with VALUES.
 	Query    string
 	QueryPos int
 }
 
 // ValueExpr is one value of a VALUES row.
 type ValueExpr struct {
-	// Text is the script with everything but the expression blanked.
-	Text string
-	Pos  int
+	// Text is the expression, at Pos in the script; prefix is the
+	// script before it (a slice: it only counts errors' lines and
+	// columns).
+	Text   string
+	Pos    int
+	prefix string
 	// Literal is the text of a string literal as written ("" for other
 	// expressions): it coerces to DATE, TIMESTAMP and other types as
 	// BigQuery's literals do (Coerce).

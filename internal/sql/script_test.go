@@ -36,11 +36,12 @@ func TestParseScript(t *testing.T) {
 				switch {
 				case st.CreateTable != nil:
 					c := *st.CreateTable
-					c.Query = strings.TrimSpace(c.Query)
+					c.Query = strings.TrimSpace(c.Query[c.QueryPos:])
+					c.QueryPos = 0
 					node = c
 				case st.CreateView != nil:
 					c := *st.CreateView
-					c.QueryText = ""
+					c.QueryText, c.QueryPos = "", 0
 					node = c
 				case st.Drop != nil:
 					node = st.Drop
@@ -50,7 +51,7 @@ func TestParseScript(t *testing.T) {
 					node = st.CreateSchema
 				case st.Insert != nil:
 					ins := *st.Insert
-					ins.Query = strings.TrimSpace(ins.Query)
+					ins.Query = strings.TrimSpace(ins.Query[ins.QueryPos:])
 					var rows [][]string
 					for _, r := range ins.Rows {
 						var row []string
@@ -78,7 +79,7 @@ func TestParseScript(t *testing.T) {
 					fmt.Fprintf(&b, " %s rows=%v\n", out, rows)
 					continue
 				default:
-					fmt.Fprintf(&b, " %q\n", strings.TrimSpace(st.Text))
+					fmt.Fprintf(&b, " %q\n", strings.TrimSpace(st.Text[st.Pos:]))
 					continue
 				}
 				out, err := json.Marshal(node)
