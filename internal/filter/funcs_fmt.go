@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 func registerFmt() {
@@ -32,13 +33,48 @@ func registerFmt() {
 	}
 }
 
+// fmtMaxOutput is GoogleSQL's limit on FORMAT's output, and on a width
+// or a non-float precision: 1 MiB (zetasql's
+// --zetasql_format_max_output_width, format_max_output_width.cc).
+const fmtMaxOutput = 1 << 20
+
+// fmtMaxFloatPrecision caps the precision of %e %E %f %F: 1074 digits
+// print any float64 exactly (zetasql string_format.cc,
+// kMaxPrecisionForFloatingPoint); %g takes any precision, capped there.
+const fmtMaxFloatPrecision = 1074
+
+var errFmtTooLong = fmt.Errorf("Output string too long while evaluating FORMAT; limit %d", fmtMaxOutput)
+
 // sqlFormat formats vals (of types ts) by f: %[flags][width][.precision]
-// with d i o x X f F e E g G s t T and %%. A NULL value gives NULL, but
-// for %t and %T, which print NULL.
+// with d i o x X f F e E g G s t T and %%; width and precision may be *,
+// taken from an INT64 argument before the value (a negative width
+// left-justifies, a negative precision is none, as in C). A NULL value
+// gives NULL, but for %t and %T, which print NULL. Widths, precisions and
+// the output are capped as in GoogleSQL (fmtMaxOutput); the padding is
+// ours, as Go's fmt refuses widths above 1e6.
 func sqlFormat(f string, ts []typ, vals []value) (value, error) {
+	if len(f) > fmtMaxOutput {
+		return value{}, errFmtTooLong
+	}
 	var b strings.Builder
 	next := 0
+	// intArg takes the INT64 argument of a * width or precision; null: the
+	// result is NULL.
+	intArg := func() (n int64, null bool, err error) {
+		if next >= len(vals) {
+			return 0, false, fmt.Errorf("Too few arguments to FORMAT for pattern %q; expected at least %d", f, next+2)
+		}
+		t, v := ts[next], vals[next]
+		next++
+		if t != tInt && t != tNull {
+			return 0, false, fmt.Errorf("Invalid type for argument %d to FORMAT; Expected integer; Got %s", next+1, t)
+		}
+		return v.i, v.null, nil
+	}
 	for i := 0; i < len(f); i++ {
+		if b.Len() > fmtMaxOutput {
+			return value{}, errFmtTooLong
+		}
 		if f[i] != '%' {
 			b.WriteByte(f[i])
 			continue
@@ -48,19 +84,38 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 			j++
 		}
 		flags := f[i+1 : j]
-		ws := j
-		for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+		width, starW := -1, false
+		if j < len(f) && f[j] == '*' {
+			starW = true
 			j++
-		}
-		width := f[ws:j]
-		prec := -1
-		if j < len(f) && f[j] == '.' {
-			j++
-			ps := j
+		} else {
+			ws := j
 			for j < len(f) && f[j] >= '0' && f[j] <= '9' {
 				j++
 			}
-			prec, _ = strconv.Atoi(f[ps:j])
+			if j > ws {
+				w, err := strconv.Atoi(f[ws:j])
+				if err != nil || w > fmtMaxOutput {
+					return value{}, fmt.Errorf("Width %s exceeds the maximum supported output width of FORMAT. Limit: %d", f[ws:j], fmtMaxOutput)
+				}
+				width = w
+			}
+		}
+		prec, starP := -1, false
+		precText := ""
+		if j < len(f) && f[j] == '.' {
+			j++
+			if j < len(f) && f[j] == '*' {
+				starP = true
+				j++
+			} else {
+				ps := j
+				for j < len(f) && f[j] >= '0' && f[j] <= '9' {
+					j++
+				}
+				precText = f[ps:j]
+				prec = 0 // "%.f": precision 0, as in C
+			}
 		}
 		if j >= len(f) {
 			return value{}, fmt.Errorf("Invalid format specifier at the end of the format string")
@@ -74,22 +129,73 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 		if strings.IndexByte("dioxXfFeEgGstT", verb) < 0 {
 			return value{}, fmt.Errorf("Invalid format specifier %%%c", verb)
 		}
+		if precText != "" {
+			p, err := strconv.ParseInt(precText, 10, 64)
+			if err != nil {
+				p = math.MaxInt64
+			}
+			if err := checkPrecision(p, verb); err != nil {
+				return value{}, err
+			}
+			prec = int(min(p, fmtMaxOutput))
+		}
+		left := strings.Contains(flags, "-")
+		null := false
+		if starW {
+			w, isNull, err := intArg()
+			if err != nil {
+				return value{}, err
+			}
+			if w < 0 { // C: a negative * width is the - flag
+				left = true
+				w = -w
+			}
+			if !isNull && (w < 0 || w > fmtMaxOutput) {
+				return value{}, errFmtTooLong
+			}
+			width, null = int(w), null || isNull
+		}
+		if starP {
+			p, isNull, err := intArg()
+			if err != nil {
+				return value{}, err
+			}
+			if !isNull {
+				if err := checkPrecision(p, verb); err != nil {
+					return value{}, err
+				}
+			}
+			prec, null = -1, null || isNull
+			if p >= 0 {
+				prec = int(min(p, fmtMaxOutput))
+			}
+		}
 		if next >= len(vals) {
 			return value{}, fmt.Errorf("Too few arguments to FORMAT for pattern %q; expected at least %d", f, next+2)
 		}
 		t, v := ts[next], vals[next]
 		next++
+		if null {
+			return nullValue, nil
+		}
 		if v.null {
 			if verb != 't' && verb != 'T' {
 				return nullValue, nil
 			}
-			b.WriteString(pad("NULL", flags, width))
+			b.WriteString(padWidth("NULL", width, left, false))
 			continue
 		}
 		grouping := strings.Contains(flags, "'")
-		goFlags := strings.ReplaceAll(flags, "'", "")
+		zero := strings.Contains(flags, "0") && !left
+		// Go's fmt gets the sign flags only; width, - and 0 are padWidth's.
+		goFlags := ""
+		for _, fl := range "+ #" {
+			if strings.ContainsRune(flags, fl) {
+				goFlags += string(fl)
+			}
+		}
 		spec := func(c byte, p int) string {
-			s := "%" + goFlags + width
+			s := "%" + goFlags
 			if p >= 0 {
 				s += "." + strconv.Itoa(p)
 			}
@@ -103,18 +209,29 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 			if t != tInt {
 				return bad("INT64")
 			}
-			s := strconv.FormatInt(v.i, 10)
+			s := minDigits(strconv.FormatInt(v.i, 10), prec)
 			if grouping {
 				s = groupDigits(s)
-				b.WriteString(pad(s, goFlags, width))
-				continue
 			}
-			b.WriteString(fmt.Sprintf(spec('d', -1), v.i))
+			if v.i >= 0 && strings.Contains(flags, "+") {
+				s = "+" + s
+			} else if v.i >= 0 && strings.Contains(flags, " ") {
+				s = " " + s
+			}
+			b.WriteString(padWidth(s, width, left, zero))
 		case 'o', 'x', 'X':
 			if t != tInt {
 				return bad("INT64")
 			}
-			b.WriteString(fmt.Sprintf(spec(verb, -1), v.i))
+			s := fmt.Sprintf(spec(verb, -1), v.i)
+			if prec >= 0 {
+				k := strings.IndexFunc(s, func(r rune) bool { return r != '-' && r != '+' && r != ' ' && r != '#' })
+				if h := s[k:]; strings.HasPrefix(h, "0x") || strings.HasPrefix(h, "0X") {
+					k += 2
+				}
+				s = s[:k] + minDigits(s[k:], prec)
+			}
+			b.WriteString(padWidth(s, width, left, zero))
 		case 'f', 'F', 'e', 'E', 'g', 'G':
 			var x float64
 			switch t {
@@ -135,7 +252,7 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 					if v.r.Sign() >= 0 && strings.Contains(goFlags, "+") {
 						s = "+" + s
 					}
-					b.WriteString(pad(s, goFlags, width))
+					b.WriteString(padWidth(s, width, left, zero))
 					continue
 				}
 				x, _ = v.r.Float64()
@@ -147,22 +264,23 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 				if verb >= 'A' && verb <= 'Z' {
 					s = strings.ToUpper(s)
 				}
-				b.WriteString(pad(s, strings.ReplaceAll(goFlags, "0", ""), width))
+				b.WriteString(padWidth(s, width, left, false))
 				continue
 			}
 			p := prec
 			if p < 0 {
 				p = 6 // C's default
 			}
+			p = min(p, fmtMaxFloatPrecision) // %g only: larger ones are errors above
 			c := verb
 			if c == 'F' {
 				c = 'f'
 			}
 			s := fmt.Sprintf(spec(c, p), x)
 			if grouping && (c == 'f') {
-				s = pad(groupDigits(strings.TrimSpace(fmt.Sprintf("%."+strconv.Itoa(p)+"f", x))), goFlags, width)
+				s = groupDigits(strings.TrimSpace(fmt.Sprintf("%."+strconv.Itoa(p)+"f", x)))
 			}
-			b.WriteString(s)
+			b.WriteString(padWidth(s, width, left, zero))
 		case 's':
 			if t != tString {
 				return bad("STRING")
@@ -171,7 +289,7 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 			if prec >= 0 && prec < len([]rune(s)) {
 				s = string([]rune(s)[:prec])
 			}
-			b.WriteString(pad(s, goFlags, width))
+			b.WriteString(padWidth(s, width, left, false))
 		case 't', 'T':
 			s, err := formatLiteral(t, v, verb == 'T')
 			if err != nil {
@@ -180,13 +298,45 @@ func sqlFormat(f string, ts []typ, vals []value) (value, error) {
 			if prec >= 0 && prec < len([]rune(s)) {
 				s = string([]rune(s)[:prec])
 			}
-			b.WriteString(pad(s, goFlags, width))
+			b.WriteString(padWidth(s, width, left, false))
 		}
 	}
 	if next < len(vals) {
 		return value{}, fmt.Errorf("Too many arguments to FORMAT for pattern %q; expected %d; got %d", f, next+1, len(vals)+1)
 	}
+	if b.Len() > fmtMaxOutput {
+		return value{}, errFmtTooLong
+	}
 	return value{s: b.String()}, nil
+}
+
+// minDigits left-pads the digits of the integer text s (after its sign)
+// with zeros to prec digits (C's precision of %d %o %x).
+func minDigits(s string, prec int) string {
+	k := 0
+	if s != "" && s[0] == '-' {
+		k = 1
+	}
+	if n := len(s) - k; prec > n {
+		return s[:k] + strings.Repeat("0", prec-n) + s[k:]
+	}
+	return s
+}
+
+// checkPrecision is GoogleSQL's cap on a precision: fmtMaxFloatPrecision
+// for %e %E %f %F, none for %g %G, fmtMaxOutput for the others.
+func checkPrecision(p int64, verb byte) error {
+	limit := int64(fmtMaxOutput)
+	switch verb {
+	case 'e', 'E', 'f', 'F':
+		limit = fmtMaxFloatPrecision
+	case 'g', 'G':
+		return nil
+	}
+	if p > limit {
+		return fmt.Errorf("Precision value is too big; limit %d", limit)
+	}
+	return nil
 }
 
 // formatLiteral is %t (the value as text) or, literal, %T (a GoogleSQL
@@ -275,16 +425,26 @@ func groupDigits(s string) string {
 	return sign + b.String()
 }
 
-// pad pads s to width (left, or right with the - flag).
-func pad(s, flags, width string) string {
-	w, _ := strconv.Atoi(width)
-	n := len([]rune(s))
-	if n >= w {
+// padWidth pads s to width characters: spaces on the left, on the right
+// when left, or zeros after the sign and any 0x prefix when zero.
+func padWidth(s string, width int, left, zero bool) string {
+	n := utf8.RuneCountInString(s)
+	if n >= width {
 		return s
 	}
-	fill := strings.Repeat(" ", w-n)
-	if strings.Contains(flags, "-") {
-		return s + fill
+	fill := width - n
+	switch {
+	case left:
+		return s + strings.Repeat(" ", fill)
+	case zero:
+		k := 0
+		if k < len(s) && (s[k] == '-' || s[k] == '+' || s[k] == ' ') {
+			k++
+		}
+		if strings.HasPrefix(s[k:], "0x") || strings.HasPrefix(s[k:], "0X") {
+			k += 2
+		}
+		return s[:k] + strings.Repeat("0", fill) + s[k:]
 	}
-	return fill + s
+	return strings.Repeat(" ", fill) + s
 }

@@ -54,7 +54,6 @@ func TestReviewS2GenerateDateArrayIntervalPanics(t *testing.T) {
 // up to 1,048,576 bytes and fails beyond. So '%1040000d' is 1,039,999
 // spaces and "1" (as we answer), and the others are errors.
 func TestReviewS2FormatHugeWidth(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT LENGTH(FORMAT('%1040000d', 1)) AS n, SUBSTR(FORMAT('%-1040000d|', 7), 1, 2) AS s",
 		"n:INTEGER s:STRING\n1040000 | 7 \n")
 	for _, q := range []string{
@@ -81,7 +80,6 @@ func TestReviewS2FormatHugeWidth(t *testing.T) {
 // tests use {"%*d", 1000000000, 5}). We answer "Invalid format specifier
 // %*".
 func TestReviewS2FormatStarWidth(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT FORMAT('%*d|%-*d|%.*f', 5, 42, 4, 7, 2, 3.14159) AS a",
 		"a:STRING\n   42|7   |3.14\n")
 }
