@@ -701,3 +701,10 @@ func registerInterval() {
 	justify("JUSTIFY_HOURS", false, true)
 	justify("JUSTIFY_INTERVAL", true, true)
 }
+
+// MakeInterval is the INTERVAL of months, days and microseconds, or the
+// range error of the first part out of range (the query engine's
+// SUM/AVG of INTERVAL build their results with it).
+func MakeInterval(months, days, micros int64) (IntervalValue, error) {
+	return intervalOf(months, days, micros)
+}

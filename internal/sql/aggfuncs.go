@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/big"
 	"sort"
@@ -83,6 +84,10 @@ type acc struct {
 	sketchType  byte // HLL_COUNT: the type code of the values counted
 	sketchBytes int64
 	tops        map[string]int // APPROX_TOP_COUNT/SUM: value key -> index in vals
+
+	// SUM, AVG of INTERVAL: the months and days summed (the time part
+	// in sumW).
+	ivMonths, ivDays int64
 }
 
 type aggVal struct {
@@ -185,7 +190,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		switch a.argType {
 		case "INT64", "NULL":
 			a.typ = "INT64"
-		case "FLOAT64", "NUMERIC", "BIGNUMERIC":
+		case "FLOAT64", "NUMERIC", "BIGNUMERIC", "INTERVAL":
 			a.typ = a.argType
 		default:
 			return nil, sig(s)
@@ -198,7 +203,7 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		switch a.argType {
 		case "INT64", "FLOAT64", "NULL":
 			a.typ = "FLOAT64"
-		case "NUMERIC", "BIGNUMERIC":
+		case "NUMERIC", "BIGNUMERIC", "INTERVAL":
 			a.typ = a.argType
 		default:
 			return nil, sig(s)
@@ -523,6 +528,10 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 			s.sumW.add(x)
 		case float64:
 			s.sumF += x
+		case filter.IntervalValue:
+			s.ivMonths += int64(x.Months)
+			s.ivDays += int64(x.Days)
+			s.sumW.add(x.Micros)
 		case *big.Rat:
 			if s.sumR == nil {
 				s.sumR = new(big.Rat)
@@ -646,6 +655,8 @@ func (a *agg) result(s *acc) any {
 			return s.sumW.sumResult(a)
 		case "FLOAT64":
 			return s.sumF
+		case "INTERVAL":
+			return a.intervalResult(s, 1)
 		}
 		return s.sumR
 	case "AVG":
@@ -654,6 +665,9 @@ func (a *agg) result(s *acc) any {
 		}
 		if s.intAvg {
 			return s.sumW.avg(s.count)
+		}
+		if a.typ == "INTERVAL" {
+			return a.intervalResult(s, s.count)
 		}
 		if a.typ == "FLOAT64" {
 			return s.sumF / float64(s.count)
@@ -806,4 +820,25 @@ func (a *agg) sorted(vals []aggVal) []aggVal {
 		return false
 	})
 	return vals
+}
+
+// intervalResult is the sum of INTERVAL values divided by n (1 for SUM),
+// as ZetaSQL's interval sum aggregator divides: the months, their
+// remainder carried into the days (30 a month), the days' into the time
+// part, each quotient truncated; then the INTERVAL range is checked.
+func (a *agg) intervalResult(s *acc, n int64) any {
+	micros := new(big.Int).Lsh(big.NewInt(s.sumW.hi), 64)
+	micros.Add(micros, new(big.Int).SetUint64(s.sumW.lo))
+	months, days := s.ivMonths/n, s.ivDays+s.ivMonths%n*30
+	micros.Add(micros, new(big.Int).Mul(big.NewInt(days%n), big.NewInt(86400_000_000)))
+	micros.Quo(micros, big.NewInt(n))
+	days /= n
+	if !micros.IsInt64() {
+		return aggFail{a, fmt.Errorf("Interval overflow during %s operation", map[bool]string{true: "Sum", false: "Avg"}[n == 1])}
+	}
+	iv, err := filter.MakeInterval(months, days, micros.Int64())
+	if err != nil {
+		return aggFail{a, err}
+	}
+	return iv
 }

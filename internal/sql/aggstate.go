@@ -323,10 +323,20 @@ func (s int128) sumResult(a *agg) any {
 // (selectQuery.aggResult).
 type aggOverflow struct{ a *agg }
 
+// aggFail is the result of an aggregate whose final value is an error
+// (SUM of INTERVAL out of range), positioned at the call.
+type aggFail struct {
+	a   *agg
+	err error
+}
+
 // aggResult is v, an aggregate's result, or the error it stands for.
 func (q *selectQuery) aggResult(v any) (any, error) {
-	if o, ok := v.(aggOverflow); ok {
+	switch o := v.(type) {
+	case aggOverflow:
 		return nil, q.errf(o.a.pos, "Int64 overflow in SUM")
+	case aggFail:
+		return nil, q.errf(o.a.pos, "%s", o.err.Error())
 	}
 	return v, nil
 }
