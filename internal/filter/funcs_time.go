@@ -312,6 +312,18 @@ func registerTime() {
 		})
 	}
 	builtins["DATETIME"] = func(c *checker, e *Call, args []node) (node, error) {
+		if len(args) == 6 {
+			// DATETIME(year, month, day, hour, minute, second); the error
+			// text is zetasql's ConstructDatetime (hour printed %04d).
+			return c.sig(e, args, repeatT(tInt, 6), tDatetime, func(a []value) (value, error) {
+				y, mo, d, h, mi, s := a[0].i, a[1].i, a[2].i, a[3].i, a[4].i, a[5].i
+				if y < 1 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) ||
+					h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 || s > 59 {
+					return value{}, fmt.Errorf("Input calculates to invalid datetime: %04d-%02d-%02d %04d:%02d:%02d", y, mo, d, h, mi, s)
+				}
+				return value{i: daysFromCivil(y, mo, d)*microsPerDay + ((h*60+mi)*60+s)*microsPerSecond}, nil
+			})
+		}
 		if err := c.arity(e, args, 1, 2); err != nil {
 			return nil, err
 		}

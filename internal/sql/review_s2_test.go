@@ -221,7 +221,6 @@ func TestReviewS2UngroupableTypesAccepted(t *testing.T) {
 // arguments does not match for function DATETIME. Expected 1 to 2
 // arguments but got 6".
 func TestReviewS2DatetimeFromParts(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT DATETIME(2008, 12, 25, 05, 30, 00) AS a",
 		"a:DATETIME\n2008-12-25T05:30:00\n")
 	if got := reviewSQuery(t, nil, "SELECT DATETIME(2008, 2, 30, 0, 0, 0) AS a"); !strings.HasPrefix(got, "error: Input calculates to invalid datetime") {
