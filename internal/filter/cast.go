@@ -16,6 +16,9 @@ func castable(from, to typ) bool {
 	if from == to || from == tNull {
 		return true
 	}
+	if from.isRange() {
+		return to == tString
+	}
 	switch from {
 	case tInt:
 		return isNumeric(to) || to == tBool || to == tString
@@ -218,6 +221,9 @@ func castValue(from, to typ, v value) (value, error) {
 // castFromString parses s as type t; zone is the default time zone of
 // TIMESTAMP strings (nil: UTC).
 func castFromString(t typ, s string, zone *time.Location) (value, error) {
+	if t.isRange() {
+		return parseRange(t.elem(), s)
+	}
 	switch t {
 	case tInterval:
 		iv, err := ParseInterval(s)
@@ -305,6 +311,9 @@ func isRangeErr(err error) bool {
 func castToString(t typ, v value) (string, error) {
 	if v.null {
 		return "NULL", nil
+	}
+	if t.isRange() {
+		return formatRange(t.elem(), v)
 	}
 	switch t {
 	case tString, tJSON:

@@ -456,6 +456,17 @@ func (c *checker) literal(e *Literal, neg bool) (node, error) {
 }
 
 func (c *checker) typedLiteral(e *TypedLiteral) (node, error) {
+	if strings.HasPrefix(e.Type, "RANGE<") {
+		t, err := parseTypeName(e.Type)
+		if err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+		v, err := parseRange(t.elem(), e.Value)
+		if err != nil {
+			return nil, c.errf(e.P, "%v", err)
+		}
+		return &constNode{v: constVec(t, v), p: e.P}, nil
+	}
 	t := castTypes[e.Type]
 	v, err := castFromString(t, e.Value, nil)
 	if err != nil {
@@ -774,7 +785,7 @@ func (c *checker) cast(e *Cast) (node, error) {
 		return nil, err
 	}
 	to, ok := castTypes[e.Type]
-	if !ok && c.query && (strings.HasPrefix(e.Type, "ARRAY<") || strings.HasPrefix(e.Type, "STRUCT<")) {
+	if !ok && c.query && (strings.HasPrefix(e.Type, "ARRAY<") || strings.HasPrefix(e.Type, "STRUCT<") || strings.HasPrefix(e.Type, "RANGE<")) {
 		return c.castComposite(e, x)
 	}
 	if !ok {
@@ -819,6 +830,9 @@ func (c *checker) castComposite(e *Cast, x node) (node, error) {
 func castableComposite(from, to typ) bool {
 	cf, ct := from.comp(), to.comp()
 	if cf == nil || ct == nil {
+		if ct != nil && ct.kind == tRange && from == tString || cf != nil && cf.kind == tRange && to == tString {
+			return true // the [start, end) text
+		}
 		return cf == nil && ct == nil && castable(from, to)
 	}
 	if cf.kind != ct.kind {

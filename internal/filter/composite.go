@@ -284,6 +284,16 @@ func (p *typeParser) typ() (typ, error) {
 		case "INTERVAL":
 			return tInterval, nil
 		case "RANGE":
+			if p.punct('<') {
+				e, err := p.typ()
+				if err != nil {
+					return 0, err
+				}
+				if !p.punct('>') {
+					return 0, fmt.Errorf("Type not found: %s", p.s)
+				}
+				return rangeOf(e)
+			}
 			return tRange, nil
 		}
 		return 0, fmt.Errorf("Type not found: %s", w)
@@ -296,6 +306,16 @@ func (p *typeParser) typ() (typ, error) {
 // REPEATED column, STRUCT<...> for a RECORD.
 func fullFieldType(f *schema.Field) (typ, error) {
 	t := fieldType(f)
+	if t == tRange {
+		elem := schema.Timestamp
+		if f.RangeElementType != nil {
+			elem = f.RangeElementType.Type
+		}
+		var err error
+		if t, err = rangeOf(fieldType(&schema.Field{Type: elem})); err != nil {
+			return 0, err
+		}
+	}
 	if t == tStruct {
 		fields := make([]structField, len(f.Fields))
 		for i, g := range f.Fields {
@@ -345,6 +365,11 @@ func typeField(name string, t typ) *schema.Field {
 		f.Mode = schema.Repeated
 		return f
 	}
+	if c := t.comp(); c != nil && c.kind == tRange {
+		f.Type = schema.Range
+		f.RangeElementType = &schema.RangeElementType{Type: typeField("", c.elem).Type}
+		return f
+	}
 	if c := t.comp(); c != nil {
 		f.Type = schema.Record
 		for i, sf := range c.fields {
@@ -386,6 +411,9 @@ func goValue(t typ, x value) any {
 		return nil
 	}
 	if c := t.comp(); c != nil {
+		if c.kind == tRange {
+			return Struct{goValue(c.elem, x.a[0]), goValue(c.elem, x.a[1])}
+		}
 		if c.kind == tArray {
 			out := make([]any, len(x.a))
 			for i, e := range x.a {
@@ -432,7 +460,7 @@ func fromGo(t typ, v any) (value, error) {
 			return value{}, fmt.Errorf("a %T for a value of type %s", v, t)
 		}
 		x := value{a: make([]value, len(elems))}
-		if c.kind == tStruct && len(elems) != len(c.fields) {
+		if c.kind == tStruct && len(elems) != len(c.fields) || c.kind == tRange && len(elems) != 2 {
 			return value{}, fmt.Errorf("%d fields for a value of type %s", len(elems), t)
 		}
 		for i, e := range elems {
@@ -498,6 +526,26 @@ func loadComposite(arr arrow.Array, t typ) ([]value, error) {
 			}
 			lo, hi := l.ValueOffsets(i)
 			out[i] = value{a: elems[lo:hi:hi]}
+		}
+	case tRange:
+		// struct<start, end>: a NULL bound is unbounded.
+		st, ok := arr.(*array.Struct)
+		if !ok || st.NumField() != 2 {
+			return nil, fmt.Errorf("arrow type %s does not hold %s", arr.DataType(), t)
+		}
+		var bounds [2][]value
+		for k := range bounds {
+			var err error
+			if bounds[k], err = loadValues(st.Field(k), c.elem); err != nil {
+				return nil, err
+			}
+		}
+		for i := 0; i < n; i++ {
+			if st.IsNull(i) {
+				out[i] = nullValue
+				continue
+			}
+			out[i] = value{a: []value{bounds[0][i], bounds[1][i]}}
 		}
 	case tStruct:
 		st, ok := arr.(*array.Struct)
@@ -623,7 +671,7 @@ func (n *structEqNode) eval(ctx *evalCtx) (*vec, error) {
 // first type that names them.
 func superComposite(a, b typ) (typ, bool) {
 	ca, cb := a.comp(), b.comp()
-	if ca == nil || cb == nil || ca.kind != cb.kind {
+	if ca == nil || cb == nil || ca.kind != cb.kind || ca.kind == tRange {
 		return 0, false
 	}
 	if ca.kind == tArray {

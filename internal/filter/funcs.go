@@ -488,6 +488,7 @@ func init() {
 	registerConditional()
 	registerTime()
 	registerInterval()
+	registerRange()
 	registerGeo()
 	registerMore()
 	registerString()

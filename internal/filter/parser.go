@@ -459,7 +459,7 @@ var typedLiteralTypes = map[string]string{
 }
 
 // keywordFuncs are reserved keywords that are also function names.
-var keywordFuncs = map[string]bool{"IF": true, "LEFT": true, "RIGHT": true}
+var keywordFuncs = map[string]bool{"IF": true, "LEFT": true, "RIGHT": true, "RANGE": true}
 
 // nilaryCalls may be written without parentheses.
 var nilaryCalls = map[string]bool{
@@ -558,6 +558,25 @@ func (p *parser) parsePrefix() (Expr, *Error) {
 	case "ARRAY", "STRUCT":
 		if p.query {
 			return p.arrayOrStruct(up)
+		}
+	case "RANGE":
+		// RANGE<T> 'literal' (queries); RANGE(...) is a call, below.
+		if nt, err := p.peek(); err == nil && nt.kind == kOp && nt.text == "<" {
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			params, err := p.typeParams()
+			if err != nil {
+				return nil, err
+			}
+			if p.tok.kind != kString {
+				return nil, p.errf(p.tok.pos, "Syntax error: Expected a string literal after RANGE%s but got %s", params, p.tok.describe())
+			}
+			v := p.tok.val
+			if err := p.advance(); err != nil {
+				return nil, err
+			}
+			return &TypedLiteral{Type: "RANGE" + params, Value: v, P: t.pos}, nil
 		}
 	case "INTERVAL":
 		if err := p.advance(); err != nil {
@@ -757,8 +776,9 @@ func (p *parser) parseCast(safe bool) (Expr, *Error) {
 		return nil, err
 	}
 	var ty string
-	if p.isKw("ARRAY") || p.isKw("STRUCT") {
-		// ARRAY<T> / STRUCT<...>: the type as written after the keyword.
+	if p.isKw("ARRAY") || p.isKw("STRUCT") || p.query && p.isKw("RANGE") {
+		// ARRAY<T> / STRUCT<...> / RANGE<T>: the type as written after
+		// the keyword.
 		kw := strings.ToUpper(p.tok.text)
 		if err := p.advance(); err != nil {
 			return nil, err

@@ -249,7 +249,7 @@ func (c *checker) constNodeOf(typeName string, v any, pos int) (node, error) {
 			t = typ(tt)
 		}
 	}
-	if strings.HasPrefix(typeName, "ARRAY<") || strings.HasPrefix(typeName, "STRUCT<") {
+	if strings.HasPrefix(typeName, "ARRAY<") || strings.HasPrefix(typeName, "STRUCT<") || strings.HasPrefix(typeName, "RANGE<") {
 		ct, err := parseTypeName(typeName)
 		if err != nil {
 			return nil, c.errf(pos, "%v", err)

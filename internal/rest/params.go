@@ -116,11 +116,6 @@ func paramValue(label string, t *queryParameterType, v *queryParameterValue) (fi
 			return filter.ParamValue{}, invalid("Query parameter %s: arrays of arrays are not allowed", label)
 		}
 	}
-	if u := unsupportedIn(t); u {
-		// Checked for shape, not bound: the expression layer has no
-		// values of these types yet.
-		return filter.ParamValue{Unsupported: typeString(t)}, nil
-	}
 	name, x, e := paramGo(label, t, v)
 	if e != nil {
 		return filter.ParamValue{}, e
@@ -137,26 +132,6 @@ func paramValue(label string, t *queryParameterType, v *queryParameterValue) (fi
 		out.Values = []any{x}
 	}
 	return out, nil
-}
-
-// unsupportedIn reports whether t holds a RANGE.
-func unsupportedIn(t *queryParameterType) bool {
-	if t == nil {
-		return false
-	}
-	switch strings.ToUpper(t.Type) {
-	case "RANGE":
-		return true
-	case "ARRAY":
-		return unsupportedIn(t.ArrayType)
-	case "STRUCT":
-		for _, f := range t.StructTypes {
-			if unsupportedIn(f.Type) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // paramGo translates a value of type t to the expression layer's Go
@@ -202,6 +177,35 @@ func paramGo(label string, t *queryParameterType, v *queryParameterValue) (strin
 				return "", nil, e
 			}
 			out[i] = x
+		}
+		return name, out, nil
+	case "RANGE":
+		// rangeValue {start, end} (each {value}; a missing one is
+		// unbounded), as the Go client sends a *RangeValue.
+		et := t.RangeElementType
+		if et == nil || et.Type == "" {
+			return "", nil, invalid("Query parameter %s of type RANGE has no rangeElementType", label)
+		}
+		switch strings.ToUpper(et.Type) {
+		case "DATE", "DATETIME", "TIMESTAMP":
+		default:
+			return "", nil, invalid("Query parameter %s: RANGE<%s> is not supported: the element type must be DATE, DATETIME or TIMESTAMP", label, et.Type)
+		}
+		name := typeString(t)
+		if v == nil || len(v.RangeValue) == 0 || string(v.RangeValue) == "null" {
+			return name, nil, nil
+		}
+		var rv struct{ Start, End *queryParameterValue }
+		if err := json.Unmarshal(v.RangeValue, &rv); err != nil {
+			return "", nil, invalid("Invalid value for query parameter %s: %s", label, v.RangeValue)
+		}
+		var out filter.Struct
+		for _, b := range []*queryParameterValue{rv.Start, rv.End} {
+			x, e := scalarParam(label, strings.ToUpper(et.Type), b)
+			if e != nil {
+				return "", nil, e
+			}
+			out = append(out, x)
 		}
 		return name, out, nil
 	default:

@@ -26,13 +26,15 @@ func typeKind(t string) string {
 		return "ARRAY"
 	case strings.HasPrefix(t, "STRUCT<"), t == "STRUCT":
 		return "STRUCT"
+	case strings.HasPrefix(t, "RANGE<"):
+		return "RANGE"
 	}
 	return t
 }
 
 // resultField is the schema field of a result column of type t.
 func resultField(name, t string) *schema.Field {
-	if k := typeKind(t); k == "ARRAY" || k == "STRUCT" {
+	if k := typeKind(t); k == "ARRAY" || k == "STRUCT" || k == "RANGE" {
 		if f, err := filter.TypeField(name, t); err == nil {
 			return f
 		}

@@ -54,7 +54,11 @@ func Coerce(v any, from, literal string, f *schema.Field) (any, error) {
 		}
 		return v, nil
 	case f.Type == schema.Range:
-		return nil, &CoerceError{From: from, To: to}
+		// A RANGE value of exactly the column's type.
+		if full := filter.FieldTypeName(f); from != full {
+			return nil, &CoerceError{From: from, To: full}
+		}
+		return v, nil
 	case from == to:
 		return v, nil
 	case from == "INT64" && to == "FLOAT64":

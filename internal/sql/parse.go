@@ -391,13 +391,18 @@ func (p *parser) expr() (Span, error) {
 
 // funcCall reports whether the current token, a clause keyword, is the
 // name of a function call instead: LEFT( or RIGHT( (string functions),
-// or a name after "." as in SAFE.LEFT(.
+// or a name after "." as in SAFE.LEFT(; or RANGE( and RANGE<T> 'text'
+// (a window frame's RANGE is followed by neither).
 func (p *parser) funcCall() bool {
 	t := p.tok()
+	next := p.toks[p.i+1] // the last token is EOF, never LEFT, RIGHT or RANGE
+	if strings.EqualFold(t.Text, "RANGE") {
+		prev := p.i > 0 && p.toks[p.i-1].Op && p.toks[p.i-1].Text == "."
+		return next.Op && (next.Text == "(" || next.Text == "<") || prev
+	}
 	if !strings.EqualFold(t.Text, "LEFT") && !strings.EqualFold(t.Text, "RIGHT") {
 		return false
 	}
-	next := p.toks[p.i+1] // the last token is EOF, never LEFT or RIGHT
 	prev := p.i > 0 && p.toks[p.i-1].Op && p.toks[p.i-1].Text == "."
 	return next.Op && next.Text == "(" || prev
 }
@@ -470,9 +475,10 @@ done:
 	return Span{toks: p.toks[start:p.i]}, nil
 }
 
-// isTypeKw is ARRAY or STRUCT, which a <type parameter list> follows.
+// isTypeKw is ARRAY, STRUCT or RANGE, which a <type parameter list>
+// follows.
 func isTypeKw(t filter.Token) bool {
-	return t.Ident && (strings.EqualFold(t.Text, "ARRAY") || strings.EqualFold(t.Text, "STRUCT"))
+	return t.Ident && (strings.EqualFold(t.Text, "ARRAY") || strings.EqualFold(t.Text, "STRUCT") || strings.EqualFold(t.Text, "RANGE"))
 }
 
 func (p *parser) selectList(s *Select) error {
