@@ -576,6 +576,46 @@ func registerJSON() {
 		f, err := strconv.ParseFloat(string(n), 64)
 		return value{f: f}, err == nil, nil
 	})
+	// FLOAT64(json, wide_number_mode => 'round' | 'exact'): 'exact'
+	// refuses an integer FLOAT64 cannot hold (beyond ±2^53), as ZetaSQL's
+	// ConvertJsonToDouble does; a JSON number with a fraction or an
+	// exponent is a FLOAT64 already.
+	float64JSON := builtins["FLOAT64"]
+	builtins["FLOAT64"] = func(c *checker, e *Call, args []node) (node, error) {
+		args, named := namedTail(e.Name, args)
+		if err := c.arity(e, args, 1, 1); err != nil {
+			return nil, err
+		}
+		if k, ok := named[0].(*constNode); ok && !k.v.isNull(0) && k.v.s[0] == "round" {
+			return float64JSON(c, e, args)
+		}
+		return c.sig(e, append(args, named...), []typ{tJSON, tString}, tFloat, func(a []value) (value, error) {
+			mode := a[1].s
+			if mode != "round" && mode != "exact" {
+				return value{}, fmt.Errorf("Invalid `wide_number_mode` specified: %s", mode)
+			}
+			v, err := jsonDecode(a[0].s)
+			if err != nil {
+				return value{}, fmt.Errorf("Invalid JSON: %v", err)
+			}
+			n, ok := v.(json.Number)
+			if !ok {
+				return value{}, fmt.Errorf("The provided JSON input is not a number")
+			}
+			if mode == "exact" {
+				i, ierr := strconv.ParseInt(string(n), 10, 64)
+				_, uerr := strconv.ParseUint(string(n), 10, 64)
+				if ierr == nil && (i > 1<<53 || i < -(1<<53)) || ierr != nil && uerr == nil {
+					return value{}, fmt.Errorf("JSON number: %s cannot be converted to FLOAT64 without loss of precision", n)
+				}
+			}
+			f, err := strconv.ParseFloat(string(n), 64)
+			if err != nil {
+				return value{}, fmt.Errorf("The provided JSON input is not a number")
+			}
+			return value{f: f}, nil
+		})
+	}
 	conv("BOOL", tBool, false, func(v any) (value, bool, error) {
 		b, ok := v.(bool)
 		return value{b: b}, ok, nil

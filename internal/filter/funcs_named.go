@@ -38,6 +38,7 @@ type namedParam struct {
 // builtin_function_internal_2.cc (GetJSONFunctions).
 var namedParams = map[string][]namedParam{
 	"PARSE_JSON":        {{name: "wide_number_mode", t: tString, def: value{s: "exact"}}},
+	"FLOAT64":           {{name: "wide_number_mode", t: tString, def: value{s: "round"}}},
 	"TO_JSON":           {{name: "stringify_wide_numbers", t: tBool, def: value{b: false}}},
 	"JSON_KEYS":         {{name: "mode", t: tString, def: value{s: "strict"}, konst: true}},
 	"JSON_SET":          {{name: "create_if_missing", t: tBool, def: value{b: true}, konst: true}},

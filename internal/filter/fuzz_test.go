@@ -20,6 +20,7 @@ func FuzzFilterParse(f *testing.F) {
 		"int_field > 5", "date_field = CAST('2014-9-27' as DATE)", "nullable_field is not NULL",
 		`st_equals(geo_field, st_geofromtext("POINT(2, 2)"))`, "numeric_field BETWEEN 1.0 AND 5.0",
 		"int_field NOT IN UNNEST(@ids) AND string_field = ?", "@x + ? * @Y",
+		"JSON_TYPE(PARSE_JSON(string_field, `wide_number_mode` => 'round')) = 'object'",
 	} {
 		f.Add(s)
 	}

@@ -54,6 +54,16 @@ func TestNamedArguments(t *testing.T) {
 		// a NULL mode gives NULL.
 		{`PARSE_JSON('1', wide_number_mode => 'sloppy')`, "error: Invalid `wide_number_mode` specified for PARSE_JSON: sloppy"},
 		{`PARSE_JSON('1', wide_number_mode => NULL)`, `NULL`},
+		// FLOAT64(json, wide_number_mode => 'round' (the default) |
+		// 'exact'): 'exact' refuses an integer beyond ±2^53 (ZetaSQL's
+		// ConvertJsonToDouble and its message).
+		{`FLOAT64(JSON '9007199254740993')`, `9.007199254740992e+15`},
+		{`FLOAT64(JSON '9007199254740993', wide_number_mode => 'round')`, `9.007199254740992e+15`},
+		{`FLOAT64(JSON '9007199254740993', wide_number_mode => 'exact')`, "error: JSON number: 9007199254740993 cannot be converted to FLOAT64 without loss of precision"},
+		{`FLOAT64(JSON '-9007199254740992', wide_number_mode => 'exact')`, `-9.007199254740992e+15`},
+		{`FLOAT64(JSON '1.5', wide_number_mode => 'exact')`, `1.5`},
+		{`FLOAT64(JSON '1', wide_number_mode => 'bogus')`, "error: Invalid `wide_number_mode` specified: bogus"},
+		{`FLOAT64(JSON '1', wide_number_mode => NULL)`, `NULL`},
 		// TO_JSON: stringify_wide_numbers encodes INT64 beyond ±2^53 and
 		// decimals FLOAT64 cannot hold as JSON strings.
 		{`TO_JSON(9007199254740993)`, `9007199254740993`},
