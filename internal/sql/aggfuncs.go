@@ -154,10 +154,14 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		types = append(types, x.Type())
 	}
 	a.argType = types[0]
-	if a.distinct && typeKind(a.argType) == "JSON" {
-		// JSON is the one type that does not group (BigQuery's data
-		// types reference, "Groupable data types").
-		return nil, q.errf(args[0][0].Pos, "Aggregate functions with DISTINCT cannot be used with arguments of type %s", a.argType)
+	switch typeKind(a.argType) {
+	case "JSON", "GEOGRAPHY", "ARRAY", "STRUCT":
+		if a.distinct {
+			// BigQuery's data types reference, "Groupable data types":
+			// JSON and GEOGRAPHY do not group; an ARRAY or a STRUCT
+			// groups only in GROUP BY and SELECT DISTINCT.
+			return nil, q.errf(args[0][0].Pos, "Aggregate functions with DISTINCT cannot be used with arguments of type %s", a.argType)
+		}
 	}
 	sig := func(supported string) error {
 		return q.errf(a.pos, "No matching signature for aggregate function %s for argument types: %s. Supported signatures: %s", a.name, strings.Join(types, ", "), supported)
@@ -212,8 +216,8 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		if err := nargs(1, a.name+"(ANY)"); err != nil {
 			return nil, err
 		}
-		switch a.argType {
-		case "GEOGRAPHY", "JSON":
+		switch typeKind(a.argType) {
+		case "GEOGRAPHY", "JSON", "ARRAY", "STRUCT": // not orderable
 			if a.name != "ANY_VALUE" {
 				return nil, sig(a.name + "(ANY)")
 			}

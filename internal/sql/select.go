@@ -234,8 +234,10 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	rows := out.rows
 	if sel.Distinct {
 		for i, it := range items {
-			if typeKind(out.types[i]) == "ARRAY" {
-				return nil, q.errf(it.pos, "Column %s of type ARRAY cannot be used in SELECT DISTINCT", it.Alias)
+			// JSON and GEOGRAPHY do not group (BigQuery's data types
+			// reference); an ARRAY does, but is not grouped here yet.
+			if k := typeKind(out.types[i]); k == "ARRAY" || k == "JSON" || k == "GEOGRAPHY" {
+				return nil, q.errf(it.pos, "Column %s of type %s cannot be used in SELECT DISTINCT", it.Alias, k)
 			}
 		}
 		rows = distinct(rows, len(items))

@@ -197,8 +197,11 @@ func (q *selectQuery) newWindow(call, over []filter.Token) (*window, error) {
 			if err != nil {
 				return nil, err
 			}
+			// BigQuery's data types reference: GEOGRAPHY and JSON do not
+			// group, ARRAY and STRUCT group only in GROUP BY and SELECT
+			// DISTINCT, and PARTITION BY takes no floating point type.
 			switch k := typeKind(x.Type()); k {
-			case "GEOGRAPHY", "JSON", "ARRAY":
+			case "GEOGRAPHY", "JSON", "ARRAY", "STRUCT", "FLOAT64":
 				return nil, q.errf(sp.pos(), "Partitioning by expressions of type %s is not allowed", k)
 			}
 			w.partition = append(w.partition, x)
