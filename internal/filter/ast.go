@@ -93,10 +93,15 @@ type In struct {
 	P    int
 }
 
-// Like is x [NOT] LIKE pattern.
+// Like is x [NOT] LIKE pattern, or the quantified x [NOT] LIKE
+// ANY|SOME|ALL (pattern, ...) (List) or ... UNNEST(array) (Array); then
+// Pattern is nil and Quant is the quantifier as written.
 type Like struct {
 	X, Pattern Expr
 	Not        bool
+	Quant      string
+	List       []Expr
+	Array      Expr
 	P          int
 }
 
@@ -279,6 +284,16 @@ func (e *In) String() string {
 }
 
 func (e *Like) String() string {
+	switch {
+	case e.Array != nil:
+		return "(" + e.X.String() + notStr(e.Not) + " LIKE " + e.Quant + " UNNEST(" + e.Array.String() + "))"
+	case e.Quant != "":
+		items := make([]string, len(e.List))
+		for i, x := range e.List {
+			items[i] = x.String()
+		}
+		return "(" + e.X.String() + notStr(e.Not) + " LIKE " + e.Quant + " (" + strings.Join(items, ", ") + "))"
+	}
 	return "(" + e.X.String() + notStr(e.Not) + " LIKE " + e.Pattern.String() + ")"
 }
 

@@ -744,6 +744,9 @@ func (c *checker) inNodes(e *In, x node, list []Expr, checked []node) (node, err
 }
 
 func (c *checker) like(e *Like) (node, error) {
+	if e.Quant != "" {
+		return c.quantifiedLike(e)
+	}
 	x, err := c.check(e.X)
 	if err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func depth(e Expr) (int, int, Expr) {
 	case *InUnnest:
 		visit(e.X, e.Expr)
 	case *Like:
-		visit(e.X, e.Pattern)
+		visit(append([]Expr{e.X, e.Pattern, e.Array}, e.List...)...)
 	case *Call:
 		visit(e.Args...)
 	case *NamedArg:
@@ -430,6 +430,9 @@ func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
 		}
 		return &In{X: left, List: list, Not: not, P: opTok.pos}, nil
 	case "LIKE":
+		if p.isKw("ANY") || p.isKw("SOME") || p.isKw("ALL") {
+			return p.quantifiedLike(left, not, opTok.pos)
+		}
 		pat, err := p.parseExpr(bp)
 		if err != nil {
 			return nil, err

@@ -161,7 +161,6 @@ func TestReviewS2RangeFrameNonIntegerOffset(t *testing.T) {
 // "Syntax error: Unexpected keyword ANY". Filtering on several prefixes
 // is an everyday check.
 func TestReviewS2QuantifiedLike(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT 'abc' LIKE ANY ('x%', 'a%') AS a, 'abc' LIKE ALL ('x%', 'a%') AS b, "+
 		"'abc' NOT LIKE ANY ('x%', 'a%') AS c, 'abc' LIKE SOME ('%c') AS d, 'abc' NOT LIKE ALL ('x%', 'y%') AS e",
 		"a:BOOLEAN b:BOOLEAN c:BOOLEAN d:BOOLEAN e:BOOLEAN\ntrue | false | true | true | true\n")
