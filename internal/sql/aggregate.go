@@ -409,8 +409,6 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 	q.winCompile = func(sp Span) (*filter.Scalar, error) {
 		saved := q.winCompile
 		q.winCompile = nil
-		gc.off = true
-		defer func() { gc.off = false }()
 		t, err := q.rewrite(sp, &aggs, groups, groupCol, "analytic function")
 		q.winCompile = saved
 		if err != nil {
@@ -708,6 +706,20 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		defer release()
 	}
 	if len(q.windows) > 0 {
+		// The kept groups, with their subquery columns: an analytic
+		// function's argument or window may read one.
+		if rec, n, release, err = keepRows(ctx, rec, keep); err != nil {
+			return nil, err
+		}
+		defer release()
+		if rec, release, err = gc.with(ctx, rec, n, false); err != nil {
+			return nil, err
+		}
+		defer release()
+		keep = make([]bool, n)
+		for i := range keep {
+			keep[i] = true
+		}
 		if rec, n, err = q.windowsOverGroups(ctx, rec, keep, post, postBase); err != nil {
 			return nil, err
 		}

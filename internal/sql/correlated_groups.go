@@ -19,7 +19,9 @@ import (
 // "... neither grouped nor aggregated". Its value is a column __p<k> of
 // the groups' record, computed per group by running the subquery once
 // per distinct combination of the key values it references (as
-// correlatedColumn does per input row). Aggregates inside the subquery
+// correlatedColumn does per input row); x [NOT] IN (subquery) is
+// x [NOT] IN UNNEST(__p<k>), the column the subquery's values as an
+// ARRAY. Aggregates inside the subquery
 // are the subquery's own: SUM(t.x) in its WHERE is GoogleSQL's
 // "Aggregate function SUM not allowed in WHERE clause".
 
@@ -29,10 +31,8 @@ type groupCorr struct {
 	grouped map[string]bool // the grouped input columns' internal names (lower case)
 	keys    *schema.Schema  // the groups' record schema, holding the grouped columns
 	cols    []*groupCorrCol
-	// clause is the clause being compiled (for errors); off is set while
-	// an analytic function's argument compiles (not supported there).
+	// clause is the clause being compiled (for errors).
 	clause string
-	off    bool
 	// target is the schema the expression being compiled is checked
 	// against: a new column is added to it.
 	target *schema.Schema
@@ -66,12 +66,6 @@ func (g *groupCorr) schemaFor(s *schema.Schema, clause string) *schema.Schema {
 // which referenced frame.refs of the block's input, and returns its
 // column's name.
 func (g *groupCorr) add(sub *Query, e *env, kind, typ string, frame *corrFrame, pos int) (string, error) {
-	if g.off {
-		return "", notSupported(g.q.src, pos, "correlated subqueries in analytic functions over the groups of an aggregation")
-	}
-	if kind == "IN" {
-		return "", notSupported(g.q.src, pos, "correlated IN subqueries over the groups of an aggregation")
-	}
 	c := &groupCorrCol{name: fmt.Sprintf("__p%d", len(g.cols)), sub: sub, env: e, kind: kind, cache: map[string]any{}}
 	for i := range g.q.in.cols {
 		if !frame.refs[i] {
@@ -137,6 +131,9 @@ func (g *groupCorr) with(ctx context.Context, rec arrow.RecordBatch, n int, havi
 				var err error
 				if v, err = g.q.runCorrelated(ctx, c.sub, c.env, c.kind, g.q.in, bind); err != nil {
 					return nil, noop, err
+				}
+				if set, ok := v.(inSet); ok {
+					v = set.vals // x IN UNNEST(column): an ARRAY
 				}
 				c.cache[string(kb)] = v
 			}

@@ -149,6 +149,23 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 				}
 				typ, from = k.Type, toks[i-1].Pos // the replaced text starts at ARRAY
 			}
+			if kind == "IN" && sc.groups != nil {
+				// x [NOT] IN (correlated) over the groups: the column is
+				// the subquery's values per group, as an ARRAY, and the
+				// predicate x [NOT] IN UNNEST(column) (its three-valued
+				// logic is IN's).
+				if len(rs.types) != 1 {
+					return "", nil, r.errf(subPos, "Subquery of type IN must have only one output column")
+				}
+				et := rs.types[0]
+				if et == "NULL" {
+					et = "INT64"
+				}
+				if typeKind(et) == "ARRAY" {
+					return "", nil, notSupported(r.src, subPos, "IN subqueries of ARRAY values")
+				}
+				typ = "ARRAY<" + et + ">"
+			}
 			var in *inPred
 			if kind == "IN" && sc.groups == nil {
 				// x [NOT] IN (correlated): the column is the whole
@@ -169,6 +186,9 @@ func (r *runner) substitute(text string, at int, sc *scope) (string, map[string]
 			} else {
 				name = sc.q.correlatedColumn(q, sc.env, kind, typ, frame.refs, in)
 				sc.outer = sc.q.in
+			}
+			if kind == "IN" && sc.groups != nil {
+				name = "UNNEST(" + name + ")"
 			}
 			if len(name) > to-from {
 				return "", nil, notSupported(r.src, from, "this subquery")

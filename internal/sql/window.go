@@ -900,7 +900,9 @@ func (q *selectQuery) windowsOverGroups(ctx context.Context, rec arrow.RecordBat
 			a.Release()
 		}
 	}()
-	for c := 0; c < postBase; c++ {
+	// The groups' columns, and the correlated subqueries' after them
+	// (correlated_groups.go), which the windows may read.
+	for c := 0; c < int(rec.NumCols()); c++ {
 		a, err := takeArray(ctx, rec.Column(c), ia)
 		if err != nil {
 			return nil, 0, err
