@@ -32,6 +32,7 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 	now := s.opts.Clock()
 	at := s.readTime(now) // the snapshot a run would read
 	j := Job{Project: project, Location: location, Query: q, State: StateDone, Created: now, Started: now, End: now}
+	q.location = location // a dataset of another location is not found, as in a run
 	sts, err := sql.ParseScript(q.SQL)
 	if err != nil {
 		return j, err

@@ -730,6 +730,9 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 	if p == "" {
 		p = project
 	}
+	if err := s.checkLocation(q, p, d); err != nil {
+		return nil, err
+	}
 	notFound := &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Table %s:%s.%s", p, d, n.Table)}
 	ct, err := s.cat.Table(p, d, n.Table)
 	if err != nil {

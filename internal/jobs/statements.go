@@ -222,6 +222,9 @@ func (s *Store) queryTo(ctx context.Context, project string, q Query, text strin
 	return sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
 		if ref, err := qualify(project, q, n); err == nil {
 			if ct, err := s.cat.Table(ref.Project, ref.Dataset, ref.Table); err == nil && ct.View != nil {
+				if err := s.checkLocation(q, ref.Project, ref.Dataset); err != nil {
+					return nil, err
+				}
 				return s.openView(ctx, ct, at)
 			}
 		}

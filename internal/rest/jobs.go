@@ -484,7 +484,8 @@ func (h *Handler) startQuery(r *http.Request, project, id, location string, o qu
 		q.Partitioning = p
 	}
 	if location == "" {
-		location = defaultLocation
+		// BigQuery runs the query where the data it names is.
+		location = cmp.Or(h.jobs.Location(r.Context(), project, q), defaultLocation)
 	}
 	if o.dryRun {
 		j, err := h.jobs.DryRun(r.Context(), project, location, q)

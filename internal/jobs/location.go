@@ -1,0 +1,114 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/bqstore/bqstore/internal/sql"
+)
+
+// Job locations. BigQuery runs a query in the location of the datasets
+// it references when the request names no location, and a query naming
+// a dataset of another location than its job's fails: "Not found:
+// Dataset p:d was not found in location L" (404 notFound).
+
+// Location is the location a query job q of project runs in when the
+// request names none: that of the first existing dataset it names, in
+// this order: its destination table's, each statement's (the tables its
+// query reads, in the order the analyzer meets them; an INSERT's, a
+// CREATE TABLE's or a CREATE VIEW's target first), its default
+// dataset's. "" when it names none (the caller's default then).
+func (s *Store) Location(ctx context.Context, project string, q Query) string {
+	if d := q.Destination; d != nil {
+		if loc := s.datasetLocation(d.Project, d.Dataset); loc != "" {
+			return loc
+		}
+	}
+	if sts, err := sql.ParseScript(q.SQL); err == nil {
+		for _, st := range sts {
+			var names []sql.TableName
+			var text string // a query, run from offset from
+			var from int
+			switch {
+			case st.Type == "SELECT":
+				text, from = st.Text, st.Pos
+			case st.Insert != nil:
+				names, text, from = []sql.TableName{st.Insert.Table}, st.Insert.Query, st.Insert.QueryPos
+			case st.CreateTable != nil:
+				if !st.CreateTable.Temp {
+					names = []sql.TableName{st.CreateTable.Name}
+				}
+				text, from = st.CreateTable.Query, st.CreateTable.QueryPos
+			case st.CreateView != nil:
+				names, text, from = []sql.TableName{st.CreateView.Name}, st.CreateView.QueryText, st.CreateView.QueryPos
+			}
+			for _, n := range names {
+				if ref, err := qualify(project, q, n); err == nil {
+					if loc := s.datasetLocation(ref.Project, ref.Dataset); loc != "" {
+						return loc
+					}
+				}
+			}
+			if text != "" {
+				if loc := s.readLocation(ctx, project, q, text, from); loc != "" {
+					return loc
+				}
+			}
+		}
+	}
+	if q.DefaultDataset != "" {
+		return s.datasetLocation(cmpOr(q.DefaultProject, project), q.DefaultDataset)
+	}
+	return ""
+}
+
+// errLocated stops readLocation's analysis at the first table.
+var errLocated = errors.New("jobs: located")
+
+// readLocation is the location of the first table the query at offset
+// from of text reads whose dataset exists; the analysis stops there
+// (nothing is scanned).
+func (s *Store) readLocation(ctx context.Context, project string, q Query, text string, from int) string {
+	loc := ""
+	_, _ = sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
+		if ref, err := qualify(project, q, n); err == nil && loc == "" {
+			loc = s.datasetLocation(ref.Project, ref.Dataset)
+		}
+		if loc != "" {
+			return nil, errLocated
+		}
+		return nil, &TableError{NotFound: true, Msg: "jobs: not located"}
+	}, sql.Options{MaxMemory: 1 << 20, Params: q.Params, Offset: from})
+	return loc
+}
+
+// datasetLocation is dataset p:d's location, "" if it does not exist.
+func (s *Store) datasetLocation(p, d string) string {
+	ds, err := s.cat.Dataset(p, d)
+	if err != nil {
+		return ""
+	}
+	return ds.Location
+}
+
+// checkLocation fails a read of dataset p:d, which exists, by a job of
+// another location (compared ignoring case) as BigQuery fails it; q's
+// location "" (a dry run, a view's query) checks nothing.
+func (s *Store) checkLocation(q Query, p, d string) error {
+	if q.location == "" {
+		return nil
+	}
+	if loc := s.datasetLocation(p, d); loc != "" && !strings.EqualFold(loc, q.location) {
+		return &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Dataset %s:%s was not found in location %s", p, d, q.location)}
+	}
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

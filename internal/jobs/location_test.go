@@ -1,0 +1,64 @@
+package jobs
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/bqstore/bqstore/internal/catalog"
+)
+
+// TestJobLocationFromData: a job that names no location runs where the
+// data it reads is (BigQuery: "the location is inferred from the datasets
+// referenced in the request"); the tables read, a DML or DDL target,
+// the destination table and the default dataset decide, in that order
+// of appearance; no dataset: "" (the caller's default). A query reading
+// a dataset of another location than the job's fails as BigQuery's:
+// 404 "Not found: Dataset p:d was not found in location L".
+func TestJobLocationFromData(t *testing.T) {
+	s, cat, db := engineStore(t, Options{})
+	ctx := context.Background()
+	if _, err := cat.CreateDataset(ctx, catalog.Dataset{ProjectID: "p", DatasetID: "eu", Location: "EU"}); err != nil {
+		t.Fatal(err)
+	}
+	fillTable(t, cat, db, "t", 3) // p:d.t, in US
+	mustRun(t, s, "mk", "CREATE TABLE eu.t AS SELECT 1 AS x")
+	for _, c := range []struct {
+		name string
+		q    Query
+		want string
+	}{
+		{"no table", Query{SQL: "SELECT 1"}, ""},
+		{"an EU table", Query{SQL: "SELECT x FROM eu.t"}, "EU"},
+		{"a US table", Query{SQL: "SELECT x FROM d.t"}, "US"},
+		{"EU through a join", Query{SQL: "SELECT 1 FROM (SELECT 1) JOIN eu.t ON true"}, "EU"},
+		{"an INSERT's target", Query{SQL: "INSERT INTO eu.t (x) VALUES (2)"}, "EU"},
+		{"a CTAS's target", Query{SQL: "CREATE TABLE eu.n AS SELECT 1 AS y"}, "EU"},
+		{"a script", Query{SQL: "SELECT 1; SELECT x FROM eu.t"}, "EU"},
+		{"the default dataset", Query{SQL: "SELECT 1", DefaultDataset: "eu"}, "EU"},
+		{"the destination", Query{SQL: "SELECT 1", Destination: &TableRef{"p", "eu", "out"}}, "EU"},
+		{"a missing dataset", Query{SQL: "SELECT * FROM nope.t"}, ""},
+		{"a parameter", Query{SQL: "SELECT x FROM eu.t WHERE x = @v"}, "EU"},
+	} {
+		if got := s.Location(ctx, "p", c.q); got != c.want {
+			t.Errorf("%s: location %q, want %q", c.name, got, c.want)
+		}
+	}
+	j := runJob(t, s, "mixed", Query{SQL: "SELECT a.x FROM eu.t a CROSS JOIN d.t b"}) // location US
+	if te, ok := j.Err.(*TableError); !ok || !te.NotFound || te.Msg != "Not found: Dataset p:eu was not found in location US" {
+		t.Fatalf("a US job reading an EU dataset: %v", j.Err)
+	}
+	if _, err := s.Insert("p", "eu_job", "EU", Query{SQL: "SELECT a.x FROM eu.t a CROSS JOIN d.t b"}); err != nil {
+		t.Fatal(err)
+	}
+	j = wait(t, s, "eu_job")
+	if j.Err == nil || !strings.Contains(j.Err.Error(), "Not found: Dataset p:d was not found in location EU") {
+		t.Fatalf("an EU job reading a US dataset: %v", j.Err)
+	}
+	if _, err := s.Insert("p", "eu_ok", "eu", Query{SQL: "SELECT x FROM eu.t"}); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "eu_ok"); j.Err != nil {
+		t.Fatalf("an eu job (lower case) reading an EU dataset: %v", j.Err)
+	}
+}
