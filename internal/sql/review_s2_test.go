@@ -144,13 +144,50 @@ func TestReviewS2JoinUsingCoercesTypes(t *testing.T) {
 // Expected sums: keys 1.5, 2.0, 2.5, NULL, 4.0 with v = 1..5; a NULL
 // key frames the NULL rows, and UNBOUNDED PRECEDING includes the NULL
 // rows that sort first (same compliance file, *_with_special_values_1).
+//
+// fix-s2b: which offsets a key takes (zetasql analyzer/testdata/
+// analytic_function_window_frame.test): a RANGE offset coerces to the
+// ORDER BY key's type ("Window framing expression has type DOUBLE that
+// cannot coerce to the type of the ORDER BY expression, which is INT64"
+// for `order by key range 3.5 preceding`), a ROWS offset is an integer
+// ("Window framing expression for ROWS can only be of integer type, but
+// has type DOUBLE"), and neither is NULL or negative ("Window framing
+// expression cannot be NULL", "... cannot evaluate to a negative
+// value"), each at the offset.
 func TestReviewS2RangeFrameNonIntegerOffset(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2b: remove this line with the fix")
 	tables := map[string]string{"w": "n:NUMERIC v:INTEGER\nNUMERIC '1.5' | 1\nNUMERIC '2.0' | 2\nNUMERIC '2.5' | 3\nNULL | 4\nNUMERIC '4.0' | 5"}
 	reviewSCheck(t, tables, "SELECT v, SUM(v) OVER (ORDER BY n RANGE BETWEEN UNBOUNDED PRECEDING AND NUMERIC '1' PRECEDING) AS s FROM w ORDER BY v",
 		"v:INTEGER s:INTEGER\n1 | 4\n2 | 4\n3 | 5\n4 | 4\n5 | 10\n")
 	reviewSCheck(t, tables, "SELECT v, SUM(v) OVER (ORDER BY CAST(n AS FLOAT64) RANGE BETWEEN 0.5 PRECEDING AND 0.5 FOLLOWING) AS s FROM w ORDER BY v",
 		"v:INTEGER s:INTEGER\n1 | 3\n2 | 6\n3 | 5\n4 | 4\n5 | 5\n")
+	// A NUMERIC offset over a FLOAT64 key, a FLOAT64 literal over a
+	// NUMERIC key (literal coercion), BIGNUMERIC over BIGNUMERIC.
+	reviewSCheck(t, tables, "SELECT v, SUM(v) OVER (ORDER BY CAST(n AS FLOAT64) DESC RANGE NUMERIC '0.5' PRECEDING) AS s FROM w ORDER BY v",
+		"v:INTEGER s:INTEGER\n1 | 3\n2 | 5\n3 | 3\n4 | 4\n5 | 5\n")
+	reviewSCheck(t, tables, "SELECT v, COUNT(*) OVER (ORDER BY n RANGE BETWEEN 1.0 PRECEDING AND 0.25 FOLLOWING) AS c FROM w ORDER BY v",
+		"v:INTEGER c:INTEGER\n1 | 1\n2 | 2\n3 | 3\n4 | 1\n5 | 1\n")
+	reviewSCheck(t, tables, "SELECT v, COUNT(*) OVER (ORDER BY CAST(n AS BIGNUMERIC) RANGE BETWEEN CURRENT ROW AND BIGNUMERIC '0.5' FOLLOWING) AS c FROM w ORDER BY v",
+		"v:INTEGER c:INTEGER\n1 | 2\n2 | 2\n3 | 1\n4 | 1\n5 | 1\n")
+	for _, tc := range []struct{ q, want string }{
+		{"SELECT SUM(v) OVER (ORDER BY v RANGE 0.5 PRECEDING) AS s FROM w",
+			"Window framing expression has type FLOAT64 that cannot coerce to the type of the ORDER BY expression, which is INT64 at [1:38]"},
+		{"SELECT SUM(v) OVER (ORDER BY v RANGE BETWEEN NUMERIC '1' PRECEDING AND CURRENT ROW) AS s FROM w",
+			"Window framing expression has type NUMERIC that cannot coerce to the type of the ORDER BY expression, which is INT64 at [1:46]"},
+		{"SELECT SUM(v) OVER (ORDER BY n RANGE BIGNUMERIC '1' PRECEDING) AS s FROM w",
+			"Window framing expression has type BIGNUMERIC that cannot coerce to the type of the ORDER BY expression, which is NUMERIC at [1:38]"},
+		{"SELECT SUM(v) OVER (ORDER BY v ROWS 1.5 PRECEDING) AS s FROM w",
+			"Window framing expression for ROWS can only be of integer type, but has type FLOAT64 at [1:37]"},
+		{"SELECT SUM(v) OVER (ORDER BY v ROWS BETWEEN NUMERIC '1' PRECEDING AND CURRENT ROW) AS s FROM w",
+			"Window framing expression for ROWS can only be of integer type, but has type NUMERIC at [1:45]"},
+		{"SELECT SUM(v) OVER (ORDER BY n RANGE NULL PRECEDING) AS s FROM w",
+			"Window framing expression cannot be NULL at [1:38]"},
+		{"SELECT SUM(v) OVER (ORDER BY n RANGE NUMERIC '-1' PRECEDING) AS s FROM w",
+			"Window framing expression cannot evaluate to a negative value at [1:38]"},
+	} {
+		if got, want := reviewSQuery(t, tables, tc.q), "error: "+tc.want+"\n"; got != want {
+			t.Errorf("%s\ngot:\n%swant:\n%s", tc.q, got, want)
+		}
+	}
 }
 
 // TestReviewS2QuantifiedLike (valid query refused, MEDIUM): GoogleSQL's

@@ -52,12 +52,15 @@ type window struct {
 // (ROWS), or offsets from its ORDER BY key (RANGE: 0 is its peers;
 // window_frame.go).
 type frame struct {
-	rows          bool
-	startUnb      bool  // UNBOUNDED PRECEDING
-	start         int64 // offset (negative: preceding) when !startUnb
-	endUnb        bool  // UNBOUNDED FOLLOWING
-	end           int64
-	explicitFrame bool
+	rows     bool
+	startUnb bool  // UNBOUNDED PRECEDING
+	start    int64 // offset (negative: preceding) when !startUnb
+	endUnb   bool  // UNBOUNDED FOLLOWING
+	end      int64
+	// RANGE: the offsets exactly (negative: preceding), nil for CURRENT
+	// ROW or UNBOUNDED; an offset may be a fraction (0.5, NUMERIC '1.5').
+	startOff, endOff *big.Rat
+	explicitFrame    bool
 }
 
 // overAt returns, for a call at toks[i], the index of OVER after its

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // RANGE frames with offsets: RANGE BETWEEN n PRECEDING AND m FOLLOWING
@@ -18,7 +19,8 @@ import (
 // bound (n PRECEDING or n FOLLOWING, n > 0 or not: 0 PRECEDING is the
 // current row's peers for numeric keys, as CURRENT ROW).
 func (f frame) hasRangeOffset() bool {
-	return !f.rows && (!f.startUnb && f.start != 0 || !f.endUnb && f.end != 0)
+	nonzero := func(unb bool, off *big.Rat) bool { return !unb && off != nil && off.Sign() != 0 }
+	return !f.rows && (nonzero(f.startUnb, f.startOff) || nonzero(f.endUnb, f.endOff))
 }
 
 // rangeBounds returns the frame [lo, hi) of position i of a partition
@@ -47,12 +49,21 @@ func rangeBounds(f frame, keys []any, rows []int, desc bool, i, peerStart, peerE
 	}
 	// c(p, off) compares the key at p less the current one, in the
 	// sort's direction, with off: non-decreasing in p over [ns, ne).
-	c := func(p int, off int64) int { return compareDiff(keys[rows[p]], k, desc, off) }
+	c := func(p int, off *big.Rat) int { return compareDiff(keys[rows[p]], k, desc, off) }
+	zero := new(big.Rat)
 	if !f.startUnb {
-		lo = ns + sort.Search(ne-ns, func(p int) bool { return c(ns+p, f.start) >= 0 })
+		off := f.startOff
+		if off == nil {
+			off = zero
+		}
+		lo = ns + sort.Search(ne-ns, func(p int) bool { return c(ns+p, off) >= 0 })
 	}
 	if !f.endUnb {
-		hi = ns + sort.Search(ne-ns, func(p int) bool { return c(ns+p, f.end) > 0 })
+		off := f.endOff
+		if off == nil {
+			off = zero
+		}
+		hi = ns + sort.Search(ne-ns, func(p int) bool { return c(ns+p, off) > 0 })
 	}
 	return lo, hi
 }
@@ -60,7 +71,7 @@ func rangeBounds(f frame, keys []any, rows []int, desc bool, i, peerStart, peerE
 // compareDiff compares a - b (b - a for desc) with off: exactly for
 // INT64 and NUMERIC keys, in float64 arithmetic for FLOAT64 ones (NaN
 // sorts first and is only its own peer's distance 0).
-func compareDiff(a, b any, desc bool, off int64) int {
+func compareDiff(a, b any, desc bool, off *big.Rat) int {
 	if x, ok := a.(float64); ok {
 		y := b.(float64)
 		var v float64
@@ -77,7 +88,7 @@ func compareDiff(a, b any, desc bool, off int64) int {
 		if desc {
 			v = -v
 		}
-		o := float64(off)
+		o, _ := off.Float64()
 		switch {
 		case v < o:
 			return -1
@@ -98,7 +109,7 @@ func compareDiff(a, b any, desc bool, off int64) int {
 	if desc {
 		d.Neg(d)
 	}
-	return d.Cmp(new(big.Rat).SetInt64(off))
+	return d.Cmp(off)
 }
 
 // parseFrame reads ROWS|RANGE [BETWEEN b AND b | b].
@@ -107,6 +118,9 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 	kwPos := p.tok().Pos
 	p.i++
 	f := frame{rows: rows, explicitFrame: true}
+	// offs: each offset bound's value (negative: preceding), type and
+	// position, checked against the ORDER BY key once the frame is read.
+	var offs []frameOff
 	bound := func(isStart bool) (unb bool, off int64, err error) {
 		t := p.tok()
 		switch {
@@ -126,29 +140,42 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 			p.i += 2
 			return false, 0, nil
 		}
-		if t.Ident || t.QIdent || t.Op || t.EOF {
-			return false, 0, p.unexpected()
+		o, err := p.frameOffset()
+		if err != nil {
+			return false, 0, err
 		}
-		n, err := strconv.ParseInt(t.Text, 0, 64)
-		if err != nil || n < 0 {
-			return false, 0, p.errf(t.Pos, "Window frame offset must be a non-negative integer literal or parameter")
+		n := int64(0) // the offset for ROWS
+		if o.typ == "INT64" {
+			n = o.v.Num().Int64()
 		}
-		p.i++
 		switch {
 		case p.isKw("PRECEDING"):
 			p.i++
+			offs = append(offs, frameOff{new(big.Rat).Neg(o.v), o.typ, t.Pos})
 			return false, -n, nil
 		case p.isKw("FOLLOWING"):
 			p.i++
+			offs = append(offs, frameOff{o.v, o.typ, t.Pos})
 			return false, n, nil
 		}
 		return false, 0, p.errf(p.tok().Pos, "Syntax error: Expected keyword FOLLOWING or keyword PRECEDING but got %s", describe(p.tok()))
 	}
 	var err error
+	// each bound's offset (nil: CURRENT ROW or UNBOUNDED)
+	boundOff := func(n int) *big.Rat {
+		if len(offs) > n {
+			return offs[n].v
+		}
+		return nil
+	}
 	if p.isKw("BETWEEN") {
 		p.i++
 		if f.startUnb, f.start, err = bound(true); err != nil {
 			return err
+		}
+		startOffs := len(offs)
+		if startOffs == 1 {
+			f.startOff = boundOff(0)
 		}
 		if !p.isKw("AND") {
 			return p.errf(p.tok().Pos, "Syntax error: Expected keyword AND but got %s", describe(p.tok()))
@@ -157,10 +184,21 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 		if f.endUnb, f.end, err = bound(false); err != nil {
 			return err
 		}
+		if len(offs) > startOffs {
+			f.endOff = boundOff(startOffs)
+		}
 	} else if f.startUnb, f.start, err = bound(true); err != nil {
 		return err
+	} else {
+		f.startOff = boundOff(0)
 	}
-	if !f.startUnb && !f.endUnb && f.start > f.end {
+	for _, o := range offs {
+		if rows && o.typ != "INT64" {
+			return q.errf(o.pos, "Window framing expression for ROWS can only be of integer type, but has type %s", o.typ)
+		}
+	}
+	if rows && !f.startUnb && !f.endUnb && f.start > f.end ||
+		!rows && !f.startUnb && !f.endUnb && ratOrZero(f.startOff).Cmp(ratOrZero(f.endOff)) > 0 {
 		return q.errf(kwPos, "Window frame end cannot precede its start")
 	}
 	if !rows && len(w.order) == 0 && !(f.startUnb && f.endUnb) {
@@ -170,10 +208,81 @@ func (q *selectQuery) parseFrame(p *parser, w *window) error {
 		if len(w.order) != 1 {
 			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires exactly one ORDER BY expression")
 		}
-		if numericRank[w.order[0].Type()] == 0 {
-			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires a numeric ORDER BY expression, not %s", w.order[0].Type())
+		kt := w.order[0].Type()
+		if numericRank[kt] == 0 {
+			return q.errf(kwPos, "RANGE-based window frame with offset boundaries requires a numeric ORDER BY expression, not %s", kt)
+		}
+		for _, o := range offs {
+			// The offset coerces to the key's type: a literal INT64 to
+			// any numeric type, a FLOAT64 literal to NUMERIC and
+			// BIGNUMERIC too (literal coercion), NUMERIC to BIGNUMERIC
+			// and FLOAT64, BIGNUMERIC to FLOAT64.
+			if numericRank[o.typ] > numericRank[kt] && !(o.typ == "FLOAT64" && (kt == "NUMERIC" || kt == "BIGNUMERIC")) {
+				return q.errf(o.pos, "Window framing expression has type %s that cannot coerce to the type of the ORDER BY expression, which is %s", o.typ, kt)
+			}
 		}
 	}
 	w.frame = f
 	return nil
+}
+
+// frameOff is a window frame's offset: its value, GoogleSQL type (INT64,
+// FLOAT64, NUMERIC or BIGNUMERIC) and position.
+type frameOff struct {
+	v   *big.Rat
+	typ string
+	pos int
+}
+
+func ratOrZero(r *big.Rat) *big.Rat {
+	if r == nil {
+		return new(big.Rat)
+	}
+	return r
+}
+
+// frameOffset reads a window frame's offset (p.tok is its first token):
+// an INT64 or FLOAT64 literal, or NUMERIC|BIGNUMERIC 'text'. GoogleSQL
+// takes a literal or a parameter there; NULL and negative values are
+// errors (zetasql analyzer testdata analytic_function_window_frame.test).
+func (p *parser) frameOffset() (frameOff, error) {
+	var o frameOff
+	t := p.tok()
+	switch {
+	case p.isKw("NULL"):
+		return o, p.errf(t.Pos, "Window framing expression cannot be NULL")
+	case t.Op && t.Text == "-":
+		return o, p.errf(t.Pos, "Window framing expression cannot evaluate to a negative value")
+	case t.Ident && (p.isKw("NUMERIC") || p.isKw("BIGNUMERIC") || p.isKw("DECIMAL") || p.isKw("BIGDECIMAL")):
+		next := p.toks[p.i+1]
+		if !strings.HasPrefix(next.Text, "'") && !strings.HasPrefix(next.Text, "\"") {
+			return o, p.unexpected()
+		}
+		o.typ = "NUMERIC"
+		if p.isKw("BIGNUMERIC") || p.isKw("BIGDECIMAL") {
+			o.typ = "BIGNUMERIC"
+		}
+		v, ok := new(big.Rat).SetString(strings.TrimSpace(next.Value))
+		if !ok {
+			return o, p.errf(next.Pos, "Invalid %s literal: %s", o.typ, next.Text)
+		}
+		if v.Sign() < 0 {
+			return o, p.errf(t.Pos, "Window framing expression cannot evaluate to a negative value")
+		}
+		o.v = v
+		p.i += 2
+		return o, nil
+	case t.Ident || t.QIdent || t.Op || t.EOF || t.Param:
+		return o, p.unexpected()
+	}
+	if n, err := strconv.ParseInt(t.Text, 0, 64); err == nil {
+		o.v, o.typ = new(big.Rat).SetInt64(n), "INT64"
+	} else if v, ok := new(big.Rat).SetString(t.Text); ok && !strings.HasPrefix(t.Text, "0x") && !strings.HasPrefix(t.Text, "0X") &&
+		strings.ContainsAny(t.Text, ".eE") {
+		o.v, o.typ = v, "FLOAT64"
+	} else {
+		return o, p.errf(t.Pos, "Window frame offset must be a non-negative integer literal or parameter")
+	}
+	p.i++
+	return o, nil
 }
