@@ -172,6 +172,9 @@ func isPartArg(name string, i int) bool {
 }
 
 func (c *checker) noSig(e *Call, args []node) *Error {
+	if k := len(namedParams[e.Name]); k > 0 && len(args) == len(e.Args)+k {
+		args = args[:len(e.Args)] // the positional ones (funcs_named.go)
+	}
 	ts := make([]string, len(args))
 	for i, a := range args {
 		if a == nil {

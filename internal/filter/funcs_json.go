@@ -405,6 +405,9 @@ func registerJSON() {
 	// refuses a number FLOAT64 cannot hold, 'round' rounds it; a NULL
 	// mode gives NULL (ZetaSQL's JsonParse).
 	builtins["PARSE_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
+		if err := c.arity(e, args[:len(args)-1], 1, 1); err != nil {
+			return nil, err
+		}
 		return c.sig(e, args, []typ{tString, tString}, tJSON, func(a []value) (value, error) {
 			if m := a[1].s; m != "exact" && m != "round" {
 				return value{}, fmt.Errorf("Invalid `wide_number_mode` specified for PARSE_JSON: %s", m)
@@ -421,7 +424,7 @@ func registerJSON() {
 	// ±2^53 and NUMERIC/BIGNUMERIC that FLOAT64 cannot hold as strings,
 	// in containers too.
 	builtins["TO_JSON"] = func(c *checker, e *Call, args []node) (node, error) {
-		if err := c.arity(e, args, 2, 2); err != nil {
+		if err := c.arity(e, args[:len(args)-1], 1, 1); err != nil {
 			return nil, err
 		}
 		t := args[0].typ()

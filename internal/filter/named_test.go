@@ -121,7 +121,12 @@ func TestNamedArgumentErrors(t *testing.T) {
 		{`PARSE_JSON('1', wide_number_mode => 'round', wide_number_mode => 'exact')`, "No matching signature for function PARSE_JSON. Named argument `wide_number_mode` is given more than once"},
 		{`JSON_STRIP_NULLS(JSON '{}', remove_empty => TRUE, '$')`, "Call to function JSON_STRIP_NULLS must not specify positional arguments after named arguments; named arguments must be specified last in the argument list at [1:29]"},
 		{`CONCAT('a', sep => 'b')`, "No matching signature for function CONCAT. Named argument `sep` does not exist in signature at [1:1]"},
-		{`PARSE_JSON('1', 'round')`, "Number of arguments does not match for function PARSE_JSON"},
+		// A mandatory-named argument given positionally is one argument
+		// too many; the counts and types name the positional arguments.
+		{`PARSE_JSON('1', 'round')`, "Number of arguments does not match for function PARSE_JSON. Expected 1 arguments but got 2 at [1:1]"},
+		{`TO_JSON(1, TRUE)`, "Number of arguments does not match for function TO_JSON. Expected 1 arguments but got 2 at [1:1]"},
+		{`PARSE_JSON(1)`, "No matching signature for function PARSE_JSON for argument types: INT64 at [1:1]"},
+		{`PARSE_JSON(1, wide_number_mode => 'round')`, "No matching signature for function PARSE_JSON for argument types: INT64 at [1:1]"},
 		{`JSON_SET(JSON '{}', '$.a', 1, create_if_missing => RAND() < 2)`, "Argument 'create_if_missing' to JSON_SET must be a literal or query parameter at [1:31]"},
 		{`TO_JSON(1, stringify_wide_numbers => 'yes')`, "No matching signature for function TO_JSON. Argument `stringify_wide_numbers` must be BOOL, not STRING"},
 		{`PARSE_JSON('1', select => 'round')`, "Syntax error: Unexpected keyword SELECT"},
