@@ -297,6 +297,9 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 	case nil:
 		return noRows(), nil
 	case *TableRef:
+		if rel, ok, err := r.outerArrayPath(f, e); ok {
+			return rel, err
+		}
 		if len(f.Path) > 3 {
 			return nil, r.errf(f.Name.Pos, "Invalid table name: %s", strings.Join(f.Path, "."))
 		}

@@ -67,11 +67,13 @@ func (r *runner) join(ctx context.Context, j *JoinRef, e *env) (*relation, error
 		}
 		right = rel
 	}
-	if t, ok := j.Right.(*TableRef); ok && len(t.Path) > 1 && left.vars[strings.ToLower(t.Path[0])] {
+	if t, ok := j.Right.(*TableRef); ok && len(t.Path) > 1 && (left.vars[strings.ToLower(t.Path[0])] || left.elemAlias(t.Path[0])) {
 		// GoogleSQL's implicit UNNEST: a path whose first name is a
-		// range variable in scope is that item's array, before any
-		// table of that name (FROM t, t.arr is FROM t, UNNEST(t.arr);
-		// FROM t, t.s.arr the array field arr of the STRUCT column s).
+		// range variable in scope (a table's alias or an earlier
+		// UNNEST's element) is that item's array, before any table of
+		// that name (FROM t, t.arr is FROM t, UNNEST(t.arr); FROM t,
+		// t.s.arr the array field arr of the STRUCT column s; FROM t,
+		// t.recs AS r, r.arr the array field of each element r).
 		if t.AsOf != nil {
 			return nil, r.errf(t.AsOf.pos(), "FOR SYSTEM_TIME AS OF cannot be used with an array path")
 		}

@@ -41,6 +41,7 @@ type relCol struct {
 	name     string // as users name it; "" for an anonymous column
 	star     bool   // expanded by * (false for the sides of a USING column)
 	unq      bool   // resolvable without a qualifier
+	elem     bool   // an UNNEST's element: its name is a range variable for array paths
 }
 
 func (r *relation) field(i int) *schema.Field { return r.schema.Fields[i] }

@@ -43,19 +43,19 @@ func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
 	if len(x.Columns()) > 0 {
 		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array of constants or an ARRAY column of an earlier FROM item)")
 	}
-	return r.unnestValues(u, x)
+	return r.unnestValues(u, x, u.Expr.pos())
 }
 
 // unnestValues is the relation of the elements of x, an expression of
-// no column.
-func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar) (*relation, error) {
+// no column at the position at.
+func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar, at int) (*relation, error) {
 	t := x.Type()
 	if t == "NULL" {
 		t = "ARRAY<INT64>"
 	}
 	elem, ok := strings.CutPrefix(t, "ARRAY<")
 	if !ok {
-		return nil, r.errf(u.Expr.pos(), "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", t)
+		return nil, r.errf(at, "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", t)
 	}
 	elem = strings.TrimSuffix(elem, ">")
 	v, err := x.Values(r.ctx, nil, 1)
@@ -175,7 +175,7 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, h
 		add(c, *left.field(i), i)
 	}
 	elemAt := len(out.cols)
-	add(relCol{name: name, star: !usedR[-1], unq: !usedR[-1]}, elem, -1)
+	add(relCol{name: name, star: !usedR[-1], unq: !usedR[-1], elem: true}, elem, -1)
 	offsetAt := -1
 	if u.Offset {
 		offsetAt = len(out.cols)

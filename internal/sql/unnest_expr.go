@@ -55,7 +55,7 @@ func (r *runner) unnestRight(j *JoinRef, left *relation, u *UnnestRef, parts []s
 		return nil, nil, err
 	}
 	if len(x.Columns()) == 0 {
-		right, err := r.unnestValues(u, x)
+		right, err := r.unnestValues(u, x, text.at)
 		return nil, right, err
 	}
 	t := x.Type()
@@ -157,4 +157,60 @@ func indexOf(names []string, name string) int {
 		}
 	}
 	return -1
+}
+
+// outerArrayPath serves, inside a subquery, a FROM path whose first name
+// is a range variable of an enclosing block (SELECT (SELECT SUM(v) FROM
+// t.arr AS v) FROM t): the outer row's array, unnested, as GoogleSQL's
+// implicit UNNEST (zetasql/analyzer/testdata/array_join.test, "Join two
+// arrays coming from correlated references to an outer query with
+// implicit UNNEST"). ok is false for any other path.
+func (r *runner) outerArrayPath(t *TableRef, e *env) (*relation, bool, error) {
+	if len(t.Path) < 2 {
+		return nil, false, nil
+	}
+	outer := false
+	for _, f := range r.corr {
+		outer = outer || f.rel.vars[strings.ToLower(t.Path[0])]
+	}
+	if !outer {
+		return nil, false, nil
+	}
+	if t.AsOf != nil {
+		return nil, true, r.errf(t.AsOf.pos(), "FOR SYSTEM_TIME AS OF cannot be used with an array path")
+	}
+	u := &UnnestRef{Alias: t.Alias, Offset: t.Offset, OffsetAlias: t.OffsetAlias, Pos: t.Name.Pos}
+	if u.Alias == "" {
+		u.Alias = t.Path[len(t.Path)-1]
+	}
+	quoted := make([]string, len(t.Path))
+	for i, p := range t.Path {
+		quoted[i] = quoteIdent(p)
+	}
+	names := filter.WithNames(func(parts []string, pos int) (string, int, error) {
+		if col, used, ok, err := r.outerResolve(parts, pos); ok {
+			return col, used, err
+		}
+		return "", 0, r.errf(pos, "Unrecognized name: %s", parts[0])
+	})
+	x, err := r.compileText(exprText{at: t.Name.Pos, text: strings.Join(quoted, ".")}, &schema.Schema{}, &scope{env: e}, names)
+	if err != nil {
+		return nil, true, err
+	}
+	if !strings.HasPrefix(x.Type(), "ARRAY<") && x.Type() != "NULL" {
+		return nil, true, r.errf(t.Name.Pos, "Values referenced in UNNEST must be arrays. UNNEST contains expression of type %s", x.Type())
+	}
+	rel, err := r.unnestValues(u, x, t.Name.Pos)
+	return rel, true, err
+}
+
+// elemAlias reports whether name is an UNNEST element's of rel (a range
+// variable for an array path: FROM t, t.recs AS r, r.arr).
+func (rel *relation) elemAlias(name string) bool {
+	for _, c := range rel.cols {
+		if c.elem && c.unq && strings.EqualFold(c.name, name) {
+			return true
+		}
+	}
+	return false
 }
