@@ -61,8 +61,8 @@
 //     BigQuery's canonical text (keys sorted, the first duplicate kept,
 //     numbers normalised); a JSON literal keeps its text as written.
 //     TO_JSON_STRING writes FLOAT64 in its shortest form (1.0 as 1:
-//     unverified against BigQuery); CONTAINS_SUBSTR compares lower-cased text without Unicode
-//     normalisation.
+//     unverified against BigQuery); CONTAINS_SUBSTR compares NFKC-normalized,
+//     case-folded text, field by field in a STRUCT or ARRAY.
 //   - Query parameters (@name, ?) are constants bound by WithParams
 //     (params.go); IN UNNEST takes an ARRAY parameter only.
 //   - Not supported: IN UNNEST of other arrays, subqueries (the query

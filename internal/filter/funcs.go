@@ -494,6 +494,7 @@ func init() {
 	registerRange()
 	registerGeo()
 	registerMore()
+	registerContains()
 	registerString()
 	registerHash()
 	registerFormat()

@@ -265,9 +265,4 @@ func registerMore() {
 	}
 	builtins["LEFT"] = leftRight(true)
 	builtins["RIGHT"] = leftRight(false)
-	builtins["CONTAINS_SUBSTR"] = func(c *checker, e *Call, args []node) (node, error) {
-		return c.sig(e, args, []typ{tString, tString}, tBool, func(a []value) (value, error) {
-			return value{b: strings.Contains(strings.ToLower(a[0].s), strings.ToLower(a[1].s))}, nil
-		})
-	}
 }

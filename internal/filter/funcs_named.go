@@ -44,6 +44,7 @@ var namedParams = map[string][]namedParam{
 	"JSON_SET":          {{name: "create_if_missing", t: tBool, def: value{b: true}, konst: true}},
 	"JSON_ARRAY_INSERT": {{name: "insert_each_element", t: tBool, def: value{b: true}, konst: true}},
 	"JSON_ARRAY_APPEND": {{name: "append_each_element", t: tBool, def: value{b: true}, konst: true}},
+	"CONTAINS_SUBSTR":   {{name: "json_scope", t: tString, def: value{s: "JSON_VALUES"}, konst: true}},
 	"JSON_STRIP_NULLS": {
 		{name: "include_arrays", t: tBool, def: value{b: true}, konst: true},
 		{name: "remove_empty", t: tBool, def: value{b: false}, konst: true},

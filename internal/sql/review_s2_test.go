@@ -211,7 +211,6 @@ func TestReviewS2QuantifiedLike(t *testing.T) {
 // 41), '35') is TRUE). We answer "No matching signature for function
 // CONTAINS_SUBSTR for argument types: STRUCT<...>, STRING".
 func TestReviewS2ContainsSubstrStruct(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT CONTAINS_SUBSTR((23, 35, 41), '35') AS a, CONTAINS_SUBSTR(['abc', 'Def'], 'de') AS b, "+
 		"CONTAINS_SUBSTR(STRUCT('x' AS p, 7 AS q), 'y') AS c",
 		"a:BOOLEAN b:BOOLEAN c:BOOLEAN\ntrue | true | false\n")
