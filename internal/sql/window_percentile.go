@@ -177,10 +177,11 @@ func splitPos(p *big.Rat, m int64) (int64, *big.Rat) {
 }
 
 // percentileValue is v as the result type (INT64 values of
-// PERCENTILE_CONT are FLOAT64).
+// PERCENTILE_CONT are FLOAT64, and NUMERIC ones with a FLOAT64
+// parameter).
 func (w *window) percentileValue(v any) any {
-	if i, ok := v.(int64); ok && w.typ == "FLOAT64" {
-		return float64(i)
+	if w.typ == "FLOAT64" {
+		return toFloat(v)
 	}
 	return v
 }
