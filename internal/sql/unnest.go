@@ -129,7 +129,7 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, h
 	af := left.field(col)
 	name := u.Alias
 	out := &relation{schema: &schema.Schema{}, vars: left.vars}
-	var srcIdx []int // output column -> left column, -1 element, -2 offset
+	var srcIdx []int // output column -> left column, -1 element, -2 offset, -3-k field k of a STRUCT element
 	add := func(c relCol, f schema.Field, src int) {
 		c.internal = fmt.Sprintf("__c%d", len(out.cols))
 		f.Name = c.internal
@@ -175,7 +175,16 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, h
 		add(c, *left.field(i), i)
 	}
 	elemAt := len(out.cols)
-	add(relCol{name: name, star: !usedR[-1], unq: !usedR[-1], elem: true}, elem, -1)
+	// An ARRAY of STRUCTs is a value table: the element (its alias) is
+	// the STRUCT, and its fields are columns too, those * expands
+	// (BigQuery's UNNEST: "a separate column for each field").
+	fields := elem.Type == schema.Record && len(elem.Fields) > 0
+	add(relCol{name: name, star: !usedR[-1] && !fields, unq: !usedR[-1], elem: true}, elem, -1)
+	if fields {
+		for k, f := range elem.Fields {
+			add(relCol{name: f.Name, star: true, unq: true}, *f, -3-k)
+		}
+	}
 	offsetAt := -1
 	if u.Offset {
 		offsetAt = len(out.cols)
@@ -258,10 +267,16 @@ func (r *runner) unnestJoin(j *JoinRef, left *relation, u *UnnestRef, col int, h
 			for _, c := range names {
 				var a arrow.Array
 				var err error
-				switch k := srcIdx[out.index(c)]; k {
-				case -1:
+				switch k := srcIdx[out.index(c)]; {
+				case k == -1:
 					a, err = takeArray(ctx, values, eidx)
-				case -2:
+				case k <= -3: // a field of the STRUCT element
+					st, ok := values.(*array.Struct)
+					if !ok {
+						return nil, fmt.Errorf("sql: UNNEST field of a %s array", values.DataType())
+					}
+					a, err = takeArray(ctx, st.Field(-3-k), eidx)
+				case k == -2:
 					b := array.NewInt64Builder(memory.DefaultAllocator)
 					for k, o := range offs {
 						if ei[k] < 0 {
