@@ -496,24 +496,27 @@ func registerJSONMut() {
 	builtins["JSON_KEYS"] = func(c *checker, e *Call, args []node) (node, error) {
 		args, named := namedTail(e.Name, args)
 		at, _ := arrayOf(tString)
-		m := constBool(named) // the constant STRING mode
-		if m.null {
-			return &constNode{v: constVec(at, nullValue), p: e.P}, nil
-		}
-		mode, ok := jsonKeysModes[m.s]
-		if !ok {
-			return nil, c.errf(named[0].pos(), "JSON_KEYS: invalid mode '%s'; expected 'strict', 'lax' or 'lax recursive'", m.s)
-		}
 		if err := c.arity(e, args, 1, 2); err != nil {
 			return nil, err
 		}
-		return c.sig(e, args, []typ{tJSON, tInt}[:len(args)], at, func(a []value) (value, error) {
+		want := []typ{tJSON, tInt}[:len(args)]
+		// As ZetaSQL's JsonKeysFunction: max_depth (NULL: no limit), then
+		// the mode (case-insensitive), then a NULL JSON or mode is NULL.
+		return c.sigStrict(e, append(args, named...), append(want, tString), at, false, func(a []value) (value, error) {
 			depth := -1
-			if len(a) == 2 {
+			if len(a) == 3 && !a[1].null {
 				if a[1].i <= 0 {
 					return value{}, fmt.Errorf("JSON_KEYS: max_depth must be positive")
 				}
 				depth = int(min(a[1].i, 1<<20))
+			}
+			m := a[len(a)-1]
+			mode, ok := jsonKeysModes[strings.ToLower(m.s)]
+			if !ok && !m.null {
+				return value{}, fmt.Errorf("Invalid JSON mode specified")
+			}
+			if a[0].null || m.null {
+				return nullValue, nil
 			}
 			v, err := jsonDecode(a[0].s)
 			if err != nil {

@@ -40,7 +40,7 @@ var namedParams = map[string][]namedParam{
 	"PARSE_JSON":        {{name: "wide_number_mode", t: tString, def: value{s: "exact"}}},
 	"FLOAT64":           {{name: "wide_number_mode", t: tString, def: value{s: "round"}}},
 	"TO_JSON":           {{name: "stringify_wide_numbers", t: tBool, def: value{b: false}}},
-	"JSON_KEYS":         {{name: "mode", t: tString, def: value{s: "strict"}, konst: true}},
+	"JSON_KEYS":         {{name: "mode", t: tString, def: value{s: "strict"}}},
 	"JSON_SET":          {{name: "create_if_missing", t: tBool, def: value{b: true}, konst: true}},
 	"JSON_ARRAY_INSERT": {{name: "insert_each_element", t: tBool, def: value{b: true}, konst: true}},
 	"JSON_ARRAY_APPEND": {{name: "append_each_element", t: tBool, def: value{b: true}, konst: true}},

@@ -81,7 +81,21 @@ func TestNamedArguments(t *testing.T) {
 		{`JSON_KEYS(JSON '{"a":[[{"b":1}]],"d":3}', mode => 'lax')`, `[a, d]`},
 		{`JSON_KEYS(JSON '{"a":[[{"b":1}]],"d":3}', mode => 'lax recursive')`, `[a, a.b, d]`},
 		{`JSON_KEYS(JSON '{"a":[{"b":{"e":1}}],"d":3}', 2, mode => 'lax')`, `[a, a.b, d]`},
-		{`JSON_KEYS(JSON '{"a":1}', mode => 'loose')`, `error: JSON_KEYS: invalid mode 'loose'; expected 'strict', 'lax' or 'lax recursive'`},
+		// The GoogleSQL reference's examples: 'lax' enters arrays that
+		// are not directly nested in arrays.
+		{`JSON_KEYS(JSON '{"a":[{"b":[{"c":1}]}]}', mode => "lax")`, `[a, a.b, a.b.c]`},
+		{`JSON_KEYS(JSON '{"a":[{"b":[[{"c":1}]]}]}', mode => "lax")`, `[a, a.b]`},
+		{`JSON_KEYS(JSON '{"a":[{"b":[[{"c":1}]]}]}', mode => "lax recursive")`, `[a, a.b, a.b.c]`},
+		// ZetaSQL's JsonKeysFunction: the mode is matched case-insensitively
+		// and may differ row by row; a NULL max_depth is no limit, a NULL
+		// mode or JSON gives NULL; its message for a bad mode.
+		{`JSON_KEYS(JSON '{"a":[{"b":1}]}', mode => 'LAX')`, `[a, a.b]`},
+		{`JSON_KEYS(JSON '{"a":[{"b":1}]}', mode => CONCAT('la', 'x'))`, `[a, a.b]`},
+		{`JSON_KEYS(JSON '{"a":{"b":{"c":1}}}', NULL)`, `[a, a.b, a.b.c]`},
+		{`JSON_KEYS(JSON '{"a":1}', mode => CAST(NULL AS STRING))`, `NULL`},
+		{`JSON_KEYS(CAST(NULL AS JSON), 1)`, `NULL`},
+		{`JSON_KEYS(JSON '{"a":1}', mode => 'loose')`, `error: Invalid JSON mode specified`},
+		{`JSON_KEYS(JSON '{"a":1}', 0)`, `error: JSON_KEYS: max_depth must be positive`},
 		// JSON_SET: create_if_missing => FALSE only replaces.
 		{`JSON_SET(JSON '{"a":1}', '$.b', 2)`, `{"a":1,"b":2}`},
 		{`JSON_SET(JSON '{"a":1}', '$.b', 2, create_if_missing => FALSE)`, `{"a":1}`},
