@@ -250,6 +250,7 @@ func (c *checker) column(e *Ident) (node, error) {
 	}
 	f := c.schema.Fields[i]
 	path := []string{f.Name}
+	var jsonPath []string // members of a JSON column: j.a.b
 	for k := 0; ; k++ {
 		if f.EffectiveMode() == schema.Repeated && c.query {
 			t, err := fullFieldType(f)
@@ -268,6 +269,10 @@ func (c *checker) column(e *Ident) (node, error) {
 			break
 		}
 		name := e.Parts[k+1]
+		if fieldType(f) == tJSON && c.query {
+			jsonPath = e.Parts[k+1:]
+			break
+		}
 		if fieldType(f) != tStruct {
 			return nil, c.errf(e.P, "Cannot access field %s on a value with type %s", name, fieldType(f))
 		}
@@ -295,7 +300,14 @@ func (c *checker) column(e *Ident) (node, error) {
 			return nil, c.errf(e.P, "%v", err)
 		}
 	}
-	return &colNode{path: path, t: t, p: e.P, key: strings.Join(path, "\x00")}, nil
+	var x node = &colNode{path: path, t: t, p: e.P, key: strings.Join(path, "\x00")}
+	for _, name := range jsonPath {
+		var err error
+		if x, err = c.jsonMember(x, name, e.P); err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
 }
 
 func (c *checker) check(e Expr) (node, error) {

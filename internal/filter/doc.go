@@ -57,7 +57,9 @@
 //   - CASE and IF evaluate a branch only for the rows that take it (after
 //     a failure over the whole batch), as BigQuery's lazy evaluation does.
 //   - JSON_VALUE/JSON_QUERY support $, .name, ."name", ['name'] and [n]
-//     paths; PARSE_JSON, TO_JSON and JSON_OBJECT/JSON_ARRAY produce
+//     paths (the JSON_EXTRACT family also [name], and [n] naming an
+//     object's member); in queries j.name, j['name'] and j[n] read JSON
+//     (json_access.go); PARSE_JSON, TO_JSON and JSON_OBJECT/JSON_ARRAY produce
 //     BigQuery's canonical text (keys sorted, the first duplicate kept,
 //     numbers normalised); a JSON literal keeps its text as written.
 //     TO_JSON_STRING writes FLOAT64 in its shortest form (1.0 as 1:

@@ -226,6 +226,9 @@ func (c *checker) index(e *Index) (node, error) {
 		return nil, err
 	}
 	t := x.typ()
+	if t == tJSON && c.query {
+		return c.jsonSubscript(e, x, i)
+	}
 	if !t.isArray() {
 		if e.Mode == "" {
 			return nil, c.errf(e.P, "Element access using [] is not supported on values of type %s", t)
@@ -306,6 +309,9 @@ func (c *checker) fieldAccess(e *FieldAccess) (node, error) {
 // field is x.name on a STRUCT x.
 func (c *checker) field(x node, name string, pos int) (node, error) {
 	t := x.typ()
+	if t == tJSON && c.query {
+		return c.jsonMember(x, name, pos)
+	}
 	ct := t.comp()
 	if ct == nil || ct.kind != tStruct {
 		return nil, c.errf(pos, "Cannot access field %s on a value with type %s", name, t)

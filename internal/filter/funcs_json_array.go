@@ -37,7 +37,7 @@ func registerJSONArray() {
 				if len(a) == 2 {
 					path = a[1].s
 				}
-				v, ok, err := jsonPath(a[0].s, path)
+				v, ok, err := jsonPathMode(a[0].s, path, strings.HasPrefix(e.Name, "JSON_EXTRACT"))
 				if err != nil || !ok {
 					return nullValue, err
 				}

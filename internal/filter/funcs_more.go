@@ -100,7 +100,13 @@ func truncFn(t typ) builtin {
 
 // jsonPath evaluates a JSONPath of the form GoogleSQL's JSON functions
 // take: $, then .name, ."quoted name", ['name'] or [index] steps.
-func jsonPath(doc, path string) (any, bool, error) {
+func jsonPath(doc, path string) (any, bool, error) { return jsonPathMode(doc, path, false) }
+
+// jsonPathMode is jsonPath; legacy is the JSON_EXTRACT family's JSONPath,
+// where a bracketed step may be an unquoted name ($[a]) and a number
+// names an object's member as well as an array's element (zetasql
+// compliance json_extract: "$[a][1]['b.c']").
+func jsonPathMode(doc, path string, legacy bool) (any, bool, error) {
 	d := json.NewDecoder(strings.NewReader(doc))
 	d.UseNumber()
 	var v any
@@ -142,10 +148,20 @@ func jsonPath(doc, path string) (any, bool, error) {
 				key = in[1 : len(in)-1]
 			} else {
 				n, err := strconv.Atoi(in)
-				if err != nil || n < 0 {
+				switch {
+				case legacy && (err != nil || n < 0) && in != "":
+					key = in
+				case err != nil || n < 0:
 					return nil, false, fmt.Errorf("Invalid JSONPath: %s", path)
+				case legacy:
+					if _, isObj := v.(map[string]any); isObj {
+						key = in
+						break
+					}
+					idx = n
+				default:
+					idx = n
 				}
-				idx = n
 			}
 		default:
 			return nil, false, fmt.Errorf("Invalid JSONPath: %s", path)
@@ -183,6 +199,7 @@ func registerMore() {
 			if scalar {
 				ret = tString
 			}
+			legacy := strings.HasPrefix(e.Name, "JSON_EXTRACT")
 			want := []typ{tJSON, tString}[:len(args)]
 			if args[0].typ() == tString {
 				want[0] = tString // the JSON-formatted STRING signature
@@ -195,7 +212,7 @@ func registerMore() {
 				if len(a) == 2 {
 					path = a[1].s
 				}
-				v, ok, err := jsonPath(a[0].s, path)
+				v, ok, err := jsonPathMode(a[0].s, path, legacy)
 				if err != nil || !ok || v == nil {
 					return nullValue, err
 				}

@@ -296,7 +296,6 @@ func TestReviewS2DatetimeFromParts(t *testing.T) {
 // path "$[a][1]['b.c']" (compliance json_extract: [10,20]) is "Invalid
 // JSONPath".
 func TestReviewS2JSONFieldAccess(t *testing.T) {
-	t.Skip("review-s2 finding, being fixed by fix-s2a: remove this line with the fix")
 	tables := map[string]string{"t": "id:INTEGER j:JSON\n1 | JSON '{\"a\": {\"b\": 5}, \"arr\": [10, 20], \"s\": \"x\"}'\n2 | JSON '{\"a\": null}'"}
 	reviewSCheck(t, tables, "SELECT id, j.a.b AS b, j.arr[1] AS e, j['s'] AS s, j.missing AS m FROM t ORDER BY id",
 		"id:INTEGER b:JSON e:JSON s:JSON m:JSON\n1 | 5 | 20 | \"x\" | NULL\n2 | NULL | NULL | NULL | NULL\n")
