@@ -61,7 +61,8 @@
 //     object's member); in queries j.name, j['name'] and j[n] read JSON
 //     (json_access.go); PARSE_JSON, TO_JSON and JSON_OBJECT/JSON_ARRAY produce
 //     BigQuery's canonical text (keys sorted, the first duplicate kept,
-//     numbers normalised); a JSON literal keeps its text as written.
+//     numbers normalised), as a JSON literal and the write paths
+//     (internal/jsoncanon) do.
 //     TO_JSON_STRING writes FLOAT64 in its shortest form (1.0 as 1:
 //     unverified against BigQuery); CONTAINS_SUBSTR compares NFKC-normalized,
 //     case-folded text, field by field in a STRUCT or ARRAY.

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bqstore/bqstore/internal/jsoncanon"
 )
 
 // jsonDecode parses one JSON document with numbers kept as text.
@@ -195,37 +197,12 @@ func jsonExact(v any) error {
 	return nil
 }
 
-// jsonNumber normalises a JSON number's text: integers that fit INT64 or
-// UINT64 stay exact, others are FLOAT64 in their shortest form.
-func jsonNumber(s string) string {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return strconv.FormatInt(i, 10)
-	}
-	if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-		return strconv.FormatUint(u, 10)
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return s
-	}
-	return jsonFloat(f)
-}
+// jsonNumber normalises a JSON number's text (jsoncanon.Number: the
+// write paths store JSON with the same rule).
+func jsonNumber(s string) string { return jsoncanon.Number(s) }
 
-// jsonFloat prints a JSON number held as FLOAT64: integral values below
-// 1e15 without a fraction, magnitudes of 1e15 and more in exponent form
-// (9.223372036854776e+20: the 15-digit limit of ZetaSQL's JSON writer,
-// as BigQuery prints PARSE_JSON(..., wide_number_mode => 'round')), the
-// rest as encoding/json does.
-func jsonFloat(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	if a := math.Abs(f); a >= 1e15 && a < 1e21 {
-		return strconv.FormatFloat(f, 'e', -1, 64)
-	}
-	out, _ := json.Marshal(f)
-	return string(out)
-}
+// jsonFloat prints a JSON number held as FLOAT64 (jsoncanon.Float).
+func jsonFloat(f float64) string { return jsoncanon.Float(f) }
 
 func canonicalJSON(doc string) (string, error) {
 	return canonicalJSONMode(doc, false)

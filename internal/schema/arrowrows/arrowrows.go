@@ -27,7 +27,6 @@ package arrowrows
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +41,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/bqstore/bqstore/internal/jsoncanon"
 	"github.com/bqstore/bqstore/internal/schema"
 	"github.com/bqstore/bqstore/internal/schema/protorows"
 )
@@ -852,10 +852,11 @@ func (s *state) value(c *conv, src arrow.Array, i int, dst *protorows.Column) er
 		dst.AppendString(wkt)
 	case kJSON:
 		v := stringAt(src, i)
-		if !jsonValid(v) {
+		canon, err := jsoncanon.Canonical([]byte(v))
+		if err != nil {
 			return badf(c, "invalid JSON value %q", clip(v))
 		}
-		dst.AppendString(v)
+		dst.AppendBytes(canon)
 	case kIntervalMDN:
 		dst.AppendInterval(src.(*array.MonthDayNanoInterval).Value(i))
 	case kIntervalDT:
@@ -921,8 +922,6 @@ func checkRange(c *conv, dst *protorows.Column) error {
 	}
 	return nil
 }
-
-func jsonValid(s string) bool { return json.Valid([]byte(s)) }
 
 func decString(v interface{ String() string }, scale int32) string {
 	s := v.String()

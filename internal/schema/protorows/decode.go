@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
 
+	"github.com/bqstore/bqstore/internal/jsoncanon"
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
@@ -607,10 +608,13 @@ func (s *decodeState) value(fp *fieldPlan, wt protowire.Type, u uint64, b []byte
 		}
 		c.AppendString(wkt)
 	case opJSON:
-		if !jsonValid(b) {
+		// Stored in BigQuery's canonical form (jsoncanon), which every
+		// output then returns.
+		canon, err := jsoncanon.Canonical(b)
+		if err != nil {
 			return badValue(fp, "invalid JSON value %s", quote(b))
 		}
-		c.AppendBytes(b)
+		c.AppendBytes(canon)
 	case opIntervalStr:
 		v, err := ParseInterval(string(b))
 		if err != nil {

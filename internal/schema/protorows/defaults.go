@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/decimal256"
 
+	"github.com/bqstore/bqstore/internal/jsoncanon"
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
@@ -782,10 +783,11 @@ func parseAs(f *schema.Field, s string) (any, error) {
 	case schema.BigNumeric:
 		return ParseBigNumeric(s)
 	case schema.JSON:
-		if !jsonValid([]byte(s)) {
+		canon, err := jsoncanon.Canonical([]byte(s))
+		if err != nil {
 			return nil, fmt.Errorf("invalid JSON %q", s)
 		}
-		return s, nil
+		return string(canon), nil
 	case schema.Interval:
 		return ParseInterval(s)
 	case schema.Range:

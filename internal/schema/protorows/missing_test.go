@@ -205,7 +205,7 @@ func TestDefaultExpressions(t *testing.T) {
 		{schema.Field{Type: schema.Numeric, DefaultValueExpression: "NUMERIC '1.5'"}, "1500000000"},
 		{schema.Field{Type: schema.Numeric, DefaultValueExpression: "3"}, "3000000000"},
 		{schema.Field{Type: schema.BigNumeric, DefaultValueExpression: "BIGNUMERIC '-1'"}, "big:-100000000000000000000000000000000000000"},
-		{schema.Field{Type: schema.JSON, DefaultValueExpression: `JSON '{"a": 1}'`}, `{"a": 1}`},
+		{schema.Field{Type: schema.JSON, DefaultValueExpression: `JSON '{"b": 1, "a": 2}'`}, `{"a":2,"b":1}`}, // stored canonical, as any JSON value
 		{schema.Field{Type: schema.Geography, DefaultValueExpression: "ST_GEOGPOINT(-1.5, 2)"}, "POINT(-1.5 2)"},
 		{schema.Field{Type: schema.Interval, DefaultValueExpression: "INTERVAL '1-0 0 0:0:0'"}, "{12 0 0}"},
 		{schema.Field{Type: schema.Range, RangeElementType: &schema.RangeElementType{Type: schema.Date}, DefaultValueExpression: "RANGE<DATE> '[1970-01-01, UNBOUNDED)'"}, "[0 <nil>]"},

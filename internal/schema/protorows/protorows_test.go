@@ -209,7 +209,7 @@ func TestDecodeEveryTypeAdaptProto2(t *testing.T) {
 		"t":   {"23:59:59.999999", "NULL"},
 		"dt":  {"0001-01-01T00:00:00", "NULL"},
 		"g":   {"POINT(-122.35 47.62)", "NULL"},
-		"j":   {`{"a": [1, 2, null]}`, "NULL"},
+		"j":   {`{"a":[1,2,null]}`, "NULL"}, // stored canonical (whitespace dropped)
 		"r":   {`{"end":null,"start":"2022-01-08"}`, "NULL"},
 		"rep": {"[1,2,3]", "[]"},
 	}

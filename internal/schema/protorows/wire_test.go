@@ -115,6 +115,12 @@ func TestAcceptedWireTypes(t *testing.T) {
 		{"geography<-geojson polygon", &schema.Field{Name: "c", Type: schema.Geography}, fld("c", 1, tString),
 			row{}.str(1, `{"type":"Polygon","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}`), "POLYGON((0 0, 1 0, 1 1, 0 0))"},
 		{"json", &schema.Field{Name: "c", Type: schema.JSON}, fld("c", 1, tString), row{}.str(1, `[1,{"a":"b"}]`), `[1,{"a":"b"}]`},
+		// BigQuery normalizes JSON when it stores it: whitespace dropped,
+		// the first of duplicate keys kept, keys in order, numbers in
+		// their canonical form (the same text PARSE_JSON gives).
+		{"json normalized", &schema.Field{Name: "c", Type: schema.JSON}, fld("c", 1, tString),
+			row{}.str(1, ` { "b" : 1, "a" : [1.50, 2e2, 10000000000000000000000], "b": 3, "c": {"z": "\u00e9<"} } `),
+			`{"a":[1.5,200,1e+22],"b":1,"c":{"z":"é<"}}`},
 		{"interval<-string", &schema.Field{Name: "c", Type: schema.Interval}, fld("c", 1, tString), row{}.str(1, "1-2 3 4:5:6.5"), `{"months":14,"days":3,"nanoseconds":14706500000000}`},
 		{"interval<-iso", &schema.Field{Name: "c", Type: schema.Interval}, fld("c", 1, tString), row{}.str(1, "P1Y2M3DT4H5M6.5S"), `{"months":14,"days":3,"nanoseconds":14706500000000}`},
 		{"interval<-Duration", &schema.Field{Name: "c", Type: schema.Interval}, fld("c", 1, tMessage, ".google.protobuf.Duration"),
