@@ -77,6 +77,13 @@ func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar, at int) (*relation
 			rs.types = append(rs.types, filter.FieldTypeName(sf))
 		}
 	}
+	// A value table of STRUCTs: the alias is the STRUCT too (SELECT v
+	// FROM UNNEST([STRUCT(...)]) AS v), a column * does not list.
+	self := -1
+	if fields && u.Alias != "" {
+		self, qual = len(rs.names), ""
+		rs.names, rs.types = append(rs.names, u.Alias), append(rs.types, elem)
+	}
 	for i, el := range elems {
 		if err := r.charge(cellBytes(el)+rowOverhead, "UNNEST"); err != nil {
 			return nil, err
@@ -87,7 +94,10 @@ func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar, at int) (*relation
 			if st, ok := el.(filter.Struct); ok {
 				row = append(row, st...)
 			} else {
-				row = make([]any, len(rs.names))
+				row = make([]any, len(rs.names)-1)
+			}
+			if self >= 0 {
+				row = append(row, el)
 			}
 		}
 		if u.Offset {
@@ -99,7 +109,11 @@ func (r *runner) unnestValues(u *UnnestRef, x *filter.Scalar, at int) (*relation
 		rs.names = append(rs.names, u.OffsetAlias)
 		rs.types = append(rs.types, "INT64")
 	}
-	return rowsRelation(rs, qual), nil
+	rel := rowsRelation(rs, qual)
+	if self >= 0 {
+		rel.cols[self].star, rel.cols[self].elem = false, true
+	}
+	return rel, nil
 }
 
 func closingBracket(toks []filter.Token) int {
