@@ -36,7 +36,7 @@ type rowGroup struct {
 func (s *Store) insert(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, stats *Stats) error {
 	ins := st.Insert
 	stats.DML = true
-	ref, err := qualify(project, q, ins.Table)
+	ref, err := s.target(project, q, ins.Table)
 	if err != nil {
 		return err
 	}

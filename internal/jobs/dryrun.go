@@ -100,7 +100,7 @@ func (s *Store) DryRun(ctx context.Context, project, location string, q Query) (
 // dryInsert checks an INSERT's target as its run does before it reads:
 // the table exists, is no view, and has the columns named.
 func (s *Store) dryInsert(project string, q Query, ins *sql.Insert) error {
-	ref, err := qualify(project, q, ins.Table)
+	ref, err := s.target(project, q, ins.Table)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,16 @@ func (s *Store) checkLocation(q Query, p, d string) error {
 	return nil
 }
 
+// target resolves the table a DDL or DML statement of q changes, which
+// must be in the job's location as a table it reads (checkLocation).
+func (s *Store) target(project string, q Query, n sql.TableName) (TableRef, error) {
+	ref, err := qualify(project, q, n)
+	if err != nil {
+		return ref, err
+	}
+	return ref, s.checkLocation(q, ref.Project, ref.Dataset)
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a

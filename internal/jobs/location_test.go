@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -22,7 +23,12 @@ func TestJobLocationFromData(t *testing.T) {
 		t.Fatal(err)
 	}
 	fillTable(t, cat, db, "t", 3) // p:d.t, in US
-	mustRun(t, s, "mk", "CREATE TABLE eu.t AS SELECT 1 AS x")
+	if _, err := s.Insert("p", "mk", "EU", Query{SQL: "CREATE TABLE eu.t AS SELECT 1 AS x"}); err != nil {
+		t.Fatal(err)
+	}
+	if j := wait(t, s, "mk"); j.Err != nil {
+		t.Fatal(j.Err)
+	}
 	for _, c := range []struct {
 		name string
 		q    Query
@@ -54,6 +60,13 @@ func TestJobLocationFromData(t *testing.T) {
 	j = wait(t, s, "eu_job")
 	if j.Err == nil || !strings.Contains(j.Err.Error(), "Not found: Dataset p:d was not found in location EU") {
 		t.Fatalf("an EU job reading a US dataset: %v", j.Err)
+	}
+	// A DML or DDL target too.
+	for i, sql := range []string{"INSERT INTO eu.t (x) VALUES (3)", "CREATE TABLE eu.z (a INT64)", "CREATE VIEW eu.w AS SELECT 1 AS a", "ALTER TABLE eu.t ADD COLUMN b INT64", "DROP TABLE eu.t"} {
+		j := runJob(t, s, fmt.Sprintf("target%d", i), Query{SQL: sql}) // location US
+		if j.Err == nil || !strings.Contains(j.Err.Error(), "Not found: Dataset p:eu was not found in location US") {
+			t.Errorf("a US job's %s: %v", sql, j.Err)
+		}
 	}
 	if _, err := s.Insert("p", "eu_ok", "eu", Query{SQL: "SELECT x FROM eu.t"}); err != nil {
 		t.Fatal(err)

@@ -319,7 +319,7 @@ func applyToSpec(patch catalog.TablePatch, spec *catalog.TableSpec) {
 func isNotFound(err error) bool { return errors.Is(err, catalog.ErrNotFound) }
 
 func (s *Store) createTable(ctx context.Context, project string, q Query, ct *sql.CreateTable, at time.Time, stats *Stats) error {
-	ref, err := qualify(project, q, ct.Name)
+	ref, err := s.target(project, q, ct.Name)
 	if ct.Temp {
 		ref, err = s.newTemp(ctx, q, ct.Name.Table)
 	}
@@ -464,7 +464,7 @@ func (s *Store) drop(ctx context.Context, project string, q Query, st *sql.State
 		}
 		return err
 	}
-	ref, err := qualify(project, q, d.Name)
+	ref, err := s.target(project, q, d.Name)
 	if err != nil {
 		return err
 	}
@@ -505,7 +505,7 @@ func (s *Store) alterTable(ctx context.Context, project string, q Query, st *sql
 	if a.What == "SCHEMA" {
 		return s.alterSchema(ctx, project, q, a, stats)
 	}
-	ref, err := qualify(project, q, a.Name)
+	ref, err := s.target(project, q, a.Name)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func (t *resultTable) Scan(ctx context.Context, cols []string, fn func(arrow.Rec
 
 func (s *Store) createView(ctx context.Context, project string, q Query, st *sql.Statement, at time.Time, stats *Stats) error {
 	cv := st.CreateView
-	ref, err := qualify(project, q, cv.Name)
+	ref, err := s.target(project, q, cv.Name)
 	if err != nil {
 		return err
 	}
