@@ -60,7 +60,6 @@ func TestReviewCArrayKeywordLiteral(t *testing.T) {
 // that BigQuery would run. Severity MEDIUM (a wrong statistic the clients
 // print and a limit enforced on it).
 func TestReviewCViewBytesProcessed(t *testing.T) {
-	t.Skip("review-c finding, being fixed by fix-s2b: remove this line with the fix")
 	e := newEnv(t)
 	e.fillSimple("t_rc_vb", 10)
 	if _, err := queryRows2(e, "CREATE VIEW d.v_rc_vb AS SELECT id, [1, 2] AS a FROM d.t_rc_vb"); err != nil {

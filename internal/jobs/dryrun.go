@@ -196,6 +196,11 @@ type sizingTable struct {
 }
 
 func (t *sizingTable) Scan(ctx context.Context, cols []string, fn func(arrow.RecordBatch) error) error {
+	if ct, ok := t.Table.(sql.ComputedTable); ok {
+		// A view: what its query read, as the run bills it.
+		*t.bytes += ct.ReadBytes()
+		return nil
+	}
 	return t.Table.Scan(ctx, cols, func(rec arrow.RecordBatch) error {
 		*t.bytes += sql.LogicalBytes(rec)
 		return nil

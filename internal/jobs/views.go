@@ -75,10 +75,13 @@ func (s *Store) openView(ctx context.Context, ct *catalog.Table, at time.Time) (
 	return &resultTable{res: res}, nil
 }
 
-// resultTable is a query result read as a table.
+// resultTable is a query result read as a table: a view's, which costs
+// what its query read (sql.ComputedTable), not the size of its rows.
 type resultTable struct{ res *sql.Result }
 
 func (t *resultTable) Schema() *schema.Schema { return t.res.Schema }
+
+func (t *resultTable) ReadBytes() int64 { return t.res.BytesProcessed }
 
 func (t *resultTable) Close() {}
 

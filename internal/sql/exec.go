@@ -28,6 +28,16 @@ type Table interface {
 	Close()
 }
 
+// A ComputedTable is a Table whose rows are computed rather than stored:
+// a logical view, whose query was run to give them. Reading it costs
+// what that query read, ReadBytes, on each Scan, not the logical size of
+// the rows Scan hands on (BigQuery bills a query through a view for the
+// base-table columns the view's query reads).
+type ComputedTable interface {
+	Table
+	ReadBytes() int64
+}
+
 // Resolver opens the table a query names, resolving a missing project or
 // dataset from the job's defaults. Its errors are returned as they are
 // (the API layer maps "not found" to BigQuery's notFound). Run calls it

@@ -129,9 +129,15 @@ func (r *runner) tableRelation(t Table, qual string) *relation {
 		rel.cols = append(rel.cols, relCol{internal: f.Name, qual: qual, name: f.Name, star: true, unq: true})
 		rel.schema.Fields = append(rel.schema.Fields, f)
 	}
+	computed, _ := t.(ComputedTable)
 	rel.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
+		if computed != nil {
+			r.bytes += computed.ReadBytes()
+		}
 		return t.Scan(ctx, cols, func(rec arrow.RecordBatch) error {
-			r.bytes += logicalBytes(rec)
+			if computed == nil {
+				r.bytes += logicalBytes(rec)
+			}
 			if len(cols) == 0 {
 				return fn(nil, int(rec.NumRows()))
 			}
