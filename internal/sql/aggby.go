@@ -54,3 +54,35 @@ func (q *selectQuery) checkHaving(a *agg) error {
 	a.args = append(a.args, a.havingBy)
 	return nil
 }
+
+// havingAggs are the aggregates that take HAVING MAX|MIN y: ANY_VALUE
+// (the MAX_BY state) and those whose state restarts when a row with a
+// new extreme y comes (atExtreme); the sketches (APPROX_*, HLL_COUNT)
+// and the synonyms MAX_BY/MIN_BY do not.
+var havingAggs = map[string]bool{"ANY_VALUE": true, "COUNT": true, "COUNTIF": true, "SUM": true, "AVG": true,
+	"MIN": true, "MAX": true, "LOGICAL_AND": true, "LOGICAL_OR": true, "BIT_AND": true, "BIT_OR": true, "BIT_XOR": true,
+	"STDDEV": true, "STDDEV_POP": true, "STDDEV_SAMP": true, "VARIANCE": true, "VAR_POP": true, "VAR_SAMP": true,
+	"CORR": true, "COVAR_POP": true, "COVAR_SAMP": true, "STRING_AGG": true, "ARRAY_AGG": true, "ARRAY_CONCAT_AGG": true}
+
+// atExtreme reports whether a row whose HAVING value is y is aggregated
+// (GoogleSQL's HAVING MAX|MIN: the rows at y's extreme, a NULL y never):
+// a row beyond the extreme so far restarts the state with it.
+func (a *agg) atExtreme(s *acc, y any) bool {
+	if y == nil {
+		return false
+	}
+	if s.hy != nil {
+		c := compareValues(y, s.hy)
+		if a.having == "MIN" {
+			c = -c
+		}
+		if c < 0 {
+			return false
+		}
+		if c == 0 {
+			return true
+		}
+	}
+	*s = acc{hy: y}
+	return true
+}

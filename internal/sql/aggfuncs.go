@@ -88,6 +88,10 @@ type acc struct {
 	// SUM, AVG of INTERVAL: the months and days summed (the time part
 	// in sumW).
 	ivMonths, ivDays int64
+
+	// HAVING MAX|MIN y (but in ANY_VALUE): the extreme y so far, whose
+	// rows the state holds.
+	hy any
 }
 
 type aggVal struct {
@@ -325,8 +329,11 @@ func (q *selectQuery) newAgg(call Span, clause string) (*agg, error) {
 		}
 	}
 	if a.having != "" {
-		if a.name != "ANY_VALUE" {
+		switch {
+		case !havingAggs[a.name]:
 			return nil, notSupported(q.src, a.havingPos, "HAVING "+a.having+" in "+a.name)
+		case a.distinct:
+			return nil, notSupported(q.src, a.havingPos, "HAVING "+a.having+" with DISTINCT in "+a.name)
 		}
 		if err := q.checkHaving(a); err != nil {
 			return nil, err
@@ -485,10 +492,13 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		return nil
 	}
 	v := vals[0][i]
+	if a.having != "" && a.name != "ANY_VALUE" && !a.atExtreme(s, vals[len(a.args)-1][i]) {
+		return nil
+	}
 	if a.name == "ARRAY_AGG" && v == nil && !a.ignoreNulls {
 		return a.addValue(s, v, vals, i)
 	}
-	if a.name == "MAX_BY" || a.name == "MIN_BY" || a.having != "" {
+	if a.name == "MAX_BY" || a.name == "MIN_BY" || a.having != "" && a.name == "ANY_VALUE" {
 		a.addBy(s, vals, i) // a NULL x is a value here
 		return nil
 	}
@@ -619,7 +629,7 @@ func (a *agg) add(s *acc, vals [][]any, i int, q *selectQuery) error {
 		}
 		av := aggVal{v: v.(string)}
 		for k := range a.order {
-			av.keys = append(av.keys, vals[1+k][i])
+			av.keys = append(av.keys, vals[len(a.args)+k][i])
 		}
 		s.vals = append(s.vals, av)
 	}
@@ -788,7 +798,7 @@ func (a *agg) addValue(s *acc, v any, vals [][]any, i int) error {
 	}
 	av := aggVal{x: v}
 	for k := range a.order {
-		av.keys = append(av.keys, vals[1+k][i])
+		av.keys = append(av.keys, vals[len(a.args)+k][i])
 	}
 	s.vals = append(s.vals, av)
 	return nil

@@ -41,6 +41,8 @@ func newAggStates(a *agg) aggStates {
 		return &distinctStates{inner: newAggStates(&inner)}
 	}
 	switch {
+	case a.having != "":
+		return &accStates{a: a} // HAVING MAX|MIN restarts an acc
 	case a.star || a.name == "COUNT" || a.name == "COUNTIF":
 		return &countStates{a: a}
 	case a.name == "SUM" && a.argType == "INT64":
