@@ -627,10 +627,42 @@ func (c *checker) extractInterval(e *Extract, x node) (node, error) {
 		}}, x)
 }
 
+// makeIntervalParts are MAKE_INTERVAL's parameters, each given by
+// position or by name (MAKE_INTERVAL(1, minute => 5, day => 2)).
+var makeIntervalParts = []string{"year", "month", "day", "hour", "minute", "second"}
+
+// omittedPart is the default of a MAKE_INTERVAL parameter the call does
+// not name (a value no valid call gives: it overflows every part).
+const omittedPart = math.MinInt64
+
 func registerInterval() {
+	var params []namedParam
+	for _, p := range makeIntervalParts {
+		params = append(params, namedParam{name: p, t: tInt, def: value{i: omittedPart}})
+	}
+	namedParams["MAKE_INTERVAL"] = params
 	builtins["MAKE_INTERVAL"] = func(c *checker, e *Call, args []node) (node, error) {
-		if err := c.arity(e, args, 0, 6); err != nil {
+		pos, named := namedTail(e.Name, args)
+		if err := c.arity(e, pos, 0, 6); err != nil {
 			return nil, err
+		}
+		// Each part from its position or its name, 0 when neither.
+		args = make([]node, 6)
+		for k := range args {
+			given := true
+			if n, ok := named[k].(*constNode); ok && !n.v.isNull(0) && n.v.i[0] == omittedPart {
+				given = false
+			}
+			switch {
+			case k < len(pos) && given:
+				return nil, c.errf(e.P, "MAKE_INTERVAL: argument %s is given both by position and by name", makeIntervalParts[k])
+			case k < len(pos):
+				args[k] = pos[k]
+			case given:
+				args[k] = named[k]
+			default:
+				args[k] = &constNode{v: constVec(tInt, value{i: 0}), p: e.P}
+			}
 		}
 		want := make([]typ, max(len(args), 1))
 		for i := range want {
