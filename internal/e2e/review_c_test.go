@@ -138,7 +138,6 @@ func queryRows2(e *env, sql string) ([][]bigquery.Value, error) {
 // location EU. A user's test of location handling passes here and fails
 // on BigQuery. Severity MEDIUM.
 func TestReviewCQueryLocationMismatch(t *testing.T) {
-	t.Skip("review-c finding, being fixed by jobs-misc (job location from data): remove this line with the fix")
 	e := newEnv(t)
 	e.fillSimple("t_rc_loc", 5)
 	if md, err := e.bq.Dataset("d").Metadata(e.ctx); err != nil || md.Location != "US" {
@@ -171,7 +170,7 @@ func TestReviewCQueryLocationMismatch(t *testing.T) {
 // message stops at "Not found: Table local:d.missing" (bq query prints
 // it; users grep logs for BigQuery's wording). Severity LOW (wording).
 func TestReviewCMissingTableMessage(t *testing.T) {
-	t.Skip("review-c finding, being fixed by jobs-misc (job location from data): remove this line with the fix")
+	t.Skip("review-c finding, being fixed by fix-jobs4: remove this line with the fix")
 	e := newEnv(t)
 	e.fillSimple("t_rc_mt", 1) // creates dataset d
 	_, err := e.bq.Query("SELECT * FROM d.missing").Read(e.ctx)
