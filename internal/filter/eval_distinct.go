@@ -98,3 +98,12 @@ func (n *distinctNode) eval(ctx *evalCtx) (*vec, error) {
 	}
 	return out, nil
 }
+
+// Groupable reports whether values of the GoogleSQL type typeName (as
+// Scalar.Type spells it) can be GROUP BY and SELECT DISTINCT keys: not
+// GEOGRAPHY or JSON, nor an ARRAY or STRUCT holding one (BigQuery's
+// data types reference, "Groupable data types").
+func Groupable(typeName string) bool {
+	t, err := parseTypeName(typeName)
+	return err == nil && groupable(t)
+}

@@ -260,9 +260,15 @@ func (q *selectQuery) runAggregate(ctx context.Context, items []Item, where *fil
 		if err != nil {
 			return nil, err
 		}
+		// BigQuery groups every type but GEOGRAPHY and JSON, an ARRAY or
+		// STRUCT when its elements or fields group.
 		switch k := typeKind(x.Type()); k {
-		case "GEOGRAPHY", "JSON", "ARRAY":
+		case "GEOGRAPHY", "JSON":
 			return nil, q.errf(gs.pos(), "Grouping by expressions of type %s is not allowed", k)
+		case "ARRAY", "STRUCT":
+			if !filter.Groupable(x.Type()) {
+				return nil, q.errf(gs.pos(), "Grouping by expressions of type %s is not allowed", x.Type())
+			}
 		}
 		groupX[g] = x
 		name := fmt.Sprintf("__g%d", g)

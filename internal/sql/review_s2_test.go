@@ -261,8 +261,21 @@ func TestReviewS2UngroupableTypesAccepted(t *testing.T) {
 			t.Errorf("%s\ngot:\n%swant:\n%s", tc.q, got, want)
 		}
 	}
-	// Still accepted: STRUCTs group in GROUP BY and SELECT DISTINCT.
+	// Accepted: ARRAYs and STRUCTs group in GROUP BY and SELECT DISTINCT
+	// (refused before: "Column x of type ARRAY cannot be used in SELECT
+	// DISTINCT", "Grouping by expressions of type ARRAY is not allowed"),
+	// unless they hold a type that does not group.
 	reviewSCheck(t, tables, "SELECT DISTINCT STRUCT(k > 1 AS b) AS s FROM l WHERE k IS NOT NULL", "s:RECORD<b:BOOLEAN>\n{b: false}\n{b: true}\n")
+	reviewSCheck(t, tables, "SELECT DISTINCT [k > 1, TRUE] AS x FROM l WHERE k IS NOT NULL ORDER BY x[OFFSET(0)]", "x:BOOLEAN:REPEATED\n[false, true]\n[true, true]\n")
+	reviewSCheck(t, tables, "SELECT [COALESCE(k, 0) > 1] AS x, COUNT(*) AS c FROM l GROUP BY x ORDER BY c", "x:BOOLEAN:REPEATED c:INTEGER\n[true] | 1\n[false] | 2\n")
+	for _, tc := range []struct{ q, want string }{
+		{"SELECT [JSON '1'] AS x FROM l GROUP BY 1", "Grouping by expressions of type ARRAY<JSON> is not allowed at [1:8]"},
+		{"SELECT DISTINCT [ST_GEOGPOINT(1, 2)] AS x FROM l", "Column x of type ARRAY<GEOGRAPHY> cannot be used in SELECT DISTINCT at [1:17]"},
+	} {
+		if got, want := reviewSQuery(t, tables, tc.q), "error: "+tc.want+"\n"; got != want {
+			t.Errorf("%s\ngot:\n%swant:\n%s", tc.q, got, want)
+		}
+	}
 }
 
 // TestReviewS2DatetimeFromParts (valid query refused, MEDIUM):

@@ -235,9 +235,11 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if sel.Distinct {
 		for i, it := range items {
 			// JSON and GEOGRAPHY do not group (BigQuery's data types
-			// reference); an ARRAY does, but is not grouped here yet.
-			if k := typeKind(out.types[i]); k == "ARRAY" || k == "JSON" || k == "GEOGRAPHY" {
+			// reference), nor an ARRAY or STRUCT holding one.
+			if k := typeKind(out.types[i]); k == "JSON" || k == "GEOGRAPHY" {
 				return nil, q.errf(it.pos, "Column %s of type %s cannot be used in SELECT DISTINCT", it.Alias, k)
+			} else if (k == "ARRAY" || k == "STRUCT") && !filter.Groupable(out.types[i]) {
+				return nil, q.errf(it.pos, "Column %s of type %s cannot be used in SELECT DISTINCT", it.Alias, out.types[i])
 			}
 		}
 		rows = distinct(rows, len(items))
