@@ -755,45 +755,6 @@ func (c *checker) inNodes(e *In, x node, list []Expr, checked []node) (node, err
 	return c.fold(n, append([]node{x}, items...)...)
 }
 
-func (c *checker) like(e *Like) (node, error) {
-	if e.Quant != "" {
-		return c.quantifiedLike(e)
-	}
-	x, err := c.check(e.X)
-	if err != nil {
-		return nil, err
-	}
-	pat, err := c.check(e.Pattern)
-	if err != nil {
-		return nil, err
-	}
-	t := x.typ()
-	if t == tNull {
-		t = pat.typ()
-	}
-	if t == tNull {
-		t = tString
-	}
-	if t != tString && t != tBytes {
-		return nil, c.errf(e.P, "No matching signature for operator LIKE for argument types: %s, %s", x.typ(), pat.typ())
-	}
-	if x, err = c.coerce(x, t, "operator LIKE"); err != nil {
-		return nil, err
-	}
-	if pat, err = c.coerce(pat, t, "operator LIKE"); err != nil {
-		return nil, err
-	}
-	n := &likeNode{x: x, pat: pat, not: e.Not, bytes: t == tBytes, p: e.P}
-	if v, ok := constValue(pat); ok && !v.null {
-		m, err := compileLike(v.s, t == tBytes)
-		if err != nil {
-			return nil, c.errf(e.Pattern.Pos(), "%s", err.Error())
-		}
-		n.m = m
-	}
-	return c.fold(n, x, pat)
-}
-
 func (c *checker) cast(e *Cast) (node, error) {
 	x, err := c.check(e.X)
 	if err != nil {
