@@ -404,6 +404,10 @@ func typeField(name string, t typ) *schema.Field {
 // values in order. An ARRAY value is a []any of its elements.
 type Struct []any
 
+// Range is a RANGE value as Scalar.Values returns it: its bounds, nil
+// where unbounded.
+type Range struct{ Start, End any }
+
 // goValue converts x of type t to the Go value Scalar.Values returns
 // (its strings copied).
 func goValue(t typ, x value) any {
@@ -412,7 +416,7 @@ func goValue(t typ, x value) any {
 	}
 	if c := t.comp(); c != nil {
 		if c.kind == tRange {
-			return Struct{goValue(c.elem, x.a[0]), goValue(c.elem, x.a[1])}
+			return Range{goValue(c.elem, x.a[0]), goValue(c.elem, x.a[1])}
 		}
 		if c.kind == tArray {
 			out := make([]any, len(x.a))
@@ -456,6 +460,8 @@ func fromGo(t typ, v any) (value, error) {
 			elems = y
 		case Struct:
 			elems = y
+		case Range:
+			elems = []any{y.Start, y.End}
 		default:
 			return value{}, fmt.Errorf("a %T for a value of type %s", v, t)
 		}

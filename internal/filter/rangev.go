@@ -12,9 +12,8 @@ import (
 // types are (composite.go), so RANGE<DATE> and RANGE<TIMESTAMP> are
 // different typ values. A value holds its two bounds in a (start, end),
 // each NULL when unbounded; a vec holds its rows in c. Scalar.Values
-// gives a RANGE as a Struct of its two bounds (nil: unbounded), which is
-// how the query engine writes it to the Arrow struct<start, end> of a
-// RANGE column. The bare tRange kind is what row_restriction gives a
+// gives a RANGE as a Range of its two bounds (nil: unbounded), which the
+// query engine writes to the Arrow struct<start, end> of a RANGE column. The bare tRange kind is what row_restriction gives a
 // RANGE column (only IS [NOT] NULL reads it).
 //
 // A range is [start, end): start is included, end excluded, and start <

@@ -199,15 +199,15 @@ func paramGo(label string, t *queryParameterType, v *queryParameterValue) (strin
 		if err := json.Unmarshal(v.RangeValue, &rv); err != nil {
 			return "", nil, invalid("Invalid value for query parameter %s: %s", label, v.RangeValue)
 		}
-		var out filter.Struct
-		for _, b := range []*queryParameterValue{rv.Start, rv.End} {
+		var bounds [2]any
+		for i, b := range []*queryParameterValue{rv.Start, rv.End} {
 			x, e := scalarParam(label, strings.ToUpper(et.Type), b)
 			if e != nil {
 				return "", nil, e
 			}
-			out = append(out, x)
+			bounds[i] = x
 		}
-		return name, out, nil
+		return name, filter.Range{Start: bounds[0], End: bounds[1]}, nil
 	default:
 		x, e := scalarParam(label, typ, v)
 		return canonicalType(typ), x, e

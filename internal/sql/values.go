@@ -19,8 +19,8 @@ import (
 )
 
 // Values are as filter.Scalar.Values returns them: nil (NULL), bool,
-// int64, float64, *big.Rat, string, filter.IntervalValue, []any (ARRAY)
-// or filter.Struct.
+// int64, float64, *big.Rat, string, filter.IntervalValue, filter.Range,
+// []any (ARRAY) or filter.Struct.
 
 // appendKey appends an encoding of v that is equal for values GROUP BY
 // and DISTINCT treat as equal: -0 and +0 are one key, every NaN is one key.
@@ -52,6 +52,8 @@ func appendKey(dst []byte, v any) []byte {
 		// Intervals that compare equal (1 MONTH, 30 DAY) are one group,
 		// as in GoogleSQL.
 		return binary.BigEndian.AppendUint64(append(dst, 8), uint64(x.Total()))
+	case filter.Range:
+		return appendKey(appendKey(append(dst, 9), x.Start), x.End)
 	}
 	return appendCompositeKey(dst, v)
 }
@@ -98,6 +100,13 @@ func compareValues(a, b any) int {
 		return x.Cmp(b.(*big.Rat))
 	case string:
 		return strings.Compare(x, b.(string))
+	case filter.Range:
+		// By start (unbounded first), then by end (unbounded last).
+		y := b.(filter.Range)
+		if c := compareBound(x.Start, y.Start, -1); c != 0 {
+			return c
+		}
+		return compareBound(x.End, y.End, 1)
 	case filter.IntervalValue:
 		y := b.(filter.IntervalValue)
 		switch xt, yt := x.Total(), y.Total(); {
@@ -109,6 +118,20 @@ func compareValues(a, b any) int {
 		return 0
 	}
 	return 0
+}
+
+// compareBound orders two bounds of a range, nil (unbounded) standing
+// for nilOrder: -1 before every value, 1 after.
+func compareBound(a, b any, nilOrder int) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return nilOrder
+	case b == nil:
+		return -nilOrder
+	}
+	return compareValues(a, b)
 }
 
 // distinct keeps the first of each set of equal rows (over the first n
@@ -323,6 +346,9 @@ func appendValue(fb array.Builder, v any, nullArrays bool) error {
 			}
 		}
 	case *array.StructBuilder:
+		if r, ok := v.(filter.Range); ok {
+			v = filter.Struct{r.Start, r.End} // a RANGE column's struct<start, end>
+		}
 		fields, ok := v.(filter.Struct)
 		if !ok || len(fields) != b.NumField() {
 			return fmt.Errorf("value %T for a STRUCT column", v)
