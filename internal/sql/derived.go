@@ -264,6 +264,20 @@ func (r *runner) convertRows(rs *rowset) (*heldRows, error) {
 	return h, nil
 }
 
+// dropHeld lets go of the FROM subqueries' tables held since r.held had
+// n: their block has ended, and nothing else reads them (a WITH entry's,
+// which other blocks may read, is not among them). A correlated
+// subquery runs once per binding: each run's tables were charged anew
+// and never released.
+func (r *runner) dropHeld(n int) {
+	for _, h := range r.held[n:] {
+		r.release(h.charged)
+		h.charged, h.batches = 0, nil
+	}
+	clear(r.held[n:])
+	r.held = r.held[:n]
+}
+
 // testHookDerivedHeld, set by a test, is called when a derived table is
 // held, with what it was charged.
 var testHookDerivedHeld func(charged int64)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/bqstore/bqstore/internal/schema"
 )
 
 // TestDerivedTableBudget: a derived table (a FROM subquery, a WITH entry
@@ -96,5 +98,29 @@ func TestPlainSlicesBigBatch(t *testing.T) {
 		if k%1000%3 != 0 || row[1] != fmt.Sprintf("s%07d!", k) || row[2] != int64(i+1) || row[3] != 2*k {
 			t.Fatalf("row %d: %v", i, row)
 		}
+	}
+}
+
+// TestDerivedReleasedPerRun: a correlated subquery runs once per
+// distinct outer value; a derived table in its FROM is held for that run
+// only, and its charge is released when the run's block ends. It was
+// charged again on every run and never released, so 30 runs over a
+// 2,000-row derived table (16 KB of INT64 each) passed a 256 KiB budget
+// that one run fits many times over.
+func TestDerivedReleasedPerRun(t *testing.T) {
+	const n = 2_000
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = []any{int64(i)}
+	}
+	tbl := &memTable{schema: &schema.Schema{Fields: []*schema.Field{{Name: "k", Type: schema.Integer}}}, rows: rows, batch: 512}
+	resolve := func(context.Context, TableName) (Table, error) { return tbl, nil }
+	const q = "SELECT COUNT(*) FROM t AS a WHERE a.k < 30 AND EXISTS (SELECT 1 FROM (SELECT k FROM t) AS d WHERE d.k = a.k)"
+	res, err := Run(context.Background(), q, resolve, Options{MaxMemory: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Rows); got != "[[30]]" {
+		t.Errorf("got %s, want [[30]]", got)
 	}
 }

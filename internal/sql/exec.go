@@ -215,6 +215,9 @@ type runner struct {
 	// materialized: their SELECT block appends its rows to Arrow batches
 	// (derived.go).
 	holding map[*Query]bool
+	// held are the FROM subqueries' tables of the blocks running,
+	// innermost last: each is let go when its block ends (dropHeld).
+	held []*heldRows
 	// depth is how many queries enclose the one running: each level of
 	// expression subqueries re-reads its whole text, so an unbounded
 	// nesting costs time quadratic in the query's length.
@@ -359,6 +362,7 @@ func (r *runner) from(ctx context.Context, f FromItem, e *env) (*relation, error
 		if err != nil {
 			return nil, err
 		}
+		r.held = append(r.held, rs.held) // let go when the block ends (derived.go)
 		return rowsRelation(rs, f.Alias), nil
 	case *JoinRef:
 		return r.join(ctx, f, e)

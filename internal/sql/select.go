@@ -57,6 +57,7 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 	if sel.Where != nil {
 		r.markPrunable(sel.From, sel.Where)
 	}
+	defer r.dropHeld(len(r.held))
 	in, err := r.from(ctx, sel.From, e)
 	if err != nil {
 		return nil, err
