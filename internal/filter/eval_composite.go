@@ -75,7 +75,9 @@ func (c *checker) arrayLit(e *ArrayLit) (node, error) {
 	for i, n := range elems {
 		var err error
 		if elems[i], err = c.coerce(n, et, "ARRAY"); err != nil {
-			return nil, c.errf(e.Elems[i].Pos(), "Array element type %s does not coerce to %s", n.typ(), et)
+			if elems[i] = c.retypeStructLit(e.Elems[i], et); elems[i] == nil {
+				return nil, c.errf(e.Elems[i].Pos(), "Array element type %s does not coerce to %s", n.typ(), et)
+			}
 		}
 	}
 	t, err := arrayOf(et)
@@ -83,6 +85,26 @@ func (c *checker) arrayLit(e *ArrayLit) (node, error) {
 		return nil, c.errf(e.P, "%v", err)
 	}
 	return c.fold(&makeNode{args: elems, t: t, p: e.P}, elems...)
+}
+
+// retypeStructLit checks an untyped STRUCT literal or tuple element of an
+// array literal again as a literal of the array's STRUCT element type t,
+// so that its fields take t's field types: a NULL field, which a struct
+// literal alone types INT64, becomes t's field type, as in
+// ARRAY<STRUCT<x INT64, y STRING>>[(7, 'a'), (8, NULL)]. It answers nil
+// when x is not such a literal or does not fit t.
+func (c *checker) retypeStructLit(x Expr, t typ) node {
+	sl, ok := x.(*StructLit)
+	if !ok || sl.Type != "" || !t.isStruct() || len(sl.Fields) != len(t.comp().fields) {
+		return nil
+	}
+	typed := *sl
+	typed.Type = t.String()
+	n, err := c.structLit(&typed)
+	if err != nil || n.typ() != t {
+		return nil
+	}
+	return n
 }
 
 // nullFieldsType retries the common type of an array literal's elements
