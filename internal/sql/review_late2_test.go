@@ -26,7 +26,6 @@ import (
 // order them so, or refuse them as unorderable: silently unsorted rows
 // are the worst answer.
 func TestReviewLate2RangeOrdering(t *testing.T) {
-	t.Skip("review-late2 finding, being fixed by fix-late-s: remove this line with the fix")
 	const rs = "[RANGE<DATE> '[2020-01-02, 2020-02-01)', RANGE<DATE> '[2020-01-01, 2020-03-01)', " +
 		"RANGE<DATE> '[2019-12-01, 2020-01-01)', RANGE<DATE> '[2020-01-01, 2020-01-15)']"
 	reviewSCheck(t, nil, "SELECT r FROM UNNEST("+rs+") AS r ORDER BY r",
@@ -49,7 +48,6 @@ func TestReviewLate2RangeOrdering(t *testing.T) {
 // 0:0:0, MAKE_INTERVAL(hour => 10, second => 20) = 0-0 0 10:0:20,
 // MAKE_INTERVAL(1, minute => 5, day => 2) = 1-0 2 0:5:0.
 func TestReviewLate2MakeIntervalNamedArguments(t *testing.T) {
-	t.Skip("review-late2 finding, being fixed by fix-late-s: remove this line with the fix")
 	reviewSCheck(t, nil, "SELECT CAST(MAKE_INTERVAL(1, 6, 15) AS STRING) AS i1, "+
 		"CAST(MAKE_INTERVAL(hour => 10, second => 20) AS STRING) AS i2, "+
 		"CAST(MAKE_INTERVAL(1, minute => 5, day => 2) AS STRING) AS i3",
