@@ -67,7 +67,6 @@ func TestReviewLate2MakeIntervalNamedArguments(t *testing.T) {
 // queries (a correlated FROM subquery is an ordinary subquery). What
 // the derived table adds to the peak must not grow with the outer rows.
 func TestReviewLate2CorrelatedDerivedChargeKept(t *testing.T) {
-	t.Skip("review-late2 finding, being fixed by fix-late-s: remove this line with the fix")
 	var sb strings.Builder
 	sb.WriteString("x:INTEGER\n")
 	for i := 0; i < 3000; i++ {
