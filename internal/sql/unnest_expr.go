@@ -40,6 +40,16 @@ func (r *runner) unnestRight(j *JoinRef, left *relation, u *UnnestRef, parts []s
 			return joined, nil, err
 		}
 	}
+	// A subquery of the expression sees left's row, as one of a select
+	// list sees its block's: a correlated one becomes a column of left
+	// (correlated.go), computed per row before the array.
+	q := &selectQuery{runner: r, in: left, env: e}
+	text, consts, err := r.substituteText(text, q.scope())
+	if err != nil {
+		return nil, nil, err
+	}
+	nLeft := len(left.cols)
+	left = q.in
 	inner := left.names(r.src)
 	names := filter.WithNames(func(parts []string, pos int) (string, int, error) {
 		col, used, err := inner(parts, pos)
@@ -50,9 +60,18 @@ func (r *runner) unnestRight(j *JoinRef, left *relation, u *UnnestRef, parts []s
 		}
 		return col, used, err
 	})
-	x, err := r.compileText(text, left.schema, &scope{env: e}, names)
+	x, err := r.compileText(text, left.schema, nil, names, filter.WithConstants(consts))
 	if err != nil {
 		return nil, nil, err
+	}
+	if len(left.cols) > nLeft {
+		// The subqueries' columns, now compiled into x, are nameless.
+		hidden := *left
+		hidden.cols = append([]relCol(nil), left.cols...)
+		for k := nLeft; k < len(hidden.cols); k++ {
+			hidden.cols[k].name, hidden.cols[k].unq = "", false
+		}
+		left = &hidden
 	}
 	if len(x.Columns()) == 0 {
 		right, err := r.unnestValues(u, x, text.at)
