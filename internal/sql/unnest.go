@@ -28,6 +28,9 @@ import (
 // an ARRAY of STRUCT: their fields, as columns qualified by the alias),
 // then WITH OFFSET's position.
 func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
+	if err := r.unnestAgg(u); err != nil {
+		return nil, err
+	}
 	// Inside a subquery, the expression may name the enclosing blocks'
 	// columns (correlated: UNNEST(t.arr) of the outer row's array).
 	outer := func(parts []string, pos int) (string, int, error) {
@@ -44,6 +47,16 @@ func (r *runner) unnestLiteral(u *UnnestRef, e *env) (*relation, error) {
 		return nil, notSupported(r.src, u.Expr.pos(), "UNNEST of this expression (an array of constants or an ARRAY column of an earlier FROM item)")
 	}
 	return r.unnestValues(u, x, u.Expr.pos())
+}
+
+// unnestAgg refuses an aggregate call in UNNEST's array expression, with
+// BigQuery's message (an aggregate inside a subquery of it is the
+// subquery's own).
+func (r *runner) unnestAgg(u *UnnestRef) error {
+	if at, ok := findAgg(u.Expr.toks); ok {
+		return r.errf(at, "Aggregate function %s not allowed in UNNEST", strings.ToUpper(u.Expr.toks[indexAt(u.Expr.toks, at)].Text))
+	}
+	return nil
 }
 
 // unnestValues is the relation of the elements of x, an expression of

@@ -27,6 +27,9 @@ import (
 // right input. text is the array expression (for the implicit array
 // path: the path, quoted).
 func (r *runner) unnestRight(j *JoinRef, left *relation, u *UnnestRef, parts []string, text exprText, e *env) (joined, right *relation, err error) {
+	if err := r.unnestAgg(u); err != nil {
+		return nil, nil, err
+	}
 	if parts != nil {
 		i, used, err := left.resolve(r.src, parts, text.at)
 		if err == nil && used == len(parts) {
