@@ -170,7 +170,6 @@ func TestReviewCQueryLocationMismatch(t *testing.T) {
 // message stops at "Not found: Table local:d.missing" (bq query prints
 // it; users grep logs for BigQuery's wording). Severity LOW (wording).
 func TestReviewCMissingTableMessage(t *testing.T) {
-	t.Skip("review-c finding, being fixed by fix-jobs4: remove this line with the fix")
 	e := newEnv(t)
 	e.fillSimple("t_rc_mt", 1) // creates dataset d
 	_, err := e.bq.Query("SELECT * FROM d.missing").Read(e.ctx)

@@ -733,12 +733,12 @@ func (s *Store) open(project string, q Query, n sql.TableName, at time.Time) (sq
 	if err := s.checkLocation(q, p, d); err != nil {
 		return nil, err
 	}
-	notFound := &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Table %s:%s.%s", p, d, n.Table)}
+	notFound := &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Table %s:%s.%s", p, d, n.Table) + q.inLocation()}
 	ct, err := s.cat.Table(p, d, n.Table)
 	if err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
 			if strings.HasPrefix(err.Error(), "Not found: Dataset") {
-				notFound.Msg = fmt.Sprintf("Not found: Dataset %s:%s", p, d)
+				notFound.Msg = fmt.Sprintf("Not found: Dataset %s:%s", p, d) + q.inLocation()
 			}
 			return nil, notFound
 		}
@@ -787,7 +787,7 @@ func (s *Store) wildcard(project string, q Query, n sql.TableName) ([]sql.Wildca
 	tables, err := s.cat.ListTables(ref.Project, ref.Dataset)
 	if err != nil {
 		if errors.Is(err, catalog.ErrNotFound) {
-			return nil, &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Dataset %s:%s", ref.Project, ref.Dataset)}
+			return nil, &TableError{NotFound: true, Msg: fmt.Sprintf("Not found: Dataset %s:%s", ref.Project, ref.Dataset) + q.inLocation()}
 		}
 		return nil, err
 	}

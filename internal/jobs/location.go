@@ -106,6 +106,19 @@ func (s *Store) checkLocation(q Query, p, d string) error {
 	return nil
 }
 
+// inLocation is what BigQuery appends to a query's "Not found: Table
+// p:d.t" or "Not found: Dataset p:d": " was not found in location US"
+// (the job's location; users' reports: "Not found: Table
+// p:d.t was not found in location US", "Not found: Dataset p:d was not
+// found in location US"), "" when q has none (a view's query). tables.get
+// and the other REST verbs keep the bare form.
+func (q Query) inLocation() string {
+	if q.location == "" {
+		return ""
+	}
+	return " was not found in location " + q.location
+}
+
 // target resolves the table a DDL or DML statement of q changes, which
 // must be in the job's location as a table it reads (checkLocation).
 func (s *Store) target(project string, q Query, n sql.TableName) (TableRef, error) {

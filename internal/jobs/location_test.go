@@ -75,3 +75,25 @@ func TestJobLocationFromData(t *testing.T) {
 		t.Fatalf("an eu job (lower case) reading an EU dataset: %v", j.Err)
 	}
 }
+
+// TestQueryNotFoundNamesLocation: a query naming a table or dataset that
+// does not exist fails as BigQuery's, naming the job's location: 404
+// "Not found: Table p:d.t was not found in location US" (users' reports:
+// mozilla/bigquery-etl#1698), "Not found: Dataset p:d was not found in
+// location US" (googleapis/google-cloud-python#15691); before, the
+// message stopped at the table or dataset.
+func TestQueryNotFoundNamesLocation(t *testing.T) {
+	s, cat, db := engineStore(t, Options{})
+	fillTable(t, cat, db, "t", 1) // p:d.t, in US
+	for i, c := range []struct{ sql, want string }{
+		{"SELECT * FROM d.missing", "Not found: Table p:d.missing was not found in location US"},
+		{"SELECT * FROM nope.t", "Not found: Dataset p:nope was not found in location US"},
+		{"SELECT * FROM `nope.t*`", "Not found: Dataset p:nope was not found in location US"},
+		{"SELECT 1; SELECT * FROM d.t JOIN d.gone USING (id)", "Not found: Table p:d.gone was not found in location US"},
+	} {
+		j := runJob(t, s, fmt.Sprintf("nf%d", i), Query{SQL: c.sql})
+		if te, ok := j.Err.(*TableError); !ok || !te.NotFound || te.Msg != c.want {
+			t.Errorf("%s: %#v, want NotFound %q", c.sql, j.Err, c.want)
+		}
+	}
+}
