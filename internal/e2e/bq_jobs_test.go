@@ -56,11 +56,27 @@ func newBQCLI(t *testing.T, e *env) *bqCLI {
 	)}
 }
 
+// bqProcessTimeout bounds one bq process, so a hung bq fails its test
+// instead of the package. It bounds each process rather than a whole test:
+// bq is a Python program that needs seconds of CPU to start, and on a loaded
+// machine a test of many bq commands took longer than a whole-test bound
+// while every command worked (TestBQQuery was killed after 5 minutes, in
+// its 13th command, whose output was right).
+const bqProcessTimeout = 3 * time.Minute
+
+// bqCommand is exec.Command for one bq process under bqProcessTimeout; the
+// caller calls the returned cancel when the process is done.
+func bqCommand(path string, args ...string) (*exec.Cmd, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), bqProcessTimeout)
+	return exec.CommandContext(ctx, path, args...), cancel
+}
+
 // run runs bq with args and returns its stdout, its stderr and its exit
 // status.
 func (b *bqCLI) run(args ...string) (string, string, int) {
 	b.t.Helper()
-	cmd := exec.CommandContext(b.ctx, b.path, append([]string{"--api", b.api, "--project_id", project}, args...)...)
+	cmd, cancel := bqCommand(b.path, append([]string{"--api", b.api, "--project_id", project}, args...)...)
+	defer cancel()
 	cmd.Dir, cmd.Env = b.dir, b.env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -104,7 +120,8 @@ func (b *bqCLI) fails(args []string, want ...string) {
 // of a shell is its last command's, so the caller checks the output.
 func (b *bqCLI) shell(cmds ...string) string {
 	b.t.Helper()
-	cmd := exec.CommandContext(b.ctx, b.path, "--api", b.api, "--project_id", project, "shell")
+	cmd, cancel := bqCommand(b.path, "--api", b.api, "--project_id", project, "shell")
+	defer cancel()
 	cmd.Dir, cmd.Env = b.dir, b.env
 	cmd.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
 	out, err := cmd.CombinedOutput()
@@ -131,9 +148,10 @@ var bqStarted = regexp.MustCompile(`Successfully started query ` + project + `:(
 // run yet: each must fail at once with a message saying so, not hang or
 // crash bq.
 func TestBQJobs(t *testing.T) {
-	// bq processes are slow to start on a loaded machine: a longer
-	// deadline than newEnv's.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	// bq processes are slow to start on a loaded machine: each has its
+	// own bound (bqProcessTimeout), so the test's client calls get none
+	// beyond the test binary's -timeout.
+	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := dial(t, ctx, testkit.Start(t))
 	b := newBQCLI(t, e)

@@ -2,14 +2,12 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"cloud.google.com/go/bigquery/storage/managedwriter"
 )
@@ -54,12 +52,11 @@ func TestBQQuery(t *testing.T) {
 		"CLOUDSDK_CORE_DISABLE_PROMPTS=1",
 		"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1",
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	api := "http://" + e.srv.HTTPAddr()
 	run := func(args ...string) (string, string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bqPath, append([]string{"--api", api, "--project_id", project, "--format=json", "query", "--use_legacy_sql=false"}, args...)...)
+		cmd, cancel := bqCommand(bqPath, append([]string{"--api", api, "--project_id", project, "--format=json", "query", "--use_legacy_sql=false"}, args...)...)
+		defer cancel()
 		cmd.Dir, cmd.Env = dir, env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bqstore/bqstore/internal/testkit"
 )
@@ -17,7 +16,8 @@ import (
 // two children. Before, bq found no child jobs and printed the script's
 // last result only.
 func TestBQScriptChildJobs(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Each bq process has its own bound (bqProcessTimeout).
+	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := dial(t, ctx, testkit.Start(t))
 	b := newBQCLI(t, e)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -57,14 +56,13 @@ func TestBQCLI(t *testing.T) {
 		"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1",
 		"PYTHONUNBUFFERED=1", // stdout and stderr in the order written
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	api := "http://" + e.srv.HTTPAddr()
 
 	var transcript bytes.Buffer
 	run := func(stdin string, args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bqPath, append([]string{"--api", api, "--project_id", project}, args...)...)
+		cmd, cancel := bqCommand(bqPath, append([]string{"--api", api, "--project_id", project}, args...)...)
+		defer cancel()
 		cmd.Dir, cmd.Env = dir, env
 		cmd.Stdin = strings.NewReader(stdin)
 		var out bytes.Buffer

@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/bqstore/bqstore/internal/server"
 	"github.com/bqstore/bqstore/internal/testkit"
@@ -52,14 +50,13 @@ func TestBQCLITLSToken(t *testing.T) {
 		c.TLSCertFile, c.TLSKeyFile, c.AuthTokensFile = certFile, keyFile, filepath.Join(dir, "tokens")
 	})
 	api := "https://" + srv.HTTPAddr()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 
 	// run runs one bq process (several commands in `bq shell` when stdin
 	// is given) with the token in tokenFile.
 	run := func(tokenFile, proj, stdin string, args ...string) (string, int) {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bqPath, append([]string{"--api", api, "--ca_certificates_file", certFile, "--project_id", proj}, args...)...)
+		cmd, cancel := bqCommand(bqPath, append([]string{"--api", api, "--ca_certificates_file", certFile, "--project_id", proj}, args...)...)
+		defer cancel()
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(),
 			"HOME="+home,
