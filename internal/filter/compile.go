@@ -584,8 +584,14 @@ func (c *checker) compare(op string, l, r node, p int) (node, error) {
 		return c.fold(&structEqNode{not: op != "=", l: l, r: r, p: p}, l, r)
 	}
 	switch t.kind() {
-	case tGeo, tJSON, tStruct, tArray, tRange:
+	case tGeo, tJSON, tStruct, tArray:
 		return nil, c.errf(p, "%s is not defined for arguments of type %s", opNames[op], t)
+	case tRange:
+		// A typed RANGE compares as it orders (compareValues); the bare
+		// RANGE of a row_restriction column has no values to compare.
+		if !t.isRange() {
+			return nil, c.errf(p, "%s is not defined for arguments of type %s", opNames[op], t)
+		}
 	}
 	if t == tNull {
 		t = tInt

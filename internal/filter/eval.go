@@ -537,8 +537,29 @@ func compareValues(t typ, a, b value) int {
 		return a.r.Cmp(b.r)
 	case t == tInterval:
 		return cmp.Compare(a.iv.Total(), b.iv.Total())
+	case t.isRange():
+		// By start, then end; an unbounded (NULL) start is the lowest,
+		// an unbounded end the highest, as ZetaSQL orders ranges.
+		if c := compareBound(t.elem(), a.a[0], b.a[0], -1); c != 0 {
+			return c
+		}
+		return compareBound(t.elem(), a.a[1], b.a[1], 1)
 	}
 	return strings.Compare(a.s, b.s)
+}
+
+// compareBound orders two RANGE bounds of type t, an unbounded (NULL)
+// one standing for open: -1 below every value, 1 above.
+func compareBound(t typ, a, b value, open int) int {
+	switch {
+	case a.null && b.null:
+		return 0
+	case a.null:
+		return open
+	case b.null:
+		return -open
+	}
+	return compareValues(t, a, b)
 }
 
 // cmpOrdered compares a and b element-wise (a konst operand broadcasts)
