@@ -5,8 +5,9 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
-	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -63,11 +64,17 @@ type script struct {
 	key *Job
 }
 
+// frameScanned counts the bytes of scripts scriptFrames reads to place
+// its frames' lines and columns (a test checks it is linear).
+var frameScanned atomic.Int64
+
 // scriptFrames is the frames of the statements sts of src: a statement's
 // text runs from its first token to its ';' (as written, comments
-// included), or to its last token when it has no ';'.
+// included), or to its last token when it has no ';'. The statements
+// are in order: one cursor walks src once to place them all.
 func scriptFrames(src string, sts []*sql.Statement) []ScriptFrame {
 	out := make([]ScriptFrame, len(sts))
+	c := textCursor{src: src, line: 1, col: 1}
 	for i, st := range sts {
 		end := st.End + 1 // past the ';'
 		if st.End >= len(src) {
@@ -79,27 +86,42 @@ func scriptFrames(src string, sts []*sql.Statement) []ScriptFrame {
 			}
 		}
 		out[i] = ScriptFrame{Text: src[st.Pos:end]}
-		out[i].StartLine, out[i].StartColumn = lineColumn(src, st.Pos)
-		out[i].EndLine, out[i].EndColumn = lineColumn(src, max(st.Pos, end-1))
+		out[i].StartLine, out[i].StartColumn = c.at(st.Pos)
+		out[i].EndLine, out[i].EndColumn = c.at(max(st.Pos, end-1))
 	}
+	frameScanned.Add(int64(c.pos))
 	return out
 }
 
-// lineColumn is the one-based line and column of byte offset pos of src:
-// a multi-byte character is one column, and a tab moves to the next
-// column 8k+1 (ScriptStackFrame's rules).
-func lineColumn(src string, pos int) (line, col int) {
-	start := strings.LastIndexByte(src[:pos], '\n') + 1
-	line = strings.Count(src[:start], "\n") + 1
-	col = 1
-	for _, r := range src[start:pos] {
-		if r == '\t' {
-			col = (col-1)/8*8 + 9
-			continue
+// textCursor walks src forward keeping the one-based line and column of
+// byte offset pos: a multi-byte character is one column, and a tab moves
+// to the next column 8k+1 (ScriptStackFrame's rules).
+type textCursor struct {
+	src            string
+	pos, line, col int
+}
+
+// at is the line and column of byte offset p, at or after the cursor's
+// last. A p inside a multi-byte character counts its bytes before p one
+// column each (as ranging over src[:p] would) and leaves the cursor at
+// the character's start.
+func (c *textCursor) at(p int) (line, col int) {
+	for c.pos < p {
+		r, size := utf8.DecodeRuneInString(c.src[c.pos:])
+		if c.pos+size > p {
+			return c.line, c.col + p - c.pos
 		}
-		col++
+		c.pos += size
+		switch r {
+		case '\n':
+			c.line, c.col = c.line+1, 1
+		case '\t':
+			c.col = (c.col-1)/8*8 + 9
+		default:
+			c.col++
+		}
 	}
-	return line, col
+	return c.line, c.col
 }
 
 // newChild is the child job of statement i of the script, started at
