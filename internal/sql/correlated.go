@@ -94,6 +94,10 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 	var where *filter.Scalar
 	if q.where != nil && !q.whereDone {
 		where, q.whereDone = q.where, true
+	} else if q.whereToks != nil {
+		// A subquery of the WHERE itself: its conjuncts before this
+		// one's apply first (the block applies the whole WHERE after).
+		where, q.whereToks = q.wherePrefix(q.whereToks), nil
 	}
 	cache := map[string]any{}
 	out.scan = func(ctx context.Context, cols []string, fn func(arrow.RecordBatch, int) error) error {
@@ -220,9 +224,53 @@ func (q *selectQuery) correlatedColumn(sub *Query, e *env, kind, typ string, ref
 	return name
 }
 
+// wherePrefix compiles the conjuncts of the WHERE toks that come before
+// its first conjunct with a subquery; nil if there are none, or an OR
+// joins them at the top level. A row they do not keep, the WHERE drops:
+// AND evaluates its left operand first, so they fail where the WHERE
+// would, and a later conjunct (which AND evaluates only on the rows its
+// left operand does not decide) stays in the WHERE alone.
+func (q *selectQuery) wherePrefix(toks []filter.Token) *filter.Scalar {
+	depth := 0
+	for _, t := range toks {
+		switch {
+		case t.Op && (t.Text == "(" || t.Text == "["):
+			depth++
+		case t.Op && (t.Text == ")" || t.Text == "]"):
+			depth--
+		case depth == 0 && t.Ident && strings.EqualFold(t.Text, "OR"):
+			return nil
+		}
+	}
+	n := 0 // tokens of the prefix, with the AND after it
+	for _, c := range conjuncts(toks) {
+		sub := false
+		for _, t := range c {
+			if t.Ident && (strings.EqualFold(t.Text, "SELECT") || strings.EqualFold(t.Text, "WITH")) {
+				sub = true
+			}
+		}
+		if sub {
+			break
+		}
+		n += len(c) + 1
+	}
+	if n == 0 {
+		return nil
+	}
+	x, err := q.compile(Span{toks: toks[:n-1]})
+	if err != nil || x.Type() != "BOOL" {
+		return nil // the WHERE's compiling reports it
+	}
+	return x
+}
+
 // runCorrelated runs a correlated subquery for one row's values.
 func (q *selectQuery) runCorrelated(ctx context.Context, sub *Query, e *env, kind string, in *relation, bind map[int]any) (any, error) {
 	defer q.bindKey(sub, in, bind)() // correlated_scan.go
+	if testHookCorrelatedRun != nil {
+		testHookCorrelatedRun()
+	}
 	q.corr = append(q.corr, &corrFrame{rel: in, bind: bind, refs: map[int]bool{}})
 	q.exprSub++
 	rs, err := q.query(ctx, sub, e)
@@ -361,3 +409,7 @@ type inSet struct {
 	typ  string
 	vals []any
 }
+
+// testHookCorrelatedRun, set by a test, is called for each run of a
+// correlated subquery.
+var testHookCorrelatedRun func()

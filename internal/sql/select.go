@@ -39,6 +39,8 @@ type selectQuery struct {
 	// block must not apply it again.
 	where     *filter.Scalar
 	whereDone bool
+	// whereToks is the WHERE while it compiles (correlated.go).
+	whereToks []filter.Token
 	// hold: the block's rows are a derived table's, appended to Arrow
 	// batches as they come (output.held, derived.go).
 	hold bool
@@ -121,7 +123,10 @@ func (r *runner) selectBlock(ctx context.Context, sel *Select, e *env, qq *Query
 		if at, ok := findAgg(sel.Where.toks); ok {
 			return nil, q.errf(at, "Aggregate function %s not allowed in WHERE clause", strings.ToUpper(sel.Where.toks[indexAt(sel.Where.toks, at)].Text))
 		}
-		if where, err = q.compile(*sel.Where); err != nil {
+		q.whereToks = sel.Where.toks // correlatedColumn filters first by its leading conjuncts
+		where, err = q.compile(*sel.Where)
+		q.whereToks = nil
+		if err != nil {
 			return nil, err
 		}
 		if t := where.Type(); t != "BOOL" && t != "NULL" {
