@@ -55,6 +55,13 @@ func ParseAt(prefix, expr string) (Expr, error) {
 	return parseAt(source{prefix: prefix, text: expr}, false)
 }
 
+// ParseQueryAt is ParseAt in the query engine's language (ARRAY and
+// STRUCT syntax, as CompileScalar parses): the syntax of an expression of
+// a query, checked without type-checking or evaluating it.
+func ParseQueryAt(prefix, expr string) (Expr, error) {
+	return parseAt(source{prefix: prefix, text: expr}, true)
+}
+
 // parse parses an expression; query admits the query engine's ARRAY and
 // STRUCT syntax (parse_composite.go).
 func parse(expr string, query bool) (Expr, error) { return parseAt(source{text: expr}, query) }

@@ -76,7 +76,6 @@ func (c *countingCtx) Done() <-chan struct{} {
 // exists either). Only an unclosed string (a lexer error) is caught
 // before the INSERT today.
 func TestReviewLate2ScriptSyntaxErrorAfterDML(t *testing.T) {
-	t.Skip("review-late2 finding, being fixed by fix-late-j: remove this line with the fix")
 	s, cat, db := engineStore(t, Options{})
 	fillTable(t, cat, db, "t", 3)
 	for i, script := range []string{

@@ -66,7 +66,28 @@ func ParseScript(src string) ([]*Statement, error) {
 		st.End = r[1]
 		out = append(out, st)
 	}
+	// The whole script parses before any statement runs (syntax.go).
+	for _, st := range out {
+		if err := st.checkSyntax(); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// checkSyntax checks the syntax of the statement's queries (syntax.go).
+func (st *Statement) checkSyntax() error {
+	switch {
+	case st.Type == "SELECT":
+		return checkQuerySyntax(st.Text, st.Pos)
+	case st.CreateTable != nil && st.CreateTable.Query != "":
+		return checkQuerySyntax(st.CreateTable.Query, st.CreateTable.QueryPos)
+	case st.CreateView != nil && st.CreateView.QueryText != "":
+		return checkQuerySyntax(st.CreateView.QueryText, st.CreateView.QueryPos)
+	case st.Insert != nil && st.Insert.Query != "":
+		return checkQuerySyntax(st.Insert.Query, st.Insert.QueryPos)
+	}
+	return nil
 }
 
 // splitStatements returns the [start, end) ranges of src between its
