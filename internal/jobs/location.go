@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -17,7 +16,7 @@ import (
 // Location is the location a query job q of project runs in when the
 // request names none: that of the first existing dataset it names, in
 // this order: its destination table's, each statement's (the tables its
-// query reads, in the order the analyzer meets them; an INSERT's, a
+// query names, in the order of its syntax tree; an INSERT's, a
 // CREATE TABLE's or a CREATE VIEW's target first), its default
 // dataset's. "" when it names none (the caller's default then).
 func (s *Store) Location(ctx context.Context, project string, q Query) string {
@@ -52,7 +51,7 @@ func (s *Store) Location(ctx context.Context, project string, q Query) string {
 				}
 			}
 			if text != "" {
-				if loc := s.readLocation(ctx, project, q, text, from); loc != "" {
+				if loc := s.readLocation(project, q, text, from); loc != "" {
 					return loc
 				}
 			}
@@ -64,24 +63,19 @@ func (s *Store) Location(ctx context.Context, project string, q Query) string {
 	return ""
 }
 
-// errLocated stops readLocation's analysis at the first table.
-var errLocated = errors.New("jobs: located")
-
 // readLocation is the location of the first table the query at offset
-// from of text reads whose dataset exists; the analysis stops there
-// (nothing is scanned).
-func (s *Store) readLocation(ctx context.Context, project string, q Query, text string, from int) string {
-	loc := ""
-	_, _ = sql.Run(ctx, text, func(ctx context.Context, n sql.TableName) (sql.Table, error) {
-		if ref, err := qualify(project, q, n); err == nil && loc == "" {
-			loc = s.datasetLocation(ref.Project, ref.Dataset)
+// from of text names whose dataset exists. It reads the query's syntax
+// tree only: locating runs inside the jobs.insert request, before the
+// job exists, where nothing could cancel a query it ran.
+func (s *Store) readLocation(project string, q Query, text string, from int) string {
+	for _, n := range sql.Tables(text, from) {
+		if ref, err := qualify(project, q, n); err == nil {
+			if loc := s.datasetLocation(ref.Project, ref.Dataset); loc != "" {
+				return loc
+			}
 		}
-		if loc != "" {
-			return nil, errLocated
-		}
-		return nil, &TableError{NotFound: true, Msg: "jobs: not located"}
-	}, sql.Options{MaxMemory: 1 << 20, Params: q.Params, Offset: from})
-	return loc
+	}
+	return ""
 }
 
 // datasetLocation is dataset p:d's location, "" if it does not exist.

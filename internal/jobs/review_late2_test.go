@@ -27,7 +27,6 @@ import (
 // Locating must only resolve names (parse/analyze), never evaluate: the
 // work Location does must not grow with the rows the query would make.
 func TestReviewLate2LocationRunsQuery(t *testing.T) {
-	t.Skip("review-late2 finding, being fixed by fix-late-j: remove this line with the fix")
 	s, _, _ := engineStore(t, Options{})
 	const light = "SELECT COUNT(*) AS n FROM UNNEST(GENERATE_ARRAY(1, 2)) AS a, UNNEST(GENERATE_ARRAY(1, 2)) AS b"
 	const heavy = "SELECT COUNT(*) AS n FROM UNNEST(GENERATE_ARRAY(1, 1000)) AS a, UNNEST(GENERATE_ARRAY(1, 1000)) AS b"

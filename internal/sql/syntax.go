@@ -21,11 +21,40 @@ import (
 // checkQuerySyntax checks the syntax of the query at offset from of src (a
 // script up to the query's end). It returns only syntax errors.
 func checkQuerySyntax(src string, from int) error {
-	q, err := parse(src, from, nil)
+	return (&walker{src: src}).query(from)
+}
+
+// Tables returns the tables the query at offset from of src (a script up
+// to the query's end, as Run's Options.Offset) names, in the order of the
+// syntax tree: WITH entries first, then each block's FROM, then its
+// expressions' subqueries. Names of WITH entries are left out; a name
+// that is an implicit UNNEST path may be in it. Nothing is resolved or
+// run: this is for a caller that must know the tables without running
+// the query (a job's location). A syntax error ends the walk: the names
+// met before it are returned.
+func Tables(src string, from int) []TableName {
+	w := &walker{src: src, tables: true, ctes: map[string]bool{}}
+	_ = w.query(from)
+	return w.names
+}
+
+// walker walks a query's syntax tree, checking its expressions' syntax
+// and, with tables, collecting the tables it names.
+type walker struct {
+	src    string
+	tables bool
+	ctes   map[string]bool // lower-case names of WITH entries
+	names  []TableName
+}
+
+// query parses and walks the query at offset from of w.src, which ends
+// where the query does.
+func (w *walker) query(from int) error {
+	q, err := parse(w.src, from, nil)
 	if err != nil {
 		return syntaxOnly(err)
 	}
-	return checkSyntax(src, q)
+	return checkSyntax(w, q)
 }
 
 // syntaxOnly returns err if it is a syntax error, else nil.
@@ -38,33 +67,40 @@ func syntaxOnly(err error) error {
 }
 
 // checkSyntax checks the expressions of a parsed query.
-func checkSyntax(src string, q *Query) error {
+func checkSyntax(w *walker, q *Query) error {
 	for _, c := range q.With {
-		if err := checkSyntax(src, c.Q); err != nil {
+		if w.ctes != nil {
+			w.ctes[strings.ToLower(c.Name)] = true
+		}
+		if err := checkSyntax(w, c.Q); err != nil {
 			return err
 		}
 	}
-	if err := checkBodySyntax(src, q.Body); err != nil {
+	if err := checkBodySyntax(w, q.Body); err != nil {
 		return err
 	}
 	for _, o := range q.OrderBy {
-		if err := checkSpanSyntax(src, o.Expr); err != nil {
+		if err := checkSpanSyntax(w, o.Expr); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func checkBodySyntax(src string, b queryBody) error {
+func checkBodySyntax(w *walker, b queryBody) error {
 	switch b := b.(type) {
 	case *Query:
-		return checkSyntax(src, b)
+		return checkSyntax(w, b)
 	case *SetOp:
-		if err := checkBodySyntax(src, b.Left); err != nil {
+		if err := checkBodySyntax(w, b.Left); err != nil {
 			return err
 		}
-		return checkBodySyntax(src, b.Right)
+		return checkBodySyntax(w, b.Right)
 	case *Select:
+		// FROM first, as the executor resolves it.
+		if err := checkFromSyntax(w, b.From); err != nil {
+			return err
+		}
 		var spans []Span
 		for _, it := range b.Items {
 			if !it.Star && len(it.Expr.toks) > 0 {
@@ -81,34 +117,37 @@ func checkBodySyntax(src string, b queryBody) error {
 		}
 		spans = append(spans, b.GroupBy...)
 		for _, s := range spans {
-			if err := checkSpanSyntax(src, s); err != nil {
+			if err := checkSpanSyntax(w, s); err != nil {
 				return err
 			}
 		}
-		return checkFromSyntax(src, b.From)
 	}
 	return nil
 }
 
-func checkFromSyntax(src string, f FromItem) error {
+func checkFromSyntax(w *walker, f FromItem) error {
 	switch f := f.(type) {
 	case *SubqueryRef:
-		return checkSyntax(src, f.Q)
+		return checkSyntax(w, f.Q)
 	case *JoinRef:
-		if err := checkFromSyntax(src, f.Left); err != nil {
+		if err := checkFromSyntax(w, f.Left); err != nil {
 			return err
 		}
-		if err := checkFromSyntax(src, f.Right); err != nil {
+		if err := checkFromSyntax(w, f.Right); err != nil {
 			return err
 		}
 		if f.On != nil {
-			return checkSpanSyntax(src, *f.On)
+			return checkSpanSyntax(w, *f.On)
 		}
 	case *UnnestRef:
-		return checkSpanSyntax(src, f.Expr)
+		return checkSpanSyntax(w, f.Expr)
 	case *TableRef:
+		n := f.Name
+		if w.tables && !(n.Project == "" && n.Dataset == "" && w.ctes[strings.ToLower(n.Table)]) {
+			w.names = append(w.names, n)
+		}
 		if f.AsOf != nil {
-			return checkSpanSyntax(src, *f.AsOf)
+			return checkSpanSyntax(w, *f.AsOf)
 		}
 	}
 	return nil
@@ -118,7 +157,8 @@ func checkFromSyntax(src string, f FromItem) error {
 // the expression with each replaced by a name of the same length. An
 // expression the executor rewrites before compiling it (aggregates with
 // clauses of their own, analytic functions) is left to the executor.
-func checkSpanSyntax(src string, s Span) error {
+func checkSpanSyntax(w *walker, s Span) error {
+	src := w.src
 	if len(s.toks) == 0 {
 		return nil
 	}
@@ -140,7 +180,10 @@ func checkSpanSyntax(src string, s Span) error {
 		if j < 0 {
 			continue
 		}
-		if err := checkQuerySyntax(src[:s.toks[j].Pos], s.toks[i+1].Pos); err != nil {
+		sub := &walker{src: src[:s.toks[j].Pos], tables: w.tables, ctes: w.ctes}
+		err := sub.query(s.toks[i+1].Pos)
+		w.names = append(w.names, sub.names...)
+		if err != nil {
 			return err
 		}
 		from := i
@@ -162,7 +205,7 @@ func checkSpanSyntax(src string, s Span) error {
 		}
 		i = j
 	}
-	if rewritten {
+	if rewritten || w.tables {
 		return nil
 	}
 	_, err := filter.ParseQueryAt(src[:at], string(text))

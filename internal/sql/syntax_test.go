@@ -31,3 +31,16 @@ func TestParseScriptChecksQuerySyntax(t *testing.T) {
 		}
 	}
 }
+
+// Tables reads the syntax tree only: the tables a query names, WITH
+// entries left out, subqueries in expressions included.
+func TestTablesFromSyntax(t *testing.T) {
+	src := "SELECT 1;\nWITH w AS (SELECT * FROM d.a) SELECT (SELECT MAX(x) FROM e.b), y FROM w JOIN p.f.c USING (k) WHERE EXISTS (SELECT 1 FROM UNNEST(ARRAY(SELECT z FROM g)))"
+	var got []string
+	for _, n := range Tables(src, 10) {
+		got = append(got, n.Project+"."+n.Dataset+"."+n.Table)
+	}
+	if want := ".d.a p.f.c .e.b ..g"; strings.Join(got, " ") != want {
+		t.Errorf("Tables = %q, want %q", strings.Join(got, " "), want)
+	}
+}
