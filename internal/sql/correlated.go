@@ -26,7 +26,8 @@ import (
 // per distinct combination of the values it references. The first such
 // column added after the block's WHERE (or QUALIFY) compiled applies that
 // filter before computing its values, so a subquery runs only for the
-// rows the filter keeps (selectQuery.where).
+// rows the filter keeps (selectQuery.where); the first one of the WHERE
+// itself applies the WHERE's conjuncts before it (wherePrefix).
 
 // corrFrame is an enclosing block's input, seen from inside one of its
 // subqueries.
