@@ -44,23 +44,9 @@ func (p *parser) quantifiedLike(left Expr, not bool, pos int) (Expr, *Error) {
 		}
 		return nil, p.errf(p.tok.pos, "not supported yet by bqstore: LIKE %s (subquery)", quant)
 	}
-	var list []Expr
-	for {
-		e, err := p.parseExpr(0)
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, e)
-		if p.isOp(",") {
-			if err := p.advance(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := p.expectOp(")"); err != nil {
-			return nil, err
-		}
-		break
+	list, err := p.parseExprListClose()
+	if err != nil {
+		return nil, err
 	}
 	return &Like{X: left, Not: not, Quant: quant, List: list, P: pos}, nil
 }

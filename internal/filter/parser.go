@@ -417,23 +417,9 @@ func (p *parser) parseInfix(left Expr, bp int) (Expr, *Error) {
 		if p.isKw("SELECT") {
 			return nil, p.errf(p.tok.pos, "Subqueries are not supported in row_restriction")
 		}
-		var list []Expr
-		for {
-			e, err := p.parseExpr(0)
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, e)
-			if p.isOp(",") {
-				if err := p.advance(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if err := p.expectOp(")"); err != nil {
-				return nil, err
-			}
-			break
+		list, err := p.parseExprListClose()
+		if err != nil {
+			return nil, err
 		}
 		return &In{X: left, List: list, Not: not, P: opTok.pos}, nil
 	case "LIKE":
@@ -943,4 +929,23 @@ func (p *parser) parseCase() (Expr, *Error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// parseExprListClose parses one or more expressions separated by commas
+// and the ")" that closes them (the lists of IN and quantified LIKE).
+func (p *parser) parseExprListClose() ([]Expr, *Error) {
+	var list []Expr
+	for {
+		e, err := p.parseExpr(0)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, e)
+		if !p.isOp(",") {
+			return list, p.expectOp(")")
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+	}
 }
