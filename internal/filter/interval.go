@@ -112,10 +112,20 @@ func ParseInterval(s string) (IntervalValue, error) {
 	return intervalOfMDN(mdn)
 }
 
+// maxStoredIntervalMicros is the largest time part a stored INTERVAL can
+// hold: columns are month_day_nano_interval, whose int64 nanoseconds end
+// at about ±2,562,047 hours, short of GoogleSQL's ±87,840,000.
+const maxStoredIntervalMicros = math.MaxInt64 / 1000
+
 // MonthDayNano is the interval as Arrow's month_day_nano_interval (how
-// columns store it).
-func (iv IntervalValue) MonthDayNano() arrow.MonthDayNanoInterval {
-	return arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Micros * 1000}
+// columns store it). A time part beyond what that holds is an error (it
+// used to wrap around: INTERVAL 3000000 HOUR came back as
+// -2124095:34:33.709551616).
+func (iv IntervalValue) MonthDayNano() (arrow.MonthDayNanoInterval, error) {
+	if iv.Micros > maxStoredIntervalMicros || iv.Micros < -maxStoredIntervalMicros {
+		return arrow.MonthDayNanoInterval{}, &Error{Bare: true, Msg: fmt.Sprintf("not supported yet by bqstore: an INTERVAL whose time part exceeds ±%d hours in a result or a table (%s)", maxStoredIntervalMicros/(3600*microsPerSecond), iv)}
+	}
+	return arrow.MonthDayNanoInterval{Months: iv.Months, Days: iv.Days, Nanoseconds: iv.Micros * 1000}, nil
 }
 
 func intervalOfMDN(v arrow.MonthDayNanoInterval) (IntervalValue, error) {

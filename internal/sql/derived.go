@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/bqstore/bqstore/internal/filter"
 	"github.com/bqstore/bqstore/internal/schema"
 )
 
@@ -155,8 +157,9 @@ func (h *heldRows) flush() error {
 					continue
 				}
 				if err := appendValue(fb, v, true); err != nil {
-					if err == errColumnTooLarge {
-						return err
+					var fe *filter.Error
+					if err == errColumnTooLarge || errors.As(err, &fe) {
+						return err // the user's error, as it is
 					}
 					return fmt.Errorf("sql: column %s: %w", h.schema.Fields[c].Name, err)
 				}

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -268,8 +269,9 @@ func buildArrow(s *schema.Schema, n int, value func(col, row int) any, nullArray
 				continue
 			}
 			if err := appendValue(fb, v, nullArrays); err != nil {
-				if err == errColumnTooLarge {
-					return nil, err
+				var fe *filter.Error
+				if err == errColumnTooLarge || errors.As(err, &fe) {
+					return nil, err // the user's error, as it is
 				}
 				return nil, fmt.Errorf("sql: column %s: %w", s.Fields[c].Name, err)
 			}
@@ -331,7 +333,11 @@ func appendValue(fb array.Builder, v any, nullArrays bool) error {
 		if !ok {
 			return fmt.Errorf("value %T for an INTERVAL column", v)
 		}
-		b.Append(iv.MonthDayNano())
+		mdn, err := iv.MonthDayNano()
+		if err != nil {
+			return err
+		}
+		b.Append(mdn)
 	case *array.ListBuilder:
 		elems, ok := v.([]any)
 		if !ok {
